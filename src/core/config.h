@@ -15,13 +15,7 @@ namespace stagemem {
 struct Config {
   std::string model = "llama-3.1-8b";  // a preset name (presets.h)
   ParallelLayout parallel{.pipeline_parallel = 4};
-  friend bool operator==(const Config& a, const Config& b) {
-    return a.model == b.model && a.parallel.tensor_parallel == b.parallel.tensor_parallel &&
-           a.parallel.pipeline_parallel == b.parallel.pipeline_parallel &&
-           a.parallel.expert_parallel == b.parallel.expert_parallel &&
-           a.parallel.expert_tensor_parallel == b.parallel.expert_tensor_parallel &&
-           a.parallel.vocab_multiple == b.parallel.vocab_multiple;
-  }
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Every check that does not need the model's shapes plus those that do; errors name the field.

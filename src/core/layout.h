@@ -25,6 +25,7 @@ struct ParallelLayout {
   std::int64_t expert_parallel = 1;
   std::int64_t expert_tensor_parallel = 1;
   std::int64_t vocab_multiple = 128;  // vocab padded to a multiple of vocab_multiple x TP
+  friend bool operator==(const ParallelLayout&, const ParallelLayout&) = default;
 };
 
 // Layers per stage for an even split; earlier stages take the remainder, one layer each.
