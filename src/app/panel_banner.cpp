@@ -1,0 +1,19 @@
+// The link banner: problems found in the link the page was opened with. Non-blocking; the app
+// already fell back to defaults. Text is drawn by ImGui, never inserted into the page as HTML.
+#include "app.h"
+#include "imgui.h"
+
+void draw_link_banner(AppState& state) {
+  if (!state.link_banner_visible) return;
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.12f, 0.10f, 1.0f));
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float height = line * (static_cast<float>(state.link_problems.size()) + 2.2f);
+  ImGui::BeginChild("link_banner", ImVec2(0, height), true);
+  ImGui::TextUnformatted("This link has problems; showing the default configuration instead:");
+  for (const auto& problem : state.link_problems) {
+    ImGui::BulletText("%s: %s", problem.field.c_str(), problem.message.c_str());
+  }
+  if (ImGui::SmallButton("Dismiss")) state.link_banner_visible = false;
+  ImGui::EndChild();
+  ImGui::PopStyleColor();
+}
