@@ -17,6 +17,7 @@ void apply_fragment(AppState& state, std::string_view fragment) {
     }
   }
   state.link_banner_visible = !state.link_problems.empty();
+  state.location_config = state.config;
   state.selected_stage = -1;
 }
 

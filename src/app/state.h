@@ -19,6 +19,9 @@ struct AppState {
   // until dismissed; the app falls back to defaults for a link with errors.
   std::vector<stagemem::FieldMessage> link_problems;
   bool link_banner_visible = false;
+  // The configuration the page's URL currently describes (web): the fragment is rewritten only
+  // when `config` differs from it, so an untouched bad link stays as the user pasted it.
+  stagemem::Config location_config;
 
   std::int64_t selected_stage = -1;  // stage whose table is open; -1 none
   float ui_scale = 1.0f;             // device pixels per CSS pixel (web) or content scale (native)

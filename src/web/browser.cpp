@@ -1,0 +1,63 @@
+#include "browser.h"
+
+#include <emscripten.h>
+#include <emscripten/html5.h>
+
+#include "state.h"
+#include "url_fragment.h"
+
+// clang-format off
+EM_JS(char*, js_read_location_fragment, (), {
+  const text = window.location.hash.replace(/^#/, "");
+  return stringToNewUTF8(text);
+});
+
+EM_JS(void, js_replace_location_fragment, (const char* fragment), {
+  const url = new URL(window.location.href);
+  url.hash = UTF8ToString(fragment);
+  window.history.replaceState(window.history.state, "", url.href);
+});
+
+EM_JS(void, js_listen_for_hash_changes, (), {
+  window.addEventListener("hashchange", () => {
+    Module.stagememApplyFragment(window.location.hash.replace(/^#/, ""));
+  });
+});
+
+EM_JS(void, js_mark_app_ready, (), {
+  const loading = document.getElementById("loading");
+  if (loading) loading.hidden = true;
+  document.body.dataset.appReady = "true";
+});
+// clang-format on
+
+std::string read_location_fragment() {
+  char* text = js_read_location_fragment();
+  std::string result(text);
+  free(text);
+  return result;
+}
+
+void replace_location_fragment(const std::string& fragment) {
+  js_replace_location_fragment(fragment.c_str());
+}
+
+void listen_for_hash_changes() { js_listen_for_hash_changes(); }
+void mark_app_ready() { js_mark_app_ready(); }
+
+double device_pixel_ratio() { return emscripten_get_device_pixel_ratio(); }
+
+void canvas_css_size(double& width, double& height) {
+  emscripten_get_element_css_size("#canvas", &width, &height);
+}
+
+void sync_location_fragment(AppState& state) {
+  if (state.config == state.location_config) return;
+  // Only a valid configuration is written: an invalid edit must not become a link.
+  if (!state.report_valid || !(state.reported_config == state.config) ||
+      !state.report.diagnostics.ok()) {
+    return;
+  }
+  replace_location_fragment(stagemem::encode_fragment(state.config));
+  state.location_config = state.config;
+}
