@@ -44,7 +44,7 @@ void fit_canvas(WebApp& app) {
   if (width != app.canvas_width || height != app.canvas_height) {
     app.canvas_width = width;
     app.canvas_height = height;
-    glfwSetWindowSize(app.window, width, height);
+    set_canvas_size(width, height);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "params_command.h"
 #include "presets.h"
 #include "report.h"
 #include "units.h"
@@ -26,6 +27,7 @@ constexpr const char* usage_text =
     "commands:\n"
     "  report     print the per-stage memory table\n"
     "  presets    list the built-in models\n"
+    "  params     exact parameter counts per component, stage and rank (`params --help`)\n"
     "\n"
     "options of report (applied left to right; later ones override earlier ones):\n"
     "  --preset NAME   built-in model (see `stagemem presets`)\n"
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "report") return run_report({args.begin() + 1, args.end()});
+  if (args[0] == "params") return run_params({args.begin() + 1, args.end()});
   if (args[0] == "presets") {
     for (std::string_view name : stagemem::preset_names()) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
     return 0;

@@ -9,7 +9,10 @@
 // clang-format off
 EM_JS(char*, js_read_location_fragment, (), {
   const text = window.location.hash.replace(/^#/, "");
-  return stringToNewUTF8(text);
+  const size = lengthBytesUTF8(text) + 1;
+  const copy = _malloc(size);
+  stringToUTF8(text, copy, size);
+  return copy;
 });
 
 EM_JS(void, js_replace_location_fragment, (const char* fragment), {
@@ -22,6 +25,12 @@ EM_JS(void, js_listen_for_hash_changes, (), {
   window.addEventListener("hashchange", () => {
     Module.stagememApplyFragment(window.location.hash.replace(/^#/, ""));
   });
+});
+
+// Browser.setCanvasSize notifies Emscripten's GLFW, which adopts the size as the window and
+// framebuffer size. (glfwSetWindowSize would request fullscreen when the size equals the screen.)
+EM_JS(void, js_set_canvas_size, (int width, int height), {
+  Module.setCanvasSize(width, height);
 });
 
 EM_JS(void, js_mark_app_ready, (), {
@@ -41,6 +50,8 @@ std::string read_location_fragment() {
 void replace_location_fragment(const std::string& fragment) {
   js_replace_location_fragment(fragment.c_str());
 }
+
+void set_canvas_size(int width, int height) { js_set_canvas_size(width, height); }
 
 void listen_for_hash_changes() { js_listen_for_hash_changes(); }
 void mark_app_ready() { js_mark_app_ready(); }

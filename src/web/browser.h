@@ -18,6 +18,8 @@ void mark_app_ready();
 // Device pixels per CSS pixel, and the canvas's CSS size.
 double device_pixel_ratio();
 void canvas_css_size(double& width, double& height);
+// Sets the canvas's backing store (device pixels); GLFW's window and framebuffer follow.
+void set_canvas_size(int width, int height);
 
 // Registers the state the Embind API (bindings.cpp) reads and edits. The page has one app.
 void register_app_state(AppState* state);

@@ -28,11 +28,18 @@ async function openApp(fragment, { minFrames = 3 } = {}) {
   const consoleErrors = [];
   page.on("pageerror", (error) => consoleErrors.push(String(error)));
   await page.goto(`${baseUrl}#${fragment}`);
+  // Uncaught page errors are reported through the failure box by the test, not only a timeout.
+  await page.evaluate(() => window.addEventListener("error", (event) => {
+    document.body.dataset.appFailed = "true";
+    document.getElementById("failure").textContent = String(event.message);
+  }));
   await page.waitForFunction(
     (n) => document.body.dataset.appFailed === "true" ||
            (typeof Module !== "undefined" && typeof Module.frameCount === "function" &&
             Module.frameCount() >= n),
-    minFrames, { timeout: 60_000 });
+    minFrames, { timeout: 60_000 }).catch((error) => {
+    throw new Error(`${error.message}; page errors: ${consoleErrors.join(" | ")}`);
+  });
   const failure = await page.evaluate(() => document.getElementById("failure").textContent);
   assert.equal(failure, "", `the page reported a failure: ${failure}`);
   return { context, page, consoleErrors };
