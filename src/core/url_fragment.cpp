@@ -1,59 +1,74 @@
 #include "url_fragment.h"
 
-#include <charconv>
-#include <cstdint>
+#include "config_fields.h"
 
 namespace stagemem {
 namespace {
 
 constexpr std::size_t max_fragment_length = 16384;
 
-struct IntegerField {
-  std::string_view key;
-  std::int64_t ParallelLayout::*member;
-  std::int64_t max;
-};
-
-constexpr IntegerField integer_fields[] = {
-    {"tp", &ParallelLayout::tensor_parallel, 1024},
-    {"pp", &ParallelLayout::pipeline_parallel, 1024},
-    {"ep", &ParallelLayout::expert_parallel, 4096},
-    {"etp", &ParallelLayout::expert_tensor_parallel, 1024},
-};
-
-bool is_model_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+bool needs_escape(unsigned char c) {
+  return c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '`' || c == '#' ||
+         c == '%' || c == '&' || c == '=';
 }
 
-// Keys and values of version 1 never need escaping; a '%' is rejected rather than decoded so a
-// link has exactly one spelling.
-void parse_integer(std::string_view key, std::string_view value, std::int64_t max,
-                   std::int64_t& out, Diagnostics& d) {
-  const std::string field = "url." + std::string(key);
-  const std::string range = "an integer in [1, " + std::to_string(max) + "]";
-  std::int64_t parsed = 0;
-  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (value.empty() || error != std::errc() || end != value.data() + value.size()) {
-    d.error(field, "'" + std::string(value.substr(0, 32)) + "' is not " + range);
-    return;
-  }
-  if (parsed < 1 || parsed > max) {
-    d.error(field, std::to_string(parsed) + " is out of range: expected " + range);
-    return;
-  }
-  out = parsed;
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string shown(std::string_view text) {
+  constexpr std::size_t limit = 32;
+  return std::string(text.substr(0, limit)) + (text.size() > limit ? "..." : "");
 }
 
 }  // namespace
 
+std::string percent_encode(std::string_view text) {
+  constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (needs_escape(byte)) {
+      out += '%';
+      out += digits[byte >> 4];
+      out += digits[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return false;
+    const int high = hex_value(text[i + 1]);
+    const int low = hex_value(text[i + 2]);
+    if (high < 0 || low < 0) return false;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return true;
+}
+
 std::string encode_fragment(const Config& config) {
   const Config defaults;
   std::string out = "v=" + std::to_string(url_format_version);
-  if (config.model != defaults.model) out += "&model=" + config.model;
-  for (const IntegerField& f : integer_fields) {
-    if (config.parallel.*f.member != defaults.parallel.*f.member) {
-      out += "&" + std::string(f.key) + "=" + std::to_string(config.parallel.*f.member);
-    }
+  for (const ConfigField& field : config_fields()) {
+    if (field_equals(field, config, defaults)) continue;
+    out += '&';
+    out += field.key;
+    out += '=';
+    out += percent_encode(format_field_text(field, config));
   }
   return out;
 }
@@ -64,11 +79,11 @@ DecodedFragment decode_fragment(std::string_view text) {
   if (const auto hash = text.find('#'); hash != std::string_view::npos) text.remove_prefix(hash + 1);
   if (text.size() > max_fragment_length) {
     d.error("url", "the fragment is " + std::to_string(text.size()) + " characters; at most " +
-                       std::to_string(max_fragment_length) + " are accepted");
+                       std::to_string(max_fragment_length) + " are read");
     return result;
   }
-  if (text.empty()) return result;
   bool saw_version = false;
+  std::string value;
   while (!text.empty()) {
     const auto amp = text.find('&');
     const std::string_view pair = text.substr(0, amp);
@@ -76,42 +91,34 @@ DecodedFragment decode_fragment(std::string_view text) {
     if (pair.empty()) continue;
     const auto eq = pair.find('=');
     if (eq == std::string_view::npos) {
-      d.error("url", "'" + std::string(pair.substr(0, 32)) + "' is not a key=value pair");
+      d.error("url", "'" + shown(pair) + "' is not a key=value pair");
       continue;
     }
     const std::string_view key = pair.substr(0, eq);
-    const std::string_view value = pair.substr(eq + 1);
+    const std::string reported = "url." + shown(key);
+    if (!percent_decode(pair.substr(eq + 1), value)) {
+      d.error(reported, "a '%' must be followed by two hexadecimal digits");
+      continue;
+    }
     if (key == "v") {
       saw_version = true;
-      if (value != "1") {
-        d.error("url.v", "format version '" + std::string(value.substr(0, 16)) +
-                             "' is not supported; this build reads version 1");
+      if (value != std::to_string(url_format_version)) {
+        d.error("url.v", "format version '" + shown(value) + "' is not supported; this build reads " +
+                             "version " + std::to_string(url_format_version));
         return result;
       }
       continue;
     }
-    if (key == "model") {
-      bool valid = !value.empty() && value.size() <= 64;
-      for (char c : value) valid = valid && is_model_name_char(c);
-      if (!valid) {
-        d.error("url.model", "a preset name of 1 to 64 characters from [a-z0-9._-] is expected");
-      } else {
-        result.config.model = std::string(value);
-      }
-      continue;
-    }
-    bool known = false;
-    for (const IntegerField& f : integer_fields) {
-      if (key == f.key) {
-        known = true;
-        parse_integer(key, value, f.max, result.config.parallel.*f.member, d);
-      }
-    }
-    if (!known) {
-      d.warn("url." + std::string(key.substr(0, 32)), "unknown key ignored (a newer link format?)");
+    if (const ConfigField* field = find_field_by_key(key)) {
+      parse_field_text(*field, value, result.config, d, reported);
+    } else {
+      d.warn(reported, "unknown key ignored (a link from a newer stagemem?)");
     }
   }
-  if (!saw_version) d.warn("url.v", "no format version; read as version 1");
+  if (!saw_version && !d.errors.empty()) return result;
+  if (!saw_version && result.config != Config{}) {
+    d.warn("url.v", "no format version; read as version " + std::to_string(url_format_version));
+  }
   return result;
 }
 

@@ -1,5 +1,7 @@
-// Tests of url_fragment.h: round trips, only non-default fields, and bad links.
+// Tests of url_fragment.h: round trips of every field, only non-default fields, escaping, and a
+// corpus of bad links that must each produce an error naming the field.
 #include "catch.h"
+#include "config_fields.h"
 #include "url_fragment.h"
 
 using namespace stagemem;
@@ -8,7 +10,7 @@ TEST_CASE("Default configuration encodes to the version only") {
   CHECK(encode_fragment(Config{}) == "v=1");
 }
 
-TEST_CASE("Fragments round-trip") {
+TEST_CASE("Fragments round-trip and keep only non-default fields") {
   Config c;
   c.parallel.pipeline_parallel = 8;
   c.parallel.tensor_parallel = 2;
@@ -21,21 +23,87 @@ TEST_CASE("Fragments round-trip") {
   CHECK(decode_fragment("https://wiki.example/stagemem/#" + text).config == c);
 }
 
-TEST_CASE("Bad fields are named with their allowed range") {
-  struct Case { const char* text; const char* field; };
-  const Case cases[] = {
-      {"v=1&tp=0", "url.tp"},           {"v=1&tp=-4", "url.tp"},
-      {"v=1&pp=abc", "url.pp"},         {"v=1&pp=1.5", "url.pp"},
-      {"v=1&pp=99999999999999999999", "url.pp"}, {"v=1&ep=", "url.ep"},
-      {"v=2&pp=2", "url.v"},            {"v=1&model=<script>", "url.model"},
+TEST_CASE("Every field of the table round-trips through a fragment") {
+  Config c;
+  c.model = "kimi-k3";
+  c.parallel.tensor_parallel = 2;
+  c.parallel.pipeline_parallel = 8;
+  c.parallel.virtual_stages = 2;
+  c.parallel.context_parallel = 4;
+  c.parallel.expert_parallel = 28;
+  c.parallel.expert_tensor_parallel = 2;
+  c.parallel.data_parallel = 7;
+  c.parallel.world_size = 896;
+  c.parallel.sequence_parallel = true;
+  c.parallel.vocab_multiple = 64;
+  c.parallel.assignment = StageAssignment::layout_string;
+  c.parallel.layers_per_stage = {12, 12, 0, 9};
+  c.parallel.first_stage_layers = 3;
+  c.parallel.last_stage_layers = 5;
+  c.parallel.layout_string = "Et*3|(tt|)*29,m|L";
+  const std::string text = encode_fragment(c);
+  INFO(text);
+  // Every field differs from its default, so every key is present.
+  for (const ConfigField& f : config_fields()) CHECK(text.find("&" + std::string(f.key) + "=") != std::string::npos);
+  // The layout string stays readable: '|', '*', '(', ')' and ',' need no escaping in a fragment.
+  CHECK(text.find("layout=Et*3|(tt|)*29,m|L") != std::string::npos);
+  const DecodedFragment decoded = decode_fragment(text);
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.config == c);
+}
+
+TEST_CASE("Delimiters inside values are escaped and decoded") {
+  Config c;
+  c.parallel.layout_string = "a&b=c#d%e f";
+  const std::string text = encode_fragment(c);
+  CHECK(text == "v=1&layout=a%26b%3Dc%23d%25e%20f");
+  CHECK(decode_fragment(text).config == c);
+}
+
+TEST_CASE("Bad links: each entry produces an error naming the field") {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case corpus[] = {
+      {"v=1&tp=0", "url.tp"},
+      {"v=1&tp=-4", "url.tp"},
+      {"v=1&tp=1025", "url.tp"},
+      {"v=1&pp=abc", "url.pp"},
+      {"v=1&pp=1.5", "url.pp"},
+      {"v=1&pp=1e3", "url.pp"},
+      {"v=1&pp=NaN", "url.pp"},
+      {"v=1&pp=99999999999999999999", "url.pp"},
+      {"v=1&pp= 4", "url.pp"},
+      {"v=1&ep=", "url.ep"},
+      {"v=1&sp=yes", "url.sp"},
+      {"v=1&split=random", "url.split"},
+      {"v=1&stages=12,,12", "url.stages"},
+      {"v=1&stages=12,", "url.stages"},
+      {"v=1&stages=12,-1", "url.stages"},
+      {"v=1&layout=%zz", "url.layout"},
+      {"v=1&layout=%4", "url.layout"},
+      {"v=1&model=%0A", "url.model"},
+      {"v=2&pp=2", "url.v"},
+      {"v=one", "url.v"},
       {"v=1&garbage", "url"},
   };
-  for (const Case& c : cases) {
+  for (const Case& c : corpus) {
     INFO(c.text);
     const DecodedFragment decoded = decode_fragment(c.text);
     REQUIRE(!decoded.diagnostics.ok());
     CHECK(decoded.diagnostics.errors[0].field == c.field);
+    const std::string field = c.field;
+    const bool names_allowed_values =
+        decoded.diagnostics.errors[0].message.find("expected") != std::string::npos;
+    CHECK((names_allowed_values || field == "url" || field == "url.v" || field == "url.layout"));
   }
+}
+
+TEST_CASE("Range errors state the allowed range") {
+  const DecodedFragment decoded = decode_fragment("v=1&tp=0");
+  REQUIRE(!decoded.diagnostics.ok());
+  CHECK(decoded.diagnostics.errors[0].message == "0 is out of range: expected an integer in [1, 1024]");
 }
 
 TEST_CASE("Unknown keys are warnings, not errors") {
@@ -46,7 +114,18 @@ TEST_CASE("Unknown keys are warnings, not errors") {
   CHECK(decoded.config.parallel.pipeline_parallel == 2);
 }
 
-TEST_CASE("An oversized fragment is rejected without being parsed") {
+TEST_CASE("An empty or oversized fragment") {
+  CHECK(decode_fragment("").diagnostics.ok());
+  CHECK(decode_fragment("#").config == Config{});
   const std::string huge(20000, 'a');
   CHECK(!decode_fragment(huge).diagnostics.ok());
+}
+
+TEST_CASE("Percent decoding rejects truncated escapes") {
+  std::string out;
+  CHECK(percent_decode("a%20b", out));
+  CHECK(out == "a b");
+  CHECK(!percent_decode("a%2", out));
+  CHECK(!percent_decode("%", out));
+  CHECK(!percent_decode("%g0", out));
 }

@@ -1,0 +1,77 @@
+// Tests of config_json.h: export/import round trips, strict types, named errors, warnings.
+#include "catch.h"
+#include "config_json.h"
+
+using namespace stagemem;
+
+TEST_CASE("JSON export writes every field and imports back to the same configuration") {
+  Config c;
+  c.model = "deepseek-v3";
+  c.parallel.tensor_parallel = 2;
+  c.parallel.pipeline_parallel = 16;
+  c.parallel.expert_parallel = 64;
+  c.parallel.sequence_parallel = true;
+  c.parallel.assignment = StageAssignment::explicit_list;
+  c.parallel.layers_per_stage = {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2};
+  const std::string text = config_to_json(c);
+  INFO(text);
+  CHECK(text.find("\"format\": \"stagemem-config\"") != std::string::npos);
+  CHECK(text.find("\"tensor_parallel\": 2") != std::string::npos);
+  CHECK(text.find("\"assignment\": \"explicit\"") != std::string::npos);
+  const DecodedConfig decoded = config_from_json(text);
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.diagnostics.warnings.empty());
+  CHECK(decoded.config == c);
+  CHECK(config_from_json(config_to_json(Config{})).config == Config{});
+}
+
+TEST_CASE("A partial document takes the defaults for the rest") {
+  const DecodedConfig decoded = config_from_json(R"({"parallel": {"pipeline_parallel": 8}})");
+  CHECK(decoded.diagnostics.ok());
+  Config expected;
+  expected.parallel.pipeline_parallel = 8;
+  CHECK(decoded.config == expected);
+}
+
+TEST_CASE("Bad JSON documents: each names the field by its JSON path") {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case corpus[] = {
+      {"", "json"},
+      {"{", "json"},
+      {"[1, 2]", "json"},
+      {"null", "json"},
+      {R"({"format": "other"})", "json.format"},
+      {R"({"version": 2})", "json.version"},
+      {R"({"parallel": {"tensor_parallel": 0}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": 2.5}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": 4.0}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": "4"}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": 1e300}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": -9223372036854775808}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": 18446744073709551615}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"sequence_parallel": 1}})", "json.parallel.sequence_parallel"},
+      {R"({"parallel": {"assignment": "diagonal"}})", "json.parallel.assignment"},
+      {R"({"parallel": {"layers_per_stage": [1, "2"]}})", "json.parallel.layers_per_stage"},
+      {R"({"parallel": {"layers_per_stage": 12}})", "json.parallel.layers_per_stage"},
+      {R"({"model": 7})", "json.model"},
+      {R"({"model": "a\nb"})", "json.model"},
+  };
+  for (const Case& c : corpus) {
+    INFO(c.text);
+    const DecodedConfig decoded = config_from_json(c.text);
+    REQUIRE(!decoded.diagnostics.ok());
+    CHECK(decoded.diagnostics.errors[0].field == c.field);
+  }
+}
+
+TEST_CASE("Unknown JSON keys are warnings naming their path") {
+  const DecodedConfig decoded =
+      config_from_json(R"({"parallel": {"pipeline_parallel": 2, "warp_drive": true}, "extra": 1})");
+  CHECK(decoded.diagnostics.ok());
+  REQUIRE(decoded.diagnostics.warnings.size() == 2);
+  CHECK(decoded.diagnostics.warnings[0].field == "json.extra");
+  CHECK(decoded.diagnostics.warnings[1].field == "json.parallel.warp_drive");
+}
