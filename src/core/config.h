@@ -2,19 +2,152 @@
 //
 // Purpose: the single value every front end edits and every encoding (URL fragment, JSON, CLI
 // flags) round-trips. Defaults here are the defaults everywhere; encodings store only differences.
+// Defaults follow Megatron-core with TransformerEngine: bf16 weights, fp32 main gradients, Adam
+// without the distributed optimizer, fp32 master weights and fp32 moments.
+//
+// Units: bytes (int64) for every memory amount; counts are plain integers.
+//
+// Allowed ranges (validate() enforces them and names the field on error):
+//  - precision.dense_weights, precision.expert_weights: a WeightDtype name (weight_dtype_name);
+//    expert_weights applies to routed-expert matrices only.
+//  - precision.grads: fp32 | bf16.
+//  - optimizer.kind: adam | distributed-adam | muon | distributed-muon.
+//  - optimizer.master_weights: fp32 | fp16 (fp16 only with the precision-aware optimizer, as in
+//    Megatron's --main-params-dtype); ignored when the weights are fp32 (they are the master).
+//  - optimizer.moments: fp32 | bf16 | fp16 | fp8 (Megatron --exp-avg-dtype/--exp-avg-sq-dtype of
+//    the precision-aware optimizer; Muon's momentum uses the same dtype).
+//  - optimizer.muon_*: booleans; which tensors Muon updates (the rest use AdamW).
+//  - optimizer.cast_copy: none | muon-group | all (a bf16 copy the optimizer keeps).
+//  - device.preset: "" (no device) or a name from devices.h; device.bytes: 0 (use the preset) or
+//    an integer in [1, 2^50] bytes, which overrides the preset (a custom device).
+//  - measurements[i]: point (MeasurementPoint), stage in [0, PP-1], bytes in [0, 2^50], source
+//    text 1..200 characters, term: required (1..120 characters) only for point `term`.
+//  - gaps[i]: kind (GapKind), stage in [-1, PP-1] (-1: every stage), bytes in [0, 2^50], source
+//    text 1..200 characters. A gap is only ever a MEASURED value; there is no default amount.
 // Limitations: the model is a built-in preset for now; inline models come with the JSON form.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "diagnostics.h"
 #include "layout.h"
 
 namespace stagemem {
 
+// How a parameter tensor is stored on the device during training.
+enum class WeightDtype : std::uint8_t {
+  bf16,
+  fp32,
+  fp8_tensor_scaled,  // fp8 e4m3 values, one fp32 scale per tensor (TE delayed/current scaling)
+  fp8_block_scaled,   // fp8 e4m3 values, one fp32 scale per 128 x 128 block (DeepSeek-V3 recipe)
+  mxfp8,              // fp8 e4m3 values, one e8m0 (1 B) scale per 32 values (OCP MX)
+  mxfp4,              // fp4 e2m1 values (0.5 B), one e8m0 (1 B) scale per 32 values (OCP MX)
+};
+inline constexpr int weight_dtype_count = 6;
+
+enum class GradDtype : std::uint8_t { fp32, bf16 };
+enum class OptimizerKind : std::uint8_t { adam, distributed_adam, muon, distributed_muon };
+enum class MasterDtype : std::uint8_t { fp32, fp16 };
+enum class MomentDtype : std::uint8_t { fp32, bf16, fp16, fp8 };
+enum class CastCopy : std::uint8_t { none, muon_group, all };
+
+std::string_view weight_dtype_name(WeightDtype dtype);  // "bf16", "fp8-tensor", "mxfp4", ...
+std::string_view grad_dtype_name(GradDtype dtype);
+std::string_view optimizer_kind_name(OptimizerKind kind);  // "distributed-muon", ...
+std::string_view master_dtype_name(MasterDtype dtype);
+std::string_view moment_dtype_name(MomentDtype dtype);
+std::string_view cast_copy_name(CastCopy copy);
+std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
+std::optional<GradDtype> parse_grad_dtype(std::string_view name);
+std::optional<OptimizerKind> parse_optimizer_kind(std::string_view name);
+std::optional<MasterDtype> parse_master_dtype(std::string_view name);
+std::optional<MomentDtype> parse_moment_dtype(std::string_view name);
+std::optional<CastCopy> parse_cast_copy(std::string_view name);
+
+struct Precision {
+  WeightDtype dense_weights = WeightDtype::bf16;   // linear-layer matrices outside routed experts
+  WeightDtype expert_weights = WeightDtype::bf16;  // routed-expert matrices
+  GradDtype grads = GradDtype::fp32;               // Megatron's main_grad buffer
+  friend bool operator==(const Precision&, const Precision&) = default;
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::adam;
+  MasterDtype master_weights = MasterDtype::fp32;
+  MomentDtype moments = MomentDtype::fp32;
+  // Which tensors Muon updates; everything else is AdamW. The default is Megatron's filter: 2-D
+  // linear weights (routers and expert matrices included), not embedding, head, norms, biases,
+  // vectors or convolution kernels.
+  bool muon_routers = true;
+  bool muon_expert_matrices = true;
+  bool muon_embedding_and_head = false;
+  CastCopy cast_copy = CastCopy::none;
+  friend bool operator==(const OptimizerConfig&, const OptimizerConfig&) = default;
+};
+
+struct DeviceConfig {
+  std::string preset{};     // "" : no device; otherwise a devices.h name
+  std::int64_t bytes = 0;   // > 0: custom usable bytes (overrides the preset)
+  friend bool operator==(const DeviceConfig&, const DeviceConfig&) = default;
+};
+
+// When a measured number was read. Each point sees exactly the terms allocated before it.
+enum class MeasurementPoint : std::uint8_t {
+  after_model_init,       // model built and wrapped (weights, gradient buffers)
+  after_optimizer_init,   // optimizer constructed, before the first step (no lazy state yet)
+  after_first_step,       // between steps once the first step ran (all resident state alive)
+  steady_state_peak,      // per-rank peak of a steady-state step (resident + activations + transients)
+  term,                   // one named term of the report
+};
+inline constexpr int measurement_point_count = 5;
+std::string_view measurement_point_name(MeasurementPoint point);  // "after-optimizer-init", ...
+std::optional<MeasurementPoint> parse_measurement_point(std::string_view name);
+
+struct Measurement {
+  MeasurementPoint point = MeasurementPoint::steady_state_peak;
+  std::int64_t stage = 0;  // pipeline rank the reading was taken on
+  std::int64_t bytes = 0;  // per rank
+  std::string source{};    // who measured it and how, e.g. "torch.cuda.memory_allocated, run 17"
+  std::string term{};      // point == term: the term's name as the report spells it
+  friend bool operator==(const Measurement&, const Measurement&) = default;
+};
+
+// Memory that shapes cannot derive. Each appears as a named row, zero unless measured.
+enum class GapKind : std::uint8_t {
+  allocator_fragmentation,
+  communication_buffers,
+  runtime_context,
+  math_library_workspaces,
+};
+inline constexpr int gap_kind_count = 4;
+std::string_view gap_kind_name(GapKind kind);  // "allocator-fragmentation", ...
+std::optional<GapKind> parse_gap_kind(std::string_view name);
+
+struct GapEntry {
+  GapKind kind = GapKind::allocator_fragmentation;
+  std::int64_t stage = -1;  // -1: the same reading applies to every stage
+  std::int64_t bytes = 0;
+  std::string source{};
+  friend bool operator==(const GapEntry&, const GapEntry&) = default;
+};
+
+inline constexpr std::int64_t max_config_bytes = std::int64_t{1} << 50;  // 1 PiB: any real device
+inline constexpr std::size_t max_source_length = 200;
+inline constexpr std::size_t max_term_name_length = 120;
+inline constexpr std::size_t max_measurements = 64;
+
 struct Config {
   std::string model = "llama-3.1-8b";  // a preset name (presets.h)
   ParallelLayout parallel{.pipeline_parallel = 4};
+  Precision precision{};
+  OptimizerConfig optimizer{};
+  DeviceConfig device{};
+  std::vector<Measurement> measurements{};
+  std::vector<GapEntry> gaps{};
   friend bool operator==(const Config&, const Config&) = default;
 };
 

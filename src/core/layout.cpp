@@ -268,12 +268,18 @@ std::int64_t shard_elements(const Tensor& t, const ParallelLayout& layout) {
   return t.elements;
 }
 
-void add_tensors(StageParameters& stage, const std::vector<Tensor>& tensors,
+void add_tensors(StageParameters& stage, const std::vector<Tensor>& tensors, const Model& model,
                  const ParallelLayout& layout) {
   for (const Tensor& t : tensors) {
     const std::int64_t shard = shard_elements(t, layout);
     stage.logical.add(t.component, t.elements);
     stage.per_rank.add(t.component, shard);
+    const auto role = static_cast<std::size_t>(tensor_role(t));
+    stage.per_rank_roles.elements[role] += shard;
+    // A rank holds its 1/EP share of the experts; ETP splits each expert tensor, not their number.
+    stage.per_rank_roles.weight_tensors[role] +=
+        t.split == Split::expert_parallel ? weight_tensor_count(t, model) / layout.expert_parallel
+                                          : weight_tensor_count(t, model);
     switch (t.split) {
       case Split::replicated: stage.per_rank_split.replicated += shard; break;
       case Split::tensor_parallel: stage.per_rank_split.tensor_parallel += shard; break;
@@ -289,6 +295,7 @@ void add_vocab_padding(StageParameters& stage, Component component, const Model&
       (padded_vocab(model.vocab, layout) - model.vocab) * model.hidden / layout.tensor_parallel;
   stage.per_rank.add(component, padding);
   stage.per_rank_split.vocab_padding += padding;
+  stage.per_rank_roles.elements[static_cast<std::size_t>(TensorRole::embedding_or_head)] += padding;
 }
 
 // A copy of the (padded, vocabulary-parallel) embedding matrix that is not a unique parameter.
@@ -298,6 +305,9 @@ void add_embedding_replica(StageParameters& stage, Component component, const Mo
   const std::int64_t elements = rows * model.hidden / layout.tensor_parallel;
   stage.per_rank.add(component, elements);
   stage.per_rank_split.embedding_replicas += elements;
+  const auto role = static_cast<std::size_t>(TensorRole::embedding_or_head);
+  stage.per_rank_roles.elements[role] += elements;
+  stage.per_rank_roles.weight_tensors[role] += 1;
 }
 
 }  // namespace
@@ -363,6 +373,12 @@ std::int64_t expert_data_parallel_size(const ParallelLayout& layout) {
   const std::int64_t expert =
       checked_product({layout.expert_parallel, layout.expert_tensor_parallel});
   return divides(expert, inner) ? inner / expert : 0;
+}
+
+std::int64_t RoleCounts::total() const {
+  std::int64_t sum = 0;
+  for (std::int64_t n : elements) sum += n;
+  return sum;
 }
 
 std::vector<std::int64_t> StagePlan::layers_per_virtual_stage() const {
@@ -566,17 +582,17 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
     for (std::int64_t i = 0; i < v.layer_count; ++i) {
       const auto index = static_cast<std::size_t>(v.first_layer + i);
       if (index >= model.layers.size()) break;
-      add_tensors(stage, layer_tensors(model, model.layers[index]), layout);
+      add_tensors(stage, layer_tensors(model, model.layers[index]), model, layout);
     }
     if (v.embedding) {
-      add_tensors(stage, embedding_tensors(model), layout);
+      add_tensors(stage, embedding_tensors(model), model, layout);
       add_vocab_padding(stage, Component::embedding, model, layout);
     }
     if (v.head) {
-      add_tensors(stage, head_tensors(model), layout);
+      add_tensors(stage, head_tensors(model), model, layout);
       if (!model.tied_embeddings) add_vocab_padding(stage, Component::lm_head, model, layout);
     }
-    for (std::int64_t i = 0; i < v.mtp_layers; ++i) add_tensors(stage, one_mtp_layer, layout);
+    for (std::int64_t i = 0; i < v.mtp_layers; ++i) add_tensors(stage, one_mtp_layer, model, layout);
     // One embedding copy serves both a tied LM head and MTP's input embedding on this chunk.
     if (!v.embedding && v.head && model.tied_embeddings) {
       add_embedding_replica(stage, Component::lm_head, model, layout);

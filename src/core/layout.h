@@ -20,6 +20,7 @@
 // `make-vocab-size-divisible-by`, default 128); sharded tensors must divide evenly (validated).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -122,6 +123,17 @@ struct SplitCounts {
   std::int64_t total() const { return dense() + expert(); }
 };
 
+// One rank's elements by tensor role (parameters.h), the key of precision and optimizer choices.
+// Vocabulary padding and embedding replicas count as embedding_or_head. `weight_tensors` counts the
+// separate 2-D weight tensors of each matrix role on this rank (a routed expert has 3).
+struct RoleCounts {
+  std::array<std::int64_t, tensor_role_count> elements{};
+  std::array<std::int64_t, tensor_role_count> weight_tensors{};
+  std::int64_t operator[](TensorRole role) const { return elements[static_cast<int>(role)]; }
+  std::int64_t tensors(TensorRole role) const { return weight_tensors[static_cast<int>(role)]; }
+  std::int64_t total() const;
+};
+
 // One pipeline rank (a "stage"): the sum of its virtual chunks.
 struct StageParameters {
   std::int64_t pipeline_rank = 0;
@@ -131,6 +143,7 @@ struct StageParameters {
   ParameterCounts logical;   // unique parameters: unpadded, unsharded, no replicas
   ParameterCounts per_rank;  // one rank: TP/EP/ETP shards, padded vocabulary, replicas counted
   SplitCounts per_rank_split;
+  RoleCounts per_rank_roles;
 };
 
 // Requires a plan from plan_stages (or a layout that passed validate_layout).

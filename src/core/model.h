@@ -35,6 +35,7 @@ struct GqaShape {
   bool qkv_bias = false;     // bias on the q, k, v projections
   bool output_bias = false;  // bias on the output projection
   bool fused_qkv = false;    // GPT-2 style c_attn; the same count, kept for naming only
+  friend bool operator==(const GqaShape&, const GqaShape&) = default;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3, Kimi K2, Kimi Linear's full-attention layers).
@@ -46,6 +47,7 @@ struct MlaShape {
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
   bool output_gate = false;  // Kimi K3 `mla_use_output_gate`: a sigmoid gate h -> heads*v_head_dim
+  friend bool operator==(const MlaShape&, const MlaShape&) = default;
 };
 
 // Kimi Delta Attention, the linear-attention layer of Kimi Linear (fla's KimiDeltaAttention).
@@ -54,12 +56,14 @@ struct KdaShape {
   std::int64_t head_dim = 0;
   std::int64_t short_conv_kernel = 0;  // depthwise conv on q, k and v, no bias
   bool full_rank_gate = false;         // decay gate h -> heads*head_dim instead of f_a/f_b low rank
+  friend bool operator==(const KdaShape&, const KdaShape&) = default;
 };
 
 struct DenseMlpShape {
   std::int64_t intermediate = 0;
   MlpActivation activation = MlpActivation::swiglu;
   bool bias = false;
+  friend bool operator==(const DenseMlpShape&, const DenseMlpShape&) = default;
 };
 
 struct MoeShape {
@@ -73,14 +77,13 @@ struct MoeShape {
   // h -> latent before dispatch and latent -> h after combine. 0 disables.
   std::int64_t latent_hidden = 0;
   bool latent_norm = false;  // RMSNorm over the latent (`latent_moe_use_norm`)
+  friend bool operator==(const MoeShape&, const MoeShape&) = default;
 };
 
 struct LayerKind {
   AttentionKind attention = AttentionKind::gqa;
   MlpKind mlp = MlpKind::dense;
-  friend bool operator==(const LayerKind& a, const LayerKind& b) {
-    return a.attention == b.attention && a.mlp == b.mlp;
-  }
+  friend bool operator==(const LayerKind&, const LayerKind&) = default;
 };
 
 // Block Attention Residuals (arXiv 2603.15031). Assumptions, stated once here:
@@ -91,6 +94,7 @@ struct LayerKind {
 struct AttnResShape {
   std::int64_t block_size = 0;  // layers per block; 0 disables Attention Residuals
   std::int64_t sites_per_layer = 2;
+  friend bool operator==(const AttnResShape&, const AttnResShape&) = default;
 };
 
 struct Model {
@@ -112,6 +116,7 @@ struct Model {
   std::int64_t mtp_layers = 0;
   LayerKind mtp_layer{AttentionKind::mla, MlpKind::moe};
   AttnResShape attn_res;
+  friend bool operator==(const Model&, const Model&) = default;
 };
 
 }  // namespace stagemem

@@ -236,6 +236,45 @@ std::vector<Tensor> mtp_tensors(const Model& model) {
   return out;
 }
 
+std::string_view tensor_role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::hidden_matrix: return "hidden matrices";
+    case TensorRole::expert_matrix: return "routed-expert matrices";
+    case TensorRole::router_matrix: return "router matrices";
+    case TensorRole::embedding_or_head: return "embedding and head";
+    case TensorRole::vector: return "norms, biases and vectors";
+    case TensorRole::convolution: return "convolution kernels";
+  }
+  return "unknown";
+}
+
+TensorRole tensor_role(const Tensor& tensor) {
+  switch (tensor.component) {
+    case Component::embedding:
+    case Component::position_embedding:
+    case Component::lm_head: return TensorRole::embedding_or_head;
+    case Component::norms:
+    case Component::attn_res: return TensorRole::vector;
+    default: break;
+  }
+  const std::string_view name = tensor.name;
+  // Norms inside MTP layers keep their layer names; every norm weight name contains "norm".
+  if (name.find("norm") != std::string_view::npos || name.ends_with(".bias") ||
+      name.ends_with("A_log") || name.ends_with("dt_bias") ||
+      name.ends_with("e_score_correction_bias") || name.starts_with("attn_res.")) {
+    return TensorRole::vector;
+  }
+  if (name.find("conv1d") != std::string_view::npos) return TensorRole::convolution;
+  if (name == "mlp.gate.weight") return TensorRole::router_matrix;
+  if (tensor.split == Split::expert_parallel) return TensorRole::expert_matrix;
+  return TensorRole::hidden_matrix;
+}
+
+std::int64_t weight_tensor_count(const Tensor& tensor, const Model& model) {
+  if (tensor.split == Split::expert_parallel) return 3 * model.moe.routed_experts;
+  return 1;
+}
+
 std::int64_t ParameterCounts::total() const {
   std::int64_t sum = 0;
   for (std::int64_t n : by_component) sum += n;

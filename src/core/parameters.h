@@ -61,6 +61,25 @@ std::vector<Tensor> embedding_tensors(const Model& model);
 std::vector<Tensor> head_tensors(const Model& model);  // final norm, LM head (untied), output mix
 std::vector<Tensor> mtp_tensors(const Model& model);   // all MTP layers, charged to Component::mtp
 
+// What kind of tensor a parameter is, as training choices key on it: Muon updates 2-D hidden
+// matrices, low-precision (fp8, MX) storage applies to linear-layer matrices only, and everything
+// else (embedding, head, norms, biases, vectors, convolution kernels) keeps the base precision.
+enum class TensorRole : std::uint8_t {
+  hidden_matrix,      // 2-D weight of a linear layer inside the network (attention, MLP, MTP eh_proj)
+  expert_matrix,      // a stack of routed-expert 2-D weights (gate, up, down per expert)
+  router_matrix,      // the MoE router's 2-D weight
+  embedding_or_head,  // vocabulary matrices and learned position tables
+  vector,             // norm weights and biases, linear biases, A_log, dt_bias, AttnRes vectors
+  convolution,        // depthwise short-convolution kernels [width, 1, kernel] (3-D)
+};
+inline constexpr int tensor_role_count = 6;
+std::string_view tensor_role_name(TensorRole role);
+// Classified from the component and the name the modeling code gives the tensor.
+TensorRole tensor_role(const Tensor& tensor);
+// Separate 2-D weight tensors a Tensor entry stands for: 3 per routed expert for an expert stack
+// (gate, up, down), 1 otherwise. Used for per-tensor fp8 scales.
+std::int64_t weight_tensor_count(const Tensor& tensor, const Model& model);
+
 struct ParameterCounts {
   std::array<std::int64_t, component_count> by_component{};
   std::int64_t total() const;

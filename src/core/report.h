@@ -2,9 +2,11 @@
 //
 // Purpose: what every front end shows. A term is one named piece of device memory with the
 // formula that produced it, what it scales with, its provenance tag and when it is allocated.
+// Terms come in families: resident (lives across steps), activation and transient (arrive with
+// the next issue, same shape), and gap (memory shapes cannot derive: zero unless measured).
 // Units: bytes (int64) per rank. Display units (GiB, MiB, GB) are the front end's business.
-// Limitations: this version derives resident weights only (bf16); gradients, optimizer state,
-// activations and transients arrive as further terms of the same shape.
+// Limitations: activations and transients are not derived yet, so a stage's peak is its resident
+// terms plus any measured gap rows.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +19,12 @@
 namespace stagemem {
 
 enum class Family : std::uint8_t { resident, activation, transient, gap };
-enum class Tag : std::uint8_t { derived, measured };
+// not_measured: a gap row nobody has measured yet; its bytes are 0 and it never feeds a total.
+enum class Tag : std::uint8_t { derived, measured, not_measured };
 enum class AllocationPoint : std::uint8_t { model_init, optimizer_init, first_step, forward, backward };
 
 std::string_view family_name(Family family);
-std::string_view tag_name(Tag tag);
+std::string_view tag_name(Tag tag);  // "DERIVED", "MEASURED", "NOT MEASURED"
 std::string_view allocation_point_name(AllocationPoint point);
 
 struct Term {
@@ -32,23 +35,56 @@ struct Term {
   Tag tag = Tag::derived;
   AllocationPoint allocated_at = AllocationPoint::model_init;
   std::int64_t bytes = 0;
+  std::string source{};  // MEASURED terms: who measured it and how
+};
+
+struct LayerRange {
+  std::int64_t first = 0;
+  std::int64_t count = 0;
 };
 
 struct StageReport {
   std::int64_t index = 0;
   std::int64_t first_layer = 0;
   std::int64_t layer_count = 0;
+  std::vector<LayerRange> chunks;  // one per virtual stage on this rank (VPP), in order
   std::int64_t parameters_per_rank = 0;
   std::vector<Term> terms;
-  std::int64_t peak_bytes = 0;
+  std::int64_t resident_bytes = 0;  // derived resident terms
+  std::int64_t gap_bytes = 0;       // measured gap rows
+  std::int64_t peak_bytes = 0;      // resident + gaps (+ the largest phase peak, next issue)
+  std::int64_t headroom_bytes = 0;  // device bytes - peak; 0 when no device is chosen
+};
+
+// A measured number next to the derived terms alive at its measurement point.
+struct CrossCheck {
+  Measurement measurement;
+  std::int64_t derived_bytes = 0;  // sum of the derived terms alive at the point
+  std::int64_t gap_bytes = 0;      // measured - derived
+  bool has_ratio = false;          // false when derived is 0
+  double ratio = 0.0;              // measured / derived
+  std::vector<std::string> alive_terms;   // the terms summed
+  std::vector<std::string> explanations;  // what could explain the gap, most specific first
+};
+
+struct DeviceCapacity {
+  std::string name;  // preset name or "custom"
+  std::int64_t bytes = 0;
+  std::string source;
 };
 
 struct Report {
   std::string model;
   std::int64_t total_parameters = 0;
+  std::int64_t data_parallel = 1;
+  std::int64_t expert_data_parallel = 1;
   std::vector<StageReport> stages;
-  std::int64_t binding_stage = -1;  // index of the stage with the largest peak; -1 when invalid
-  Diagnostics diagnostics;          // errors mean `stages` is empty
+  DeviceCapacity device;  // bytes 0: no device chosen
+  // The stage with the least headroom against the device (the largest peak; every rank has the
+  // same device); -1 when invalid.
+  std::int64_t binding_stage = -1;
+  std::vector<CrossCheck> cross_checks;
+  Diagnostics diagnostics;  // errors mean `stages` is empty
 };
 
 Report estimate(const Config& config);

@@ -1,10 +1,10 @@
-// Tests of report.h: the per-stage report of the thin slice (bf16 weights per rank).
+// Tests of report.h / estimate.cpp: the per-stage report, its totals and the binding stage.
 #include "catch.h"
 #include "report.h"
 
 using namespace stagemem;
 
-TEST_CASE("Llama-3.1-8B at PP 4: bf16 weights per stage") {
+TEST_CASE("Llama-3.1-8B at PP 4: resident terms per stage (Adam, bf16, fp32 grads)") {
   Config c;
   c.parallel.pipeline_parallel = 4;
   const Report r = estimate(c);
@@ -13,11 +13,13 @@ TEST_CASE("Llama-3.1-8B at PP 4: bf16 weights per stage") {
   REQUIRE(r.stages.size() == 4);
   // Stage 0: 8 x 218,112,000 + 525,336,576 (embedding) = 2,270,232,576 params x 2 B.
   CHECK(r.stages[0].terms.at(0).bytes == 4'540'465'152LL);
-  // Stage 3 adds the final norm and LM head: 2,270,232,576 + 4,096 params.
-  CHECK(r.stages[3].peak_bytes == 2 * (8 * 218'112'000LL + 4'096 + 525'336'576LL));
+  // Stage 3 adds the final norm and LM head: 2,270,232,576 + 4,096 params, 18 B each (Adam).
+  CHECK(r.stages[3].peak_bytes == 18 * (8 * 218'112'000LL + 4'096 + 525'336'576LL));
+  CHECK(r.stages[3].resident_bytes == r.stages[3].peak_bytes);
   CHECK(r.binding_stage == 3);
   for (const auto& s : r.stages) {
     CHECK(s.terms.at(0).tag == Tag::derived);
+    CHECK(s.terms.at(0).name == "weights (bf16)");
     CHECK(s.terms.at(0).formula.find("2 B x") == 0);
   }
 }
@@ -37,6 +39,44 @@ TEST_CASE("Sizes stay 64-bit: a 405B-class stage exceeds 4 GiB without wrapping"
   c.parallel.pipeline_parallel = 1;
   const Report r = estimate(c);
   REQUIRE(r.stages.size() == 1);
-  CHECK(r.stages[0].peak_bytes == 2 * 8'030'261'248LL);
+  CHECK(r.stages[0].terms.at(0).bytes == 2 * 8'030'261'248LL);
   CHECK(r.stages[0].peak_bytes > (std::int64_t{1} << 32));
+}
+
+TEST_CASE("The binding stage is the one with the least headroom on the device") {
+  Config c;
+  c.device.preset = "h100-80gb";
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  CHECK(r.device.bytes == 81'089LL << 20);
+  // Stage 3: 18 B x 2,270,236,672 = 40,864,260,096 B; headroom = 85,027,979,264 - that.
+  CHECK(r.stages[3].headroom_bytes == (81'089LL << 20) - 40'864'260'096LL);
+  CHECK(r.binding_stage == 3);
+  for (const auto& s : r.stages) CHECK(s.headroom_bytes >= r.stages[3].headroom_bytes);
+}
+
+TEST_CASE("Gap rows appear on every stage and add to the peak only when measured") {
+  Config c;
+  c.gaps = {{.kind = GapKind::allocator_fragmentation, .stage = 1, .bytes = 1'000'000'000,
+             .source = "torch.cuda.memory_reserved - memory_allocated, run 3"}};
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  CHECK(r.stages[0].gap_bytes == 0);
+  CHECK(r.stages[1].gap_bytes == 1'000'000'000);
+  CHECK(r.stages[1].peak_bytes == r.stages[1].resident_bytes + 1'000'000'000);
+}
+
+TEST_CASE("Every stage assignment works: an explicit list with VPP") {
+  Config c;
+  c.parallel.pipeline_parallel = 2;
+  c.parallel.virtual_stages = 2;
+  c.parallel.assignment = StageAssignment::explicit_list;
+  c.parallel.layers_per_stage = {7, 9, 9, 7};
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  REQUIRE(r.stages.size() == 2);
+  // Rank 0 runs virtual stages 0 (layers 0-6) and 2 (layers 16-24).
+  REQUIRE(r.stages[0].chunks.size() == 2);
+  CHECK(r.stages[0].chunks[1].first == 16);
+  CHECK(r.stages[0].layer_count == 16);
 }

@@ -298,3 +298,23 @@ TEST_CASE("Vocabulary padding multiple is configurable") {
   CHECK(stages[1].per_rank_split.embedding_replicas == 51'200LL * 12'288 / 8);
   CHECK(stages[0].per_rank_split.vocab_padding == (51'200LL - 50'257) * 12'288 / 8);
 }
+
+TEST_CASE("Per-rank role counts add up to the per-rank total") {
+  const Model m = *find_preset("deepseek-v3");
+  const ParallelLayout layout{.tensor_parallel = 2, .pipeline_parallel = 16, .expert_parallel = 64,
+                              .data_parallel = 64, .sequence_parallel = true};
+  Diagnostics d;
+  const auto plan = plan_stages(m, layout, d);
+  REQUIRE(plan);
+  for (const auto& s : stage_parameters(m, layout, *plan)) {
+    CHECK(s.per_rank_roles.total() == s.per_rank.total());
+    CHECK(s.per_rank_roles[TensorRole::expert_matrix] == s.per_rank_split.expert());
+  }
+  // Llama-3.1-8B, one stage: embedding + head 2 x 525,336,576; norms 65 x 4,096 = 266,240.
+  const Model llama = *find_preset("llama-3.1-8b");
+  const auto one = stage_parameters(llama, {}, std::vector<std::int64_t>{32});
+  CHECK(one[0].per_rank_roles[TensorRole::embedding_or_head] == 2 * 525'336'576LL);
+  CHECK(one[0].per_rank_roles[TensorRole::vector] == 266'240);
+  // 32 layers x 7 matrices (q, k, v, o, gate, up, down) are separate weight tensors.
+  CHECK(one[0].per_rank_roles.tensors(TensorRole::hidden_matrix) == 32 * 7);
+}

@@ -42,3 +42,25 @@ TEST_CASE("Every component has a distinct name") {
     }
   }
 }
+
+TEST_CASE("Tensor roles: what Muon and low-precision storage key on") {
+  CHECK(tensor_role({"self_attn.q_proj.weight", Component::attention_gqa, Split::tensor_parallel, 1}) ==
+        TensorRole::hidden_matrix);
+  CHECK(tensor_role({"embed_tokens.weight", Component::embedding, Split::tensor_parallel, 1}) ==
+        TensorRole::embedding_or_head);
+  CHECK(tensor_role({"lm_head.weight", Component::lm_head, Split::tensor_parallel, 1}) ==
+        TensorRole::embedding_or_head);
+  CHECK(tensor_role({"mlp.gate.weight", Component::router, Split::replicated, 1}) ==
+        TensorRole::router_matrix);
+  CHECK(tensor_role({"mlp.gate.e_score_correction_bias", Component::router, Split::replicated, 1}) ==
+        TensorRole::vector);
+  CHECK(tensor_role({"self_attn.A_log", Component::attention_kda, Split::tensor_parallel, 1}) ==
+        TensorRole::vector);
+  CHECK(tensor_role({"self_attn.q_conv1d.weight", Component::attention_kda, Split::tensor_parallel,
+                     1}) == TensorRole::convolution);
+  // MTP keeps its layers' names; norms inside it are vectors, expert stacks stay expert matrices.
+  CHECK(tensor_role({"input_layernorm.weight", Component::mtp, Split::replicated, 1}) ==
+        TensorRole::vector);
+  CHECK(tensor_role({"mlp.experts.*.{gate,up,down}_proj.weight", Component::mtp,
+                     Split::expert_parallel, 1}) == TensorRole::expert_matrix);
+}

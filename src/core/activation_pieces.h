@@ -1,0 +1,85 @@
+// activation_pieces.h — the tensors one decoder layer (or the embedding / head) keeps for
+// backward, and the transients that sit on top of them, for one micro-batch on one rank.
+//
+// Purpose: the physics of activation memory, piece by piece, each with the tensor it is, its
+// shape and dtype substituted into a formula, and the recompute modules that drop it. Files by
+// physics: activations_attention.cpp (GQA, MLA, KDA), activations_mlp.cpp (dense MLP, MoE),
+// activations_model.cpp (embedding, final norm, logits and loss, MTP, AttnRes, pipeline and
+// context-parallel buffers). The stage-level sums (layers x micro-batches in flight) live in
+// activation_terms.cpp.
+//
+// Conventions (Megatron-core with TransformerEngine, flash attention, fla's chunk_kda):
+//  - n = S/CP x B tokens per rank and micro-batch. Token-wise tensors of full hidden width are
+//    sharded by TP only under sequence parallelism; tensors split by heads or by the MLP width
+//    are always 1/TP; outputs of duplicated (replicated) down-projections are full width.
+//  - bf16 activations (2 B) unless a piece says otherwise; dropout masks are 1 B.
+//  - a tensor saved by two ops (e.g. the attention output, also the output projection's input)
+//    is counted once.
+// Units: bytes (int64) per layer and micro-batch on one rank.
+// Limitations: balanced routing unless an imbalance scenario is entered; ETP > 1 gathers the
+// routed tokens over ETP before the expert GEMMs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layout.h"
+#include "model.h"
+#include "training.h"
+
+namespace stagemem {
+
+// Builds "[S/CP=8192] x [B=1] x [h=7168] x 2 B" and its value, exactly, in int64.
+class Formula {
+ public:
+  Formula& times(std::string_view label, std::int64_t value);
+  // Exact division (validation guarantees divisibility, e.g. S by CP x TP under SP).
+  Formula& per(std::string_view label, std::int64_t divisor);
+  Formula& bytes(std::int64_t bytes_per_element, std::string_view dtype);
+  std::int64_t value() const { return value_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::int64_t value_ = 1;
+  std::string text_;
+};
+
+struct ActivationPiece {
+  std::string name;        // what the memory is, e.g. "q, k, v (flash-attention inputs)"
+  std::string formula;     // per layer and micro-batch, numbers substituted
+  std::string_view scaling;
+  std::int64_t bytes = 0;  // per layer and micro-batch, one rank
+  std::uint32_t dropped_by = 0;  // RecomputeModule bits whose recompute means it is not stored
+};
+
+// The per-rank token geometry every piece needs.
+struct TokenShape {
+  std::int64_t tokens = 0;           // n = S/CP x B
+  std::int64_t sequence = 0;         // S/CP
+  std::int64_t micro_batch = 0;      // B
+  std::int64_t tensor_parallel = 1;  // TP
+  bool sequence_parallel = false;
+  std::int64_t context_parallel = 1;
+  std::int64_t full_sequence = 0;    // S
+};
+TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout);
+
+// One decoder layer's stored tensors (norms, attention, MLP), before recompute is applied.
+std::vector<ActivationPiece> layer_activation_pieces(const Model& model, LayerKind kind,
+                                                     const TokenShape& shape,
+                                                     const TrainingConfig& training,
+                                                     const ParallelLayout& layout);
+std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind kind,
+                                              const TokenShape& shape,
+                                              const TrainingConfig& training);
+std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const TokenShape& shape,
+                                        const TrainingConfig& training,
+                                        const ParallelLayout& layout);
+
+// Bytes one rank keeps per layer and micro-batch after the recompute policy is applied:
+// selective drops the pieces of the chosen modules; a fully recomputed layer keeps its input only.
+std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces, std::uint32_t dropped_modules);
+
+}  // namespace stagemem

@@ -1,0 +1,45 @@
+// activation_terms.h — a pipeline rank's activation and transient terms for one training step.
+//
+// Purpose: sums the per-micro-batch pieces (activation_pieces.h, activation_model.h) over the
+// rank's layers, its virtual chunks and the micro-batches each chunk holds at the peak
+// (schedule.h), under the recompute policy, and lists the transients that sit on top.
+//
+// Recompute (Megatron's options):
+//  - none: every piece is kept;
+//  - selective: pieces of the chosen --recompute-modules are dropped; the largest dropped set of
+//    one layer comes back in backward as a transient (the selective working set);
+//  - full, uniform: each chunk's layers are checkpointed in groups of `layers`; a group keeps only
+//    its input (S/CP x B x h bf16, /TP with SP); full, block: the first `layers` layers of each
+//    chunk are checkpointed one by one, the others keep everything. In backward one group is
+//    recomputed at a time: its full working set for one micro-batch is a transient.
+// Peak of the forward/backward phase = stored activations + the single largest transient (they
+// occur at different moments, so only one is co-live with the full stored set).
+// Units: bytes (int64) per rank.
+// Limitations: AttnRes slots and MTP layers are kept whatever the recompute policy.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "layout.h"
+#include "model.h"
+#include "report.h"
+#include "training.h"
+
+namespace stagemem {
+
+struct StageActivationTerms {
+  std::vector<Term> stored;      // Family::activation
+  std::vector<Term> transients;  // Family::transient, forward/backward phase
+  std::int64_t stored_bytes = 0;
+  std::int64_t largest_transient_bytes = 0;
+  std::string largest_transient;  // its name; empty when there is none
+  std::vector<std::int64_t> in_flight_per_chunk;
+};
+
+// Requires a validated configuration: `plan` from plan_stages, M >= 1.
+StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
+                                            const TrainingConfig& training, const StagePlan& plan,
+                                            std::int64_t rank, std::int64_t micro_batches);
+
+}  // namespace stagemem

@@ -1,0 +1,200 @@
+#include "config.h"
+
+#include <array>
+
+#include "devices.h"
+#include "presets.h"
+
+namespace stagemem {
+namespace {
+
+// Names in enum order; the parse functions search the same tables, so a name round-trips.
+constexpr std::array<std::string_view, weight_dtype_count> weight_dtype_names = {
+    "bf16", "fp32", "fp8-tensor", "fp8-block", "mxfp8", "mxfp4"};
+constexpr std::array<std::string_view, 2> grad_dtype_names = {"fp32", "bf16"};
+constexpr std::array<std::string_view, 4> optimizer_kind_names = {
+    "adam", "distributed-adam", "muon", "distributed-muon"};
+constexpr std::array<std::string_view, 2> master_dtype_names = {"fp32", "fp16"};
+constexpr std::array<std::string_view, 4> moment_dtype_names = {"fp32", "bf16", "fp16", "fp8"};
+constexpr std::array<std::string_view, 3> cast_copy_names = {"none", "muon-group", "all"};
+constexpr std::array<std::string_view, measurement_point_count> measurement_point_names = {
+    "after-model-init", "after-optimizer-init", "after-first-step", "steady-state-peak", "term"};
+constexpr std::array<std::string_view, gap_kind_count> gap_kind_names = {
+    "allocator-fragmentation", "communication-buffers", "runtime-context",
+    "math-library-workspaces"};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
+  const auto index = static_cast<std::size_t>(value);
+  return index < N ? names[index] : std::string_view("unknown");
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> parse(const std::array<std::string_view, N>& names, std::string_view text) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == text) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+template <std::size_t N>
+std::string one_of(const std::array<std::string_view, N>& names) {
+  std::string out = "one of: ";
+  for (std::size_t i = 0; i < N; ++i) out += (i == 0 ? "" : ", ") + std::string(names[i]);
+  return out;
+}
+
+bool in_range(std::int64_t value, std::int64_t low, std::int64_t high) {
+  return value >= low && value <= high;
+}
+
+void check_source(Diagnostics& d, const std::string& field, const std::string& source) {
+  if (source.empty() || source.size() > max_source_length) {
+    d.error(field, "a measured value needs its source: text of 1 to " +
+                       std::to_string(max_source_length) + " characters");
+  }
+}
+
+void validate_training(const Config& config, Diagnostics& d) {
+  const auto& p = config.precision;
+  if (static_cast<std::size_t>(p.dense_weights) >= weight_dtype_count) {
+    d.error("precision.dense_weights", one_of(weight_dtype_names));
+  }
+  if (static_cast<std::size_t>(p.expert_weights) >= weight_dtype_count) {
+    d.error("precision.expert_weights", one_of(weight_dtype_names));
+  }
+  if (static_cast<std::size_t>(p.grads) >= grad_dtype_names.size()) {
+    d.error("precision.grads", one_of(grad_dtype_names));
+  }
+  const auto& o = config.optimizer;
+  if (static_cast<std::size_t>(o.kind) >= optimizer_kind_names.size()) {
+    d.error("optimizer.kind", one_of(optimizer_kind_names));
+  }
+  if (static_cast<std::size_t>(o.master_weights) >= master_dtype_names.size()) {
+    d.error("optimizer.master_weights", one_of(master_dtype_names));
+  }
+  if (static_cast<std::size_t>(o.moments) >= moment_dtype_names.size()) {
+    d.error("optimizer.moments", one_of(moment_dtype_names));
+  }
+  if (static_cast<std::size_t>(o.cast_copy) >= cast_copy_names.size()) {
+    d.error("optimizer.cast_copy", one_of(cast_copy_names));
+  }
+  if (o.cast_copy == CastCopy::muon_group &&
+      !(o.kind == OptimizerKind::muon || o.kind == OptimizerKind::distributed_muon)) {
+    d.warn("optimizer.cast_copy", "muon-group has no effect with an Adam optimizer");
+  }
+
+  if (!config.device.preset.empty() && !find_device(config.device.preset)) {
+    std::string names;
+    for (const DevicePreset& dev : device_presets()) {
+      names += (names.empty() ? "" : ", ") + std::string(dev.name);
+    }
+    d.error("device.preset", "unknown device '" + config.device.preset.substr(0, 64) +
+                                 "'; known devices: " + names + " (or give device.bytes)");
+  }
+  if (config.device.bytes != 0 && !in_range(config.device.bytes, 1, max_config_bytes)) {
+    d.error("device.bytes", "must be 0 (use the preset) or an integer in [1, " +
+                                std::to_string(max_config_bytes) + "] bytes, got " +
+                                std::to_string(config.device.bytes));
+  }
+
+  const std::int64_t stages = config.parallel.pipeline_parallel;
+  if (config.measurements.size() > max_measurements) {
+    d.error("measurements", "at most " + std::to_string(max_measurements) + " are accepted");
+  }
+  for (std::size_t i = 0; i < config.measurements.size() && i < max_measurements; ++i) {
+    const Measurement& m = config.measurements[i];
+    const std::string field = "measurements[" + std::to_string(i) + "]";
+    if (static_cast<std::size_t>(m.point) >= measurement_point_count) {
+      d.error(field + ".point", one_of(measurement_point_names));
+    }
+    if (!in_range(m.stage, 0, stages - 1)) {
+      d.error(field + ".stage", "must be an integer in [0, " + std::to_string(stages - 1) +
+                                    "], got " + std::to_string(m.stage));
+    }
+    if (!in_range(m.bytes, 0, max_config_bytes)) {
+      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                    "] bytes, got " + std::to_string(m.bytes));
+    }
+    check_source(d, field + ".source", m.source);
+    if (m.point == MeasurementPoint::term &&
+        (m.term.empty() || m.term.size() > max_term_name_length)) {
+      d.error(field + ".term", "point 'term' needs the term's name (1 to " +
+                                   std::to_string(max_term_name_length) + " characters)");
+    }
+  }
+  if (config.gaps.size() > max_measurements) {
+    d.error("gaps", "at most " + std::to_string(max_measurements) + " are accepted");
+  }
+  for (std::size_t i = 0; i < config.gaps.size() && i < max_measurements; ++i) {
+    const GapEntry& g = config.gaps[i];
+    const std::string field = "gaps[" + std::to_string(i) + "]";
+    if (static_cast<std::size_t>(g.kind) >= gap_kind_count) {
+      d.error(field + ".kind", one_of(gap_kind_names));
+    }
+    if (!in_range(g.stage, -1, stages - 1)) {
+      d.error(field + ".stage", "must be -1 (every stage) or an integer in [0, " +
+                                    std::to_string(stages - 1) + "], got " +
+                                    std::to_string(g.stage));
+    }
+    if (!in_range(g.bytes, 0, max_config_bytes)) {
+      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                    "] bytes, got " + std::to_string(g.bytes));
+    }
+    check_source(d, field + ".source", g.source);
+  }
+}
+
+}  // namespace
+
+std::string_view weight_dtype_name(WeightDtype d) { return name_of(weight_dtype_names, d); }
+std::string_view grad_dtype_name(GradDtype d) { return name_of(grad_dtype_names, d); }
+std::string_view optimizer_kind_name(OptimizerKind k) { return name_of(optimizer_kind_names, k); }
+std::string_view master_dtype_name(MasterDtype d) { return name_of(master_dtype_names, d); }
+std::string_view moment_dtype_name(MomentDtype d) { return name_of(moment_dtype_names, d); }
+std::string_view cast_copy_name(CastCopy c) { return name_of(cast_copy_names, c); }
+std::string_view measurement_point_name(MeasurementPoint p) {
+  return name_of(measurement_point_names, p);
+}
+std::string_view gap_kind_name(GapKind k) { return name_of(gap_kind_names, k); }
+
+std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
+  return parse<WeightDtype>(weight_dtype_names, s);
+}
+std::optional<GradDtype> parse_grad_dtype(std::string_view s) {
+  return parse<GradDtype>(grad_dtype_names, s);
+}
+std::optional<OptimizerKind> parse_optimizer_kind(std::string_view s) {
+  return parse<OptimizerKind>(optimizer_kind_names, s);
+}
+std::optional<MasterDtype> parse_master_dtype(std::string_view s) {
+  return parse<MasterDtype>(master_dtype_names, s);
+}
+std::optional<MomentDtype> parse_moment_dtype(std::string_view s) {
+  return parse<MomentDtype>(moment_dtype_names, s);
+}
+std::optional<CastCopy> parse_cast_copy(std::string_view s) {
+  return parse<CastCopy>(cast_copy_names, s);
+}
+std::optional<MeasurementPoint> parse_measurement_point(std::string_view s) {
+  return parse<MeasurementPoint>(measurement_point_names, s);
+}
+std::optional<GapKind> parse_gap_kind(std::string_view s) {
+  return parse<GapKind>(gap_kind_names, s);
+}
+
+Diagnostics validate(const Config& config) {
+  Diagnostics d;
+  const auto model = find_preset(config.model);
+  if (!model) {
+    std::string names;
+    for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    d.error("model", "unknown preset '" + config.model + "'; known presets: " + names);
+    return d;
+  }
+  validate_layout(*model, config.parallel, d);
+  validate_training(config, d);
+  return d;
+}
+
+}  // namespace stagemem

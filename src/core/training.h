@@ -1,0 +1,94 @@
+// training.h — how the model is trained: sequence, batch, recompute and the kernel assumptions
+// that decide which tensors are kept for backward.
+//
+// Purpose: the inputs of the activation and transient terms. Every kernel assumption that changes
+// memory (flash vs materialised attention, fused vs eager KDA, fused vs vocabulary-parallel
+// cross-entropy, live temporaries of the AttnRes mix) is a named, visible option here, never a
+// hidden constant.
+// Units: tokens, micro-batches, bytes (int64).
+// Allowed ranges (validate() names the field on error):
+//  - training.sequence_length [1, 2^24], training.micro_batch [1, 65536],
+//    training.global_batch [1, 2^30] (a multiple of micro_batch x DP);
+//  - recompute.layers [1, layers on a stage] for full recompute;
+//  - kernels.kda_chunk [16, 1024]; kernels.cross_entropy_chunk [1, 2^24];
+//    kernels.attn_res_live_temporaries [0, 64];
+//  - training.routing_imbalance [1, 1024] (a scenario: the busiest expert rank receives this
+//    multiple of the balanced token count; 1 means balanced routing).
+// Limitations: one micro-batch size for every stage; no sequence packing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace stagemem {
+
+enum class RecomputePolicy : std::uint8_t { none, selective, full };
+// Megatron's --recompute-modules names, in this order (bit i of RecomputeConfig::modules).
+enum class RecomputeModule : std::uint8_t {
+  core_attn,       // attention core: softmax statistics / scores; q, k, v stay as checkpoint inputs
+  moe_act,         // the routed experts' activation function output (fc2 input)
+  layernorm,       // norm outputs (the linear layers' inputs); norm inputs stay
+  mla_up_proj,     // MLA up-projections: the up-projected q, k, v; the latents stay
+  mlp,             // the whole dense MLP; only its input stays
+  moe,             // the whole MoE block; only its input stays
+  shared_experts,  // shared experts' internals; their input stays
+};
+inline constexpr int recompute_module_count = 7;
+enum class FullRecomputeMethod : std::uint8_t { uniform, block };
+enum class AttentionKernel : std::uint8_t { flash, materialized };
+enum class KdaBackend : std::uint8_t { fused, eager };
+enum class CrossEntropyKernel : std::uint8_t { vocab_parallel, fused_chunked };
+
+std::string_view recompute_policy_name(RecomputePolicy policy);  // none, selective, full
+std::string_view recompute_module_name(RecomputeModule module);  // Megatron's spelling
+std::string_view full_recompute_method_name(FullRecomputeMethod method);
+std::string_view attention_kernel_name(AttentionKernel kernel);
+std::string_view kda_backend_name(KdaBackend backend);
+std::string_view cross_entropy_kernel_name(CrossEntropyKernel kernel);
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+
+constexpr std::uint32_t module_bit(RecomputeModule module) {
+  return std::uint32_t{1} << static_cast<int>(module);
+}
+
+struct RecomputeConfig {
+  RecomputePolicy policy = RecomputePolicy::none;
+  std::uint32_t modules = module_bit(RecomputeModule::core_attn);  // selective: which modules
+  FullRecomputeMethod method = FullRecomputeMethod::uniform;
+  std::int64_t layers = 1;  // full: Megatron's --recompute-num-layers
+  friend bool operator==(const RecomputeConfig&, const RecomputeConfig&) = default;
+};
+
+struct KernelAssumptions {
+  // flash: no [B, heads, S, S] score is stored, only the log-sum-exp; materialized: the
+  // Korthikanti et al. accounting (softmax output, dropout mask and output are kept).
+  AttentionKernel attention = AttentionKernel::flash;
+  // fused: fla's chunk_kda (recomputes chunk states in backward); eager: a chunked PyTorch
+  // implementation that keeps per-chunk states and fp32 intermediates.
+  KdaBackend kda = KdaBackend::fused;
+  std::int64_t kda_chunk = 64;  // fla's chunk size BT
+  // vocab_parallel: Megatron's cross-entropy keeps the fp32 softmax over V/TP per token;
+  // fused_chunked: logits are produced and consumed chunk by chunk, only per-token statistics stay.
+  CrossEntropyKernel cross_entropy = CrossEntropyKernel::vocab_parallel;
+  std::int64_t cross_entropy_chunk = 4096;  // tokens per chunk of the fused kernel
+  // Live fp32 temporaries of the AttnRes mix besides the (1+K) upcast slots (running
+  // accumulator and output in the users' kernel).
+  std::int64_t attn_res_live_temporaries = 2;
+  friend bool operator==(const KernelAssumptions&, const KernelAssumptions&) = default;
+};
+
+struct TrainingConfig {
+  std::int64_t sequence_length = 4096;
+  std::int64_t micro_batch = 1;
+  std::int64_t global_batch = 1024;
+  bool dropout = false;  // dropout > 0: 1-byte masks after attention and MLP (and in attention)
+  double routing_imbalance = 1.0;
+  RecomputeConfig recompute{};
+  KernelAssumptions kernels{};
+  // A flat "non-parameter headroom" constant to compare against (e.g. the legacy 82 GiB); 0: none.
+  std::int64_t flat_headroom_bytes = 0;
+  friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
+};
+
+}  // namespace stagemem

@@ -1,0 +1,34 @@
+// Tests of config.h: names round-trip and validation names the field with the allowed range.
+#include "catch.h"
+#include "config.h"
+
+using namespace stagemem;
+
+TEST_CASE("Option names round-trip") {
+  for (int i = 0; i < weight_dtype_count; ++i) {
+    const auto d = static_cast<WeightDtype>(i);
+    CHECK(parse_weight_dtype(weight_dtype_name(d)) == d);
+  }
+  CHECK(parse_optimizer_kind("distributed-muon") == OptimizerKind::distributed_muon);
+  CHECK(parse_measurement_point("after-optimizer-init") == MeasurementPoint::after_optimizer_init);
+  CHECK(parse_gap_kind("runtime-context") == GapKind::runtime_context);
+  CHECK(!parse_optimizer_kind("sgd").has_value());
+}
+
+TEST_CASE("Validation names device, measurement and gap fields") {
+  Config c;
+  c.device.preset = "tpu";
+  CHECK(validate(c).errors.at(0).field == "device.preset");
+  c = Config{};
+  c.device.bytes = -5;
+  CHECK(validate(c).errors.at(0).field == "device.bytes");
+  c = Config{};
+  c.measurements = {{.bytes = 10, .source = ""}};
+  CHECK(validate(c).errors.at(0).field == "measurements[0].source");
+  c = Config{};
+  c.gaps = {{.stage = 9, .bytes = 1, .source = "x"}};
+  const Diagnostics d = validate(c);
+  CHECK(d.errors.at(0).field == "gaps[0].stage");
+  CHECK(d.errors.at(0).message.find("[0, 3]") != std::string::npos);
+  CHECK(validate(Config{}).ok());
+}

@@ -1,0 +1,178 @@
+// Tests of resident_terms.h: every resident formula against a hand-worked derivation, sharding
+// over DP x CP and expert DP, allocation points, and the users' worked numbers.
+#include "catch.h"
+#include "resident_terms.h"
+#include "units.h"
+
+using namespace stagemem;
+
+namespace {
+
+RoleCounts roles(std::int64_t hidden, std::int64_t expert, std::int64_t router,
+                 std::int64_t embedding, std::int64_t vector) {
+  RoleCounts c;
+  c.elements[static_cast<int>(TensorRole::hidden_matrix)] = hidden;
+  c.elements[static_cast<int>(TensorRole::expert_matrix)] = expert;
+  c.elements[static_cast<int>(TensorRole::router_matrix)] = router;
+  c.elements[static_cast<int>(TensorRole::embedding_or_head)] = embedding;
+  c.elements[static_cast<int>(TensorRole::vector)] = vector;
+  return c;
+}
+
+const Term& find(const std::vector<Term>& terms, std::string_view prefix) {
+  for (const Term& t : terms) {
+    if (t.name.starts_with(prefix)) return t;
+  }
+  FAIL("no term starting with " << prefix);
+  return terms.front();
+}
+
+OptimizerConfig optimizer(OptimizerKind kind) {
+  OptimizerConfig o;
+  o.kind = kind;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Worked number: distributed Muon is 2 + 4 + 8/dp = 7.00 B/param at dp 8") {
+  // bf16 weight 2 B + fp32 main grad 4 B + (fp32 master 4 B + fp32 momentum 4 B) / 8.
+  const double derived =
+      resident_bytes_per_parameter({}, optimizer(OptimizerKind::distributed_muon), 8);
+  CHECK(derived == 7.0);
+  // A measured 7.87 B/param leaves a gap of +0.87 B/param (never absorbed).
+  CHECK(7.87 - derived == Approx(0.87));
+  // 19.25e9 params x 7.87 B = 151,497,500,000 B = 151,497,500,000 / 2^30 GiB = 141.09 GiB.
+  const auto bytes = static_cast<std::int64_t>(19.25e9 * 7.87);
+  CHECK(bytes == 151'497'500'000LL);
+  CHECK(format_gib(bytes, 1) == "141.1 GiB");
+}
+
+TEST_CASE("Worked number: Adam is 18 B/param, distributed Adam 6 + 12/dp (Megatron's table)") {
+  // 2 (bf16) + 4 (fp32 grad) + 4 (fp32 master) + 4 + 4 (exp_avg, exp_avg_sq) = 18.
+  for (std::int64_t dp : {1, 2, 4, 8}) {
+    CHECK(resident_bytes_per_parameter({}, optimizer(OptimizerKind::adam), dp) == 18.0);
+  }
+  CHECK(resident_bytes_per_parameter({}, optimizer(OptimizerKind::distributed_adam), 2) == 12.0);
+  CHECK(resident_bytes_per_parameter({}, optimizer(OptimizerKind::distributed_adam), 4) == 9.0);
+  CHECK(resident_bytes_per_parameter({}, optimizer(OptimizerKind::distributed_adam), 8) == 7.5);
+  // fp32 params with fp32 grads have no separate master copy: 16, and 8 + 8/d distributed.
+  const Precision fp32{.dense_weights = WeightDtype::fp32};
+  CHECK(resident_bytes_per_parameter(fp32, optimizer(OptimizerKind::adam), 1) == 16.0);
+  CHECK(resident_bytes_per_parameter(fp32, optimizer(OptimizerKind::distributed_adam), 4) == 10.0);
+  // Muon without sharding: 2 + 4 + 4 + 4 = 14.
+  CHECK(resident_bytes_per_parameter({}, optimizer(OptimizerKind::muon), 8) == 14.0);
+}
+
+TEST_CASE("Distributed Muon terms: dense over DP x CP, experts over expert DP, AdamW split") {
+  // hidden 1000, routed experts 2000, router 40, embedding 100, norms 10 elements on this rank.
+  const RoleCounts c = roles(1000, 2000, 40, 100, 10);
+  const auto terms = resident_terms(c, {}, optimizer(OptimizerKind::distributed_muon),
+                                    {.dense = 8, .expert = 2});
+  // Weights all bf16: one term, 2 B x 3,150.
+  CHECK(find(terms, "weights (bf16)").bytes == 6'300);
+  CHECK(find(terms, "weights (bf16)").allocated_at == AllocationPoint::model_init);
+  // Main grads: 4 B x 3,150, not sharded.
+  CHECK(find(terms, "main gradient buffer (fp32)").bytes == 12'600);
+  // Dense master: 1,150 elements over 8 -> ceil = 144 -> 576 B; experts 2,000 / 2 -> 4,000 B.
+  const Term& dense_master = find(terms, "fp32 master weights: dense");
+  CHECK(dense_master.bytes == 576);
+  CHECK(dense_master.allocated_at == AllocationPoint::optimizer_init);
+  CHECK(find(terms, "fp32 master weights: routed experts").bytes == 4'000);
+  // Muon momentum, dense: hidden 1,000 + router 40 = 1,040 / 8 = 130 -> 4 B x 130 = 520 B.
+  const Term& dense_muon = find(terms, "Muon momentum (fp32): dense");
+  CHECK(dense_muon.bytes == 520);
+  CHECK(dense_muon.allocated_at == AllocationPoint::first_step);
+  // AdamW (non-Muon): embedding 100 + norms 10 = 110 / 8 -> 14 -> (4 + 4) B x 14 = 112 B.
+  CHECK(find(terms, "AdamW exp_avg + exp_avg_sq (fp32): dense").bytes == 112);
+  // Experts' momentum: 2,000 / 2 = 1,000 -> 4,000 B.
+  CHECK(find(terms, "Muon momentum (fp32): routed experts").bytes == 4'000);
+  for (const Term& t : terms) CHECK(t.tag == Tag::derived);
+}
+
+TEST_CASE("The Muon/AdamW split is configurable") {
+  const RoleCounts c = roles(1000, 0, 40, 100, 10);
+  OptimizerConfig o = optimizer(OptimizerKind::muon);
+  o.muon_routers = false;
+  const auto terms = resident_terms(c, {}, o, {});
+  // Muon: hidden 1,000 x 4 B. AdamW: router 40 + embedding 100 + norms 10 = 150 x 8 B = 1,200.
+  CHECK(find(terms, "Muon momentum").bytes == 4'000);
+  CHECK(find(terms, "AdamW exp_avg").bytes == 1'200);
+  o.muon_embedding_and_head = true;
+  const auto with_head = resident_terms(c, {}, o, {});
+  CHECK(find(with_head, "Muon momentum").bytes == 4 * 1'100);
+  CHECK(find(with_head, "AdamW exp_avg").bytes == 8 * 50);
+}
+
+TEST_CASE("Adam is not sharded without the distributed optimizer") {
+  const RoleCounts c = roles(800, 0, 0, 200, 0);
+  const StateShards shards = state_shards(OptimizerKind::adam, ParallelLayout{.data_parallel = 8});
+  CHECK(shards.dense == 1);
+  const auto terms = resident_terms(c, {}, optimizer(OptimizerKind::adam), shards);
+  // 1,000 params: 2 + 4 + 4 + 8 = 18 B each.
+  std::int64_t sum = 0;
+  for (const Term& t : terms) sum += t.bytes;
+  CHECK(sum == 18'000);
+  CHECK(find(terms, "Adam exp_avg + exp_avg_sq (fp32): dense").bytes == 8'000);
+}
+
+TEST_CASE("State shards: DP x CP for dense parameters, expert DP for routed experts") {
+  // TP 2, CP 2, DP 4, EP 4: dense state over DP x CP = 8; expert DP = TP x CP x DP / EP = 4.
+  const ParallelLayout layout{.tensor_parallel = 2, .context_parallel = 2, .expert_parallel = 4,
+                              .data_parallel = 4};
+  const StateShards s = state_shards(OptimizerKind::distributed_adam, layout);
+  CHECK(s.dense == 8);
+  CHECK(s.expert == 4);
+  // Kimi K3 production: TP 1, PP 8, EP 28, world 224 -> DP 28, expert DP 1.
+  const ParallelLayout k3{.pipeline_parallel = 8, .expert_parallel = 28, .world_size = 224};
+  const StateShards k = state_shards(OptimizerKind::distributed_muon, k3);
+  CHECK(k.dense == 28);
+  CHECK(k.expert == 1);
+}
+
+TEST_CASE("fp8 block-scaled and MXFP4 weights carry their scale tensors") {
+  RoleCounts c = roles(3 * 128 * 128, 3'200, 0, 0, 0);
+  c.weight_tensors[static_cast<int>(TensorRole::hidden_matrix)] = 3;
+  const Precision p{.dense_weights = WeightDtype::fp8_block_scaled,
+                    .expert_weights = WeightDtype::mxfp4};
+  const auto terms = resident_terms(c, p, optimizer(OptimizerKind::adam), {});
+  // fp8: 1 B x 49,152; scales 4 B x 49,152 / 16,384 = 3 blocks -> 12 B.
+  CHECK(find(terms, "weights (fp8-block)").bytes == 49'152);
+  CHECK(find(terms, "weight scales (fp8 e4m3, 128x128 block scales)").bytes == 12);
+  // MXFP4: 0.5 B x 3,200 = 1,600 B; one e8m0 byte per 32 values -> 100 B.
+  CHECK(find(terms, "weights (mxfp4)").bytes == 1'600);
+  CHECK(find(terms, "weight scales (mxfp4)").bytes == 100);
+  // Per-tensor fp8: one fp32 scale per weight tensor -> 4 B x 3.
+  const auto per_tensor = resident_terms(c, {.dense_weights = WeightDtype::fp8_tensor_scaled},
+                                         optimizer(OptimizerKind::adam), {});
+  CHECK(find(per_tensor, "weight scales (fp8 e4m3, per-tensor scale)").bytes == 12);
+  // Master weights still cover every non-fp32 parameter: 4 B x (49,152 + 3,200).
+  std::int64_t master = 0;
+  for (const Term& t : terms) {
+    if (t.name.starts_with("fp32 master")) master += t.bytes;
+  }
+  CHECK(master == 4 * (49'152 + 3'200));
+}
+
+TEST_CASE("fp32 weights are their own master; precision-aware moments shrink the state") {
+  const RoleCounts c = roles(1'000, 0, 0, 0, 0);
+  const auto fp32 = resident_terms(c, {.dense_weights = WeightDtype::fp32},
+                                   optimizer(OptimizerKind::adam), {});
+  for (const Term& t : fp32) CHECK(!t.name.starts_with("fp32 master"));
+  OptimizerConfig o = optimizer(OptimizerKind::adam);
+  o.moments = MomentDtype::bf16;
+  o.master_weights = MasterDtype::fp16;
+  const auto aware = resident_terms(c, {}, o, {});
+  CHECK(find(aware, "fp16 master weights").bytes == 2'000);
+  CHECK(find(aware, "Adam exp_avg + exp_avg_sq (bf16)").bytes == 4'000);
+}
+
+TEST_CASE("A bf16 cast copy is an explicit, lazily allocated term") {
+  const RoleCounts c = roles(1'000, 0, 0, 100, 0);
+  OptimizerConfig o = optimizer(OptimizerKind::distributed_muon);
+  o.cast_copy = CastCopy::muon_group;
+  const auto terms = resident_terms(c, {}, o, {.dense = 8, .expert = 1});
+  const Term& copy = find(terms, "bf16 cast copy");
+  CHECK(copy.bytes == 2'000);  // 2 B x 1,000 Muon-group elements, not sharded
+  CHECK(copy.allocated_at == AllocationPoint::first_step);
+}
