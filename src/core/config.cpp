@@ -1,27 +1,16 @@
 #include "config.h"
 
+#include <algorithm>
 #include <array>
 
 #include "devices.h"
+#include "option_names.h"
+#include "model_text.h"
 #include "presets.h"
+#include "schedule.h"
 
 namespace stagemem {
 namespace {
-
-// Names in enum order; the parse functions search the same tables, so a name round-trips.
-constexpr std::array<std::string_view, weight_dtype_count> weight_dtype_names = {
-    "bf16", "fp32", "fp8-tensor", "fp8-block", "mxfp8", "mxfp4"};
-constexpr std::array<std::string_view, 2> grad_dtype_names = {"fp32", "bf16"};
-constexpr std::array<std::string_view, 4> optimizer_kind_names = {
-    "adam", "distributed-adam", "muon", "distributed-muon"};
-constexpr std::array<std::string_view, 2> master_dtype_names = {"fp32", "fp16"};
-constexpr std::array<std::string_view, 4> moment_dtype_names = {"fp32", "bf16", "fp16", "fp8"};
-constexpr std::array<std::string_view, 3> cast_copy_names = {"none", "muon-group", "all"};
-constexpr std::array<std::string_view, measurement_point_count> measurement_point_names = {
-    "after-model-init", "after-optimizer-init", "after-first-step", "steady-state-peak", "term"};
-constexpr std::array<std::string_view, gap_kind_count> gap_kind_names = {
-    "allocator-fragmentation", "communication-buffers", "runtime-context",
-    "math-library-workspaces"};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
@@ -183,18 +172,88 @@ std::optional<GapKind> parse_gap_kind(std::string_view s) {
   return parse<GapKind>(gap_kind_names, s);
 }
 
-Diagnostics validate(const Config& config) {
-  Diagnostics d;
-  const auto model = find_preset(config.model);
+namespace {
+
+// Sequence, batch, recompute and kernel options; the layout's sizes are checked by validate_layout.
+void validate_activation_inputs(const Model& model, const Config& config, Diagnostics& d) {
+  const TrainingConfig& t = config.training;
+  const ParallelLayout& layout = config.parallel;
+  const auto range = [&](const char* field, std::int64_t value, std::int64_t low, std::int64_t high) {
+    if (!in_range(value, low, high)) {
+      d.error(field, "must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
+                         "], got " + std::to_string(value));
+      return false;
+    }
+    return true;
+  };
+  const bool sequence_ok = range("training.sequence_length", t.sequence_length, 1, std::int64_t{1} << 24);
+  range("training.micro_batch", t.micro_batch, 1, 65536);
+  range("training.global_batch", t.global_batch, 1, std::int64_t{1} << 30);
+  range("kernels.kda_chunk", t.kernels.kda_chunk, 16, 1024);
+  range("kernels.cross_entropy_chunk", t.kernels.cross_entropy_chunk, 1, std::int64_t{1} << 24);
+  range("kernels.attn_res_live_temporaries", t.kernels.attn_res_live_temporaries, 0, 64);
+  if (!(t.routing_imbalance >= 1.0 && t.routing_imbalance <= 1024.0)) {
+    d.error("training.routing_imbalance", "must be a number in [1, 1024] (1: balanced routing)");
+  }
+  if (t.recompute.modules >= (std::uint32_t{1} << recompute_module_count)) {
+    d.error("recompute.modules", "unknown module bits; known: core_attn, moe_act, layernorm, "
+                                 "mla_up_proj, mlp, moe, shared_experts");
+  }
+  if (t.recompute.policy == RecomputePolicy::full) {
+    range("recompute.layers", t.recompute.layers, 1, static_cast<std::int64_t>(model.layers.size()));
+  }
+  // Token-wise tensors are split over CP (and over TP under sequence parallelism) exactly.
+  const std::int64_t cp = std::max<std::int64_t>(1, layout.context_parallel);
+  const std::int64_t sequence_split = cp * (layout.sequence_parallel ? std::max<std::int64_t>(1, layout.tensor_parallel) : 1);
+  if (sequence_ok && t.sequence_length % sequence_split != 0) {
+    d.error("training.sequence_length",
+            std::to_string(t.sequence_length) + " must be a multiple of CP" +
+                std::string(layout.sequence_parallel ? " x TP (sequence parallel)" : "") + " = " +
+                std::to_string(sequence_split));
+  }
+  bool uses_moe = false;
+  for (const LayerKind& k : model.layers) uses_moe |= k.mlp == MlpKind::moe;
+  if (uses_moe && layout.tensor_parallel > 1 && !layout.sequence_parallel) {
+    d.error("parallel.sequence_parallel",
+            "MoE layers with TP > 1 need sequence parallelism (as Megatron-core requires)");
+  }
+  if (d.ok()) {
+    Diagnostics batch;
+    micro_batches_per_step(t.global_batch, t.micro_batch, data_parallel_size(layout), batch);
+    for (auto& e : batch.errors) d.error(std::move(e.field), std::move(e.message));
+  }
+}
+
+}  // namespace
+
+std::optional<Model> resolve_model(const Config& config, Diagnostics& d) {
+  if (!config.custom_model.empty()) {
+    DecodedModel decoded = model_from_text(config.custom_model, "custom_model");
+    for (auto& e : decoded.diagnostics.errors) d.error(std::move(e.field), std::move(e.message));
+    return decoded.model;
+  }
+  auto model = find_preset(config.model);
   if (!model) {
     std::string names;
     for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    d.error("model", "unknown preset '" + config.model + "'; known presets: " + names);
-    return d;
+    d.error("model", "unknown preset '" + config.model.substr(0, 64) + "'; known presets: " + names);
   }
-  validate_layout(*model, config.parallel, d);
+  return model;
+}
+
+Diagnostics validate(const Config& config, const Model& model) {
+  Diagnostics d;
+  validate_layout(model, config.parallel, d);
   validate_training(config, d);
+  validate_activation_inputs(model, config, d);
   return d;
+}
+
+Diagnostics validate(const Config& config) {
+  Diagnostics d;
+  const auto model = resolve_model(config, d);
+  if (!model) return d;
+  return validate(config, *model);
 }
 
 }  // namespace stagemem

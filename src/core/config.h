@@ -24,7 +24,7 @@
 //    text 1..200 characters, term: required (1..120 characters) only for point `term`.
 //  - gaps[i]: kind (GapKind), stage in [-1, PP-1] (-1: every stage), bytes in [0, 2^50], source
 //    text 1..200 characters. A gap is only ever a MEASURED value; there is no default amount.
-// Limitations: the model is a built-in preset for now; inline models come with the JSON form.
+// Limitations: one model per configuration (no vision towers).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@
 
 #include "diagnostics.h"
 #include "layout.h"
+#include "training.h"
 
 namespace stagemem {
 
@@ -141,17 +142,24 @@ inline constexpr std::size_t max_term_name_length = 120;
 inline constexpr std::size_t max_measurements = 64;
 
 struct Config {
-  std::string model = "llama-3.1-8b";  // a preset name (presets.h)
+  std::string model = "llama-3.1-8b";  // a preset name (presets.h); ignored with custom_model
+  // A custom model in the one-line text form of model_text.h (e.g. from a pasted Hugging Face
+  // config.json); empty: use the preset.
+  std::string custom_model{};
   ParallelLayout parallel{.pipeline_parallel = 4};
   Precision precision{};
   OptimizerConfig optimizer{};
   DeviceConfig device{};
+  TrainingConfig training{};
   std::vector<Measurement> measurements{};
   std::vector<GapEntry> gaps{};
   friend bool operator==(const Config&, const Config&) = default;
 };
 
-// Every check that does not need the model's shapes plus those that do; errors name the field.
-Diagnostics validate(const Config& config);
+// The model a configuration describes: its custom model text if any, else its preset.
+std::optional<Model> resolve_model(const Config& config, Diagnostics& diagnostics);
+// Every check of the configuration against its model; errors name the field.
+Diagnostics validate(const Config& config, const Model& model);
+Diagnostics validate(const Config& config);  // resolves the model first
 
 }  // namespace stagemem

@@ -26,7 +26,8 @@ int order(AllocationPoint point) {
     case AllocationPoint::optimizer_init: return 1;
     case AllocationPoint::first_step: return 2;
     case AllocationPoint::forward:
-    case AllocationPoint::backward: return 3;
+    case AllocationPoint::backward:
+    case AllocationPoint::optimizer_step: return 3;
   }
   return 3;
 }
@@ -153,6 +154,7 @@ std::vector<CrossCheck> cross_check(const std::vector<Measurement>& measurements
     } else {
       for (const Term& t : stage.terms) {
         if (!alive_at(t.family, t.allocated_at, m.point) || t.tag != Tag::derived) continue;
+        if (!t.counts_in_peak) continue;  // a transient not co-live at the peak
         check.derived_bytes += t.bytes;
         check.alive_terms.push_back(t.name);
       }

@@ -2,12 +2,15 @@
 // modules that own their physics (resident_terms, gaps), then the device check and cross-checks.
 #include <algorithm>
 
+#include "activation_terms.h"
 #include "cross_check.h"
 #include "devices.h"
 #include "gaps.h"
+#include "optimizer_transients.h"
 #include "presets.h"
 #include "report.h"
 #include "resident_terms.h"
+#include "schedule.h"
 
 namespace stagemem {
 
@@ -37,19 +40,72 @@ std::string_view allocation_point_name(AllocationPoint point) {
     case AllocationPoint::first_step: return "first optimizer step";
     case AllocationPoint::forward: return "forward";
     case AllocationPoint::backward: return "backward";
+    case AllocationPoint::optimizer_step: return "optimizer step";
   }
   return "unknown";
 }
 
+namespace {
+
+// Appends the stage's activation and transient terms and decides which phase peaks: forward/
+// backward (stored activations + its largest transient) or the optimizer step (its transients).
+void add_activation_phases(StageReport& stage, const Model& model, const Config& config,
+                           const StagePlan& plan, const StageParameters& parameters,
+                           std::int64_t micro_batches) {
+  StageActivationTerms activations = stage_activation_terms(
+      model, config.parallel, config.training, plan, stage.index, micro_batches);
+  std::vector<Term> optimizer =
+      optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
+  stage.activation_bytes = activations.stored_bytes;
+  stage.largest_transient_bytes = activations.largest_transient_bytes;
+  stage.largest_transient = activations.largest_transient;
+  stage.in_flight_per_chunk = activations.in_flight_per_chunk;
+  for (const Term& t : optimizer) stage.optimizer_transient_bytes += t.bytes;
+  stage.optimizer_phase_binds = stage.optimizer_transient_bytes >
+                                stage.activation_bytes + stage.largest_transient_bytes;
+  for (Term& t : activations.stored) stage.terms.push_back(std::move(t));
+  bool largest_marked = false;
+  for (Term& t : activations.transients) {
+    // Only the single largest transient of the phase is co-live with the stored activations.
+    t.counts_in_peak = !stage.optimizer_phase_binds && !largest_marked &&
+                       t.bytes == stage.largest_transient_bytes;
+    largest_marked |= t.counts_in_peak;
+    stage.terms.push_back(std::move(t));
+  }
+  for (Term& t : optimizer) {
+    t.allocated_at = AllocationPoint::optimizer_step;
+    t.counts_in_peak = stage.optimizer_phase_binds;
+    stage.terms.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
 Report estimate(const Config& config) {
+  Diagnostics d;
+  const auto model = resolve_model(config, d);
+  if (!model) {
+    Report report;
+    report.model = config.custom_model.empty() ? config.model : "custom";
+    report.diagnostics = std::move(d);
+    return report;
+  }
+  return estimate(config, *model);
+}
+
+Report estimate(const Config& config, const Model& model) {
   Report report;
-  report.model = config.model;
-  report.diagnostics = validate(config);
+  report.model = model.name;
+  report.diagnostics = validate(config, model);
   if (!report.diagnostics.ok()) return report;
-  const Model model = *find_preset(config.model);
   report.total_parameters = total_parameters(model);
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
+  report.flat_headroom_bytes = config.training.flat_headroom_bytes;
+  report.micro_batches = micro_batches_per_step(config.training.global_batch,
+                                                config.training.micro_batch, report.data_parallel,
+                                                report.diagnostics);
+  if (!report.diagnostics.ok()) return report;
 
   Diagnostics repeated;  // validate() already reported the plan's warnings
   const auto plan = plan_stages(model, config.parallel, repeated);
@@ -78,12 +134,20 @@ Report estimate(const Config& config) {
     stage.parameters_per_rank = parameters.per_rank.total();
     stage.terms = resident_terms(parameters.per_rank_roles, config.precision, config.optimizer,
                                  shards);
-    for (Term& gap : gap_terms(stage.index, config.gaps)) stage.terms.push_back(std::move(gap));
-    for (const Term& t : stage.terms) {
-      if (t.family == Family::resident) stage.resident_bytes += t.bytes;
-      if (t.family == Family::gap) stage.gap_bytes += t.bytes;
+    for (const Term& t : stage.terms) stage.resident_bytes += t.bytes;
+    add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches);
+    for (Term& gap : gap_terms(stage.index, config.gaps)) {
+      stage.gap_bytes += gap.bytes;
+      stage.terms.push_back(std::move(gap));
     }
-    stage.peak_bytes = stage.resident_bytes + stage.gap_bytes;
+    const std::int64_t phase = stage.optimizer_phase_binds
+                                   ? stage.optimizer_transient_bytes
+                                   : stage.activation_bytes + stage.largest_transient_bytes;
+    stage.peak_bytes = stage.resident_bytes + stage.gap_bytes + phase;
+    stage.non_parameter_bytes = phase;
+    if (config.training.flat_headroom_bytes > 0) {
+      stage.flat_headroom_margin = config.training.flat_headroom_bytes - phase;
+    }
     if (report.device.bytes > 0) stage.headroom_bytes = report.device.bytes - stage.peak_bytes;
     if (stage.peak_bytes > largest) {
       largest = stage.peak_bytes;

@@ -2,11 +2,15 @@
 //
 // Purpose: what every front end shows. A term is one named piece of device memory with the
 // formula that produced it, what it scales with, its provenance tag and when it is allocated.
-// Terms come in families: resident (lives across steps), activation and transient (arrive with
-// the next issue, same shape), and gap (memory shapes cannot derive: zero unless measured).
+// Terms come in families: resident (lives across steps), activation (stored for backward, per
+// micro-batch in flight), transient (alive only at its moment: MoE dispatch, AttnRes mix, logits,
+// recompute, pipeline buffers, optimizer step) and gap (memory shapes cannot derive: zero unless
+// measured).
+// Peak of a stage = resident + measured gaps + the larger of two phases: forward/backward
+// (stored activations + the single largest transient of that phase) and the optimizer step (its
+// transients). Transients that are part of the peak have counts_in_peak set.
 // Units: bytes (int64) per rank. Display units (GiB, MiB, GB) are the front end's business.
-// Limitations: activations and transients are not derived yet, so a stage's peak is its resident
-// terms plus any measured gap rows.
+// Limitations: one peak per stage (the worst micro-batch moment), not a timeline.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,14 @@ namespace stagemem {
 enum class Family : std::uint8_t { resident, activation, transient, gap };
 // not_measured: a gap row nobody has measured yet; its bytes are 0 and it never feeds a total.
 enum class Tag : std::uint8_t { derived, measured, not_measured };
-enum class AllocationPoint : std::uint8_t { model_init, optimizer_init, first_step, forward, backward };
+enum class AllocationPoint : std::uint8_t {
+  model_init,
+  optimizer_init,
+  first_step,
+  forward,
+  backward,
+  optimizer_step,  // exists only while the optimizer steps
+};
 
 std::string_view family_name(Family family);
 std::string_view tag_name(Tag tag);  // "DERIVED", "MEASURED", "NOT MEASURED"
@@ -36,6 +47,9 @@ struct Term {
   AllocationPoint allocated_at = AllocationPoint::model_init;
   std::int64_t bytes = 0;
   std::string source{};  // MEASURED terms: who measured it and how
+  // False for a transient that is not co-live at the stage's peak (a smaller one of its phase,
+  // or one of the phase that does not bind).
+  bool counts_in_peak = true;
 };
 
 struct LayerRange {
@@ -52,8 +66,19 @@ struct StageReport {
   std::vector<Term> terms;
   std::int64_t resident_bytes = 0;  // derived resident terms
   std::int64_t gap_bytes = 0;       // measured gap rows
-  std::int64_t peak_bytes = 0;      // resident + gaps (+ the largest phase peak, next issue)
+  std::int64_t activation_bytes = 0;           // stored activations, all micro-batches in flight
+  std::int64_t largest_transient_bytes = 0;    // forward/backward phase
+  std::string largest_transient;
+  std::int64_t optimizer_transient_bytes = 0;  // optimizer-step phase
+  bool optimizer_phase_binds = false;          // the optimizer step, not forward/backward, peaks
+  std::vector<std::int64_t> in_flight_per_chunk;  // micro-batches held at the peak, per chunk
+  std::int64_t peak_bytes = 0;      // resident + gaps + the larger phase
   std::int64_t headroom_bytes = 0;  // device bytes - peak; 0 when no device is chosen
+  // peak - resident - gaps: what a flat "non-parameter headroom" constant stands in for.
+  std::int64_t non_parameter_bytes = 0;
+  // flat constant - non_parameter_bytes (< 0: the flat constant under-provisions this stage);
+  // 0 when no flat constant is entered.
+  std::int64_t flat_headroom_margin = 0;
 };
 
 // A measured number next to the derived terms alive at its measurement point.
@@ -78,6 +103,8 @@ struct Report {
   std::int64_t total_parameters = 0;
   std::int64_t data_parallel = 1;
   std::int64_t expert_data_parallel = 1;
+  std::int64_t micro_batches = 0;  // M per step
+  std::int64_t flat_headroom_bytes = 0;  // the flat constant compared against, 0: none
   std::vector<StageReport> stages;
   DeviceCapacity device;  // bytes 0: no device chosen
   // The stage with the least headroom against the device (the largest peak; every rank has the
@@ -88,5 +115,7 @@ struct Report {
 };
 
 Report estimate(const Config& config);
+// With the model already resolved (resolve_model in config.h): sweeps resolve it once.
+Report estimate(const Config& config, const Model& model);
 
 }  // namespace stagemem

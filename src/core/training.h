@@ -18,8 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 namespace stagemem {
 
@@ -40,13 +38,7 @@ enum class AttentionKernel : std::uint8_t { flash, materialized };
 enum class KdaBackend : std::uint8_t { fused, eager };
 enum class CrossEntropyKernel : std::uint8_t { vocab_parallel, fused_chunked };
 
-std::string_view recompute_policy_name(RecomputePolicy policy);  // none, selective, full
-std::string_view recompute_module_name(RecomputeModule module);  // Megatron's spelling
-std::string_view full_recompute_method_name(FullRecomputeMethod method);
-std::string_view attention_kernel_name(AttentionKernel kernel);
-std::string_view kda_backend_name(KdaBackend backend);
-std::string_view cross_entropy_kernel_name(CrossEntropyKernel kernel);
-std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+// The spelling of each option value is in option_names.h.
 
 constexpr std::uint32_t module_bit(RecomputeModule module) {
   return std::uint32_t{1} << static_cast<int>(module);

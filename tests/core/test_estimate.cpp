@@ -14,9 +14,16 @@ TEST_CASE("Llama-3.1-8B at PP 4: resident terms per stage (Adam, bf16, fp32 grad
   // Stage 0: 8 x 218,112,000 + 525,336,576 (embedding) = 2,270,232,576 params x 2 B.
   CHECK(r.stages[0].terms.at(0).bytes == 4'540'465'152LL);
   // Stage 3 adds the final norm and LM head: 2,270,232,576 + 4,096 params, 18 B each (Adam).
-  CHECK(r.stages[3].peak_bytes == 18 * (8 * 218'112'000LL + 4'096 + 525'336'576LL));
-  CHECK(r.stages[3].resident_bytes == r.stages[3].peak_bytes);
-  CHECK(r.binding_stage == 3);
+  CHECK(r.stages[3].resident_bytes == 18 * (8 * 218'112'000LL + 4'096 + 525'336'576LL));
+  // The peak adds the forward/backward phase: stored activations + the largest transient.
+  for (const auto& s : r.stages) {
+    CHECK(s.non_parameter_bytes == s.activation_bytes + s.largest_transient_bytes);
+    CHECK(s.peak_bytes == s.resident_bytes + s.non_parameter_bytes);
+  }
+  // 1F1B: stage 0 holds 4 micro-batches, stage 3 one; the first stage binds.
+  CHECK(r.stages[0].in_flight_per_chunk == std::vector<std::int64_t>{4});
+  CHECK(r.stages[3].in_flight_per_chunk == std::vector<std::int64_t>{1});
+  CHECK(r.binding_stage == 0);
   for (const auto& s : r.stages) {
     CHECK(s.terms.at(0).tag == Tag::derived);
     CHECK(s.terms.at(0).name == "weights (bf16)");
@@ -49,10 +56,11 @@ TEST_CASE("The binding stage is the one with the least headroom on the device") 
   const Report r = estimate(c);
   REQUIRE(r.diagnostics.ok());
   CHECK(r.device.bytes == 81'089LL << 20);
-  // Stage 3: 18 B x 2,270,236,672 = 40,864,260,096 B; headroom = 85,027,979,264 - that.
-  CHECK(r.stages[3].headroom_bytes == (81'089LL << 20) - 40'864'260'096LL);
-  CHECK(r.binding_stage == 3);
-  for (const auto& s : r.stages) CHECK(s.headroom_bytes >= r.stages[3].headroom_bytes);
+  // Stage 3's resident set: 18 B x 2,270,236,672 = 40,864,260,096 B.
+  CHECK(r.stages[3].resident_bytes == 40'864'260'096LL);
+  for (const auto& s : r.stages) CHECK(s.headroom_bytes == (81'089LL << 20) - s.peak_bytes);
+  const auto binding = static_cast<std::size_t>(r.binding_stage);
+  for (const auto& s : r.stages) CHECK(s.headroom_bytes >= r.stages[binding].headroom_bytes);
 }
 
 TEST_CASE("Gap rows appear on every stage and add to the peak only when measured") {
@@ -63,7 +71,8 @@ TEST_CASE("Gap rows appear on every stage and add to the peak only when measured
   REQUIRE(r.diagnostics.ok());
   CHECK(r.stages[0].gap_bytes == 0);
   CHECK(r.stages[1].gap_bytes == 1'000'000'000);
-  CHECK(r.stages[1].peak_bytes == r.stages[1].resident_bytes + 1'000'000'000);
+  CHECK(r.stages[1].peak_bytes ==
+        r.stages[1].resident_bytes + 1'000'000'000 + r.stages[1].non_parameter_bytes);
 }
 
 TEST_CASE("Every stage assignment works: an explicit list with VPP") {
