@@ -2,6 +2,11 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "option_names.h"
 
 namespace stagemem {
 namespace {
@@ -11,108 +16,147 @@ constexpr std::array<std::string_view, 5> assignment_names = {
 static_assert(static_cast<int>(StageAssignment::layout_string) == 4,
               "assignment_names follows StageAssignment's order");
 
-// The table. Keys are short, lowercase and stable: they appear in published links.
-const std::array<ConfigField, 16> fields = {{
-    {.key = "model",
-     .path = "model",
-     .help = "built-in model preset name",
-     .kind = FieldKind::text,
-     .max_text_length = 64,
-     .text = [](Config& c) { return &c.model; }},
-    {.key = "tp",
-     .path = "parallel.tensor_parallel",
-     .help = "tensor parallel size",
-     .min = 1,
-     .max = 1024,
-     .integer = [](Config& c) { return &c.parallel.tensor_parallel; }},
-    {.key = "pp",
-     .path = "parallel.pipeline_parallel",
-     .help = "pipeline parallel size (pipeline ranks)",
-     .min = 1,
-     .max = 1024,
-     .integer = [](Config& c) { return &c.parallel.pipeline_parallel; }},
-    {.key = "vpp",
-     .path = "parallel.virtual_stages",
-     .help = "virtual pipeline stages (model chunks) per pipeline rank",
-     .min = 1,
-     .max = 1024,
-     .integer = [](Config& c) { return &c.parallel.virtual_stages; }},
-    {.key = "cp",
-     .path = "parallel.context_parallel",
-     .help = "context parallel size",
-     .min = 1,
-     .max = 1024,
-     .integer = [](Config& c) { return &c.parallel.context_parallel; }},
-    {.key = "ep",
-     .path = "parallel.expert_parallel",
-     .help = "expert parallel size",
-     .min = 1,
-     .max = 65536,
-     .integer = [](Config& c) { return &c.parallel.expert_parallel; }},
-    {.key = "etp",
-     .path = "parallel.expert_tensor_parallel",
-     .help = "expert tensor parallel size",
-     .min = 1,
-     .max = 1024,
-     .integer = [](Config& c) { return &c.parallel.expert_tensor_parallel; }},
-    {.key = "dp",
-     .path = "parallel.data_parallel",
-     .help = "data parallel size (0: derive from the world size or the expert groups)",
-     .min = 0,
-     .max = 1048576,
-     .integer = [](Config& c) { return &c.parallel.data_parallel; }},
-    {.key = "world",
-     .path = "parallel.world_size",
-     .help = "world size in GPUs (0: TP x PP x CP x DP)",
-     .min = 0,
-     .max = 16777216,
-     .integer = [](Config& c) { return &c.parallel.world_size; }},
-    {.key = "sp",
-     .path = "parallel.sequence_parallel",
-     .help = "sequence parallel (shards token-wise tensors over TP)",
-     .kind = FieldKind::boolean,
-     .boolean = [](Config& c) { return &c.parallel.sequence_parallel; }},
-    {.key = "vocab_multiple",
-     .path = "parallel.vocab_multiple",
-     .help = "vocabulary padded to a multiple of this times TP (Megatron's default 128)",
-     .min = 1,
-     .max = 65536,
-     .integer = [](Config& c) { return &c.parallel.vocab_multiple; }},
-    {.key = "split",
-     .path = "parallel.assignment",
-     .help = "how layers are assigned to pipeline stages",
-     .kind = FieldKind::choice,
-     .choices = assignment_names,
-     .get_choice = [](const Config& c) { return static_cast<int>(c.parallel.assignment); },
-     .set_choice =
-         [](Config& c, int index) { c.parallel.assignment = static_cast<StageAssignment>(index); }},
-    {.key = "stages",
-     .path = "parallel.layers_per_stage",
+constexpr std::int64_t max_bytes = max_config_bytes;
+
+// Accessor shorthands for the table: each expands to the accessor pair of one member.
+#define STAGEMEM_INTEGER(member) .integer = [](Config& c) { return &c.member; }
+#define STAGEMEM_BOOLEAN(member) .boolean = [](Config& c) { return &c.member; }
+#define STAGEMEM_TEXT(member) .text = [](Config& c) { return &c.member; }
+#define STAGEMEM_NUMBER(member) .number = [](Config& c) { return &c.member; }
+#define STAGEMEM_CHOICE(member, Enum)                                            \
+  .get_choice = [](const Config& c) { return static_cast<int>(c.member); },      \
+  .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
+
+// The table. Keys are short, lowercase and stable: they appear in published links. Append only.
+const std::array<ConfigField, 42> fields = {{
+    {.key = "model", .path = "model", .help = "built-in model preset name",
+     .kind = FieldKind::text, .max_text_length = 64, STAGEMEM_TEXT(model)},
+    {.key = "custom", .path = "custom_model",
+     .help = "a custom model in stagemem's one-line model text (overrides model)",
+     .kind = FieldKind::text, .max_text_length = 8192, STAGEMEM_TEXT(custom_model)},
+    // Parallel layout.
+    {.key = "tp", .path = "parallel.tensor_parallel", .help = "tensor parallel size",
+     .min = 1, .max = 1024, STAGEMEM_INTEGER(parallel.tensor_parallel)},
+    {.key = "pp", .path = "parallel.pipeline_parallel", .help = "pipeline parallel size (ranks)",
+     .min = 1, .max = 1024, STAGEMEM_INTEGER(parallel.pipeline_parallel)},
+    {.key = "vpp", .path = "parallel.virtual_stages",
+     .help = "virtual pipeline stages (model chunks) per pipeline rank", .min = 1, .max = 1024,
+     STAGEMEM_INTEGER(parallel.virtual_stages)},
+    {.key = "cp", .path = "parallel.context_parallel", .help = "context parallel size",
+     .min = 1, .max = 1024, STAGEMEM_INTEGER(parallel.context_parallel)},
+    {.key = "ep", .path = "parallel.expert_parallel", .help = "expert parallel size",
+     .min = 1, .max = 65536, STAGEMEM_INTEGER(parallel.expert_parallel)},
+    {.key = "etp", .path = "parallel.expert_tensor_parallel", .help = "expert tensor parallel size",
+     .min = 1, .max = 1024, STAGEMEM_INTEGER(parallel.expert_tensor_parallel)},
+    {.key = "dp", .path = "parallel.data_parallel",
+     .help = "data parallel size (0: derive from the world size or the expert groups)", .min = 0,
+     .max = 1048576, STAGEMEM_INTEGER(parallel.data_parallel)},
+    {.key = "world", .path = "parallel.world_size", .help = "world size in GPUs (0: TP x PP x CP x DP)",
+     .min = 0, .max = 16777216, STAGEMEM_INTEGER(parallel.world_size)},
+    {.key = "sp", .path = "parallel.sequence_parallel",
+     .help = "sequence parallel (shards token-wise tensors over TP)", .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(parallel.sequence_parallel)},
+    {.key = "vocab_multiple", .path = "parallel.vocab_multiple",
+     .help = "vocabulary padded to a multiple of this times TP (Megatron's default 128)", .min = 1,
+     .max = 65536, STAGEMEM_INTEGER(parallel.vocab_multiple)},
+    {.key = "split", .path = "parallel.assignment", .help = "how layers are assigned to stages",
+     .kind = FieldKind::choice, .choices = assignment_names,
+     STAGEMEM_CHOICE(parallel.assignment, StageAssignment)},
+    {.key = "stages", .path = "parallel.layers_per_stage",
      .help = "layers per (virtual) stage in pipeline order, for split=explicit",
-     .kind = FieldKind::integer_list,
-     .min = 0,
-     .max = 100000,
-     .max_list_length = 65536,
+     .kind = FieldKind::integer_list, .min = 0, .max = 100000, .max_list_length = 65536,
      .integer_list = [](Config& c) { return &c.parallel.layers_per_stage; }},
-    {.key = "first_layers",
-     .path = "parallel.first_stage_layers",
-     .help = "decoder layers on the first stage, for split=first-last (-1: not set)",
-     .min = -1,
-     .max = 100000,
-     .integer = [](Config& c) { return &c.parallel.first_stage_layers; }},
-    {.key = "last_layers",
-     .path = "parallel.last_stage_layers",
-     .help = "decoder layers on the last stage, for split=first-last (-1: not set)",
-     .min = -1,
-     .max = 100000,
-     .integer = [](Config& c) { return &c.parallel.last_stage_layers; }},
-    {.key = "layout",
-     .path = "parallel.layout_string",
+    {.key = "first_layers", .path = "parallel.first_stage_layers",
+     .help = "decoder layers on the first stage, for split=first-last (-1: not set)", .min = -1,
+     .max = 100000, STAGEMEM_INTEGER(parallel.first_stage_layers)},
+    {.key = "last_layers", .path = "parallel.last_stage_layers",
+     .help = "decoder layers on the last stage, for split=first-last (-1: not set)", .min = -1,
+     .max = 100000, STAGEMEM_INTEGER(parallel.last_stage_layers)},
+    {.key = "layout", .path = "parallel.layout_string",
      .help = "Megatron --pipeline-model-parallel-layout string, for split=layout-string",
-     .kind = FieldKind::text,
-     .max_text_length = 4096,
-     .text = [](Config& c) { return &c.parallel.layout_string; }},
+     .kind = FieldKind::text, .max_text_length = 4096, STAGEMEM_TEXT(parallel.layout_string)},
+    // Training: sequence, batch, recompute.
+    {.key = "seq", .path = "training.sequence_length", .help = "sequence length in tokens",
+     .min = 1, .max = std::int64_t{1} << 24, STAGEMEM_INTEGER(training.sequence_length)},
+    {.key = "mbs", .path = "training.micro_batch", .help = "micro-batch size", .min = 1,
+     .max = 65536, STAGEMEM_INTEGER(training.micro_batch)},
+    {.key = "gbs", .path = "training.global_batch",
+     .help = "global batch size (a multiple of micro-batch x DP)", .min = 1,
+     .max = std::int64_t{1} << 30, STAGEMEM_INTEGER(training.global_batch)},
+    {.key = "dropout", .path = "training.dropout",
+     .help = "dropout > 0 (1-byte masks are kept)", .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.dropout)},
+    {.key = "imbalance", .path = "training.routing_imbalance",
+     .help = "MoE routing imbalance scenario: the busiest expert rank's multiple of balanced tokens",
+     .kind = FieldKind::number, .min = 1, .max = 1024, STAGEMEM_NUMBER(training.routing_imbalance)},
+    {.key = "flat_headroom", .path = "training.flat_headroom_bytes",
+     .help = "a flat non-parameter headroom constant to compare against, bytes (0: none)",
+     .min = 0, .max = max_bytes, STAGEMEM_INTEGER(training.flat_headroom_bytes)},
+    {.key = "recompute", .path = "training.recompute.policy",
+     .help = "activation recompute policy", .kind = FieldKind::choice,
+     .choices = recompute_policy_names, STAGEMEM_CHOICE(training.recompute.policy, RecomputePolicy)},
+    {.key = "recompute_modules", .path = "training.recompute.modules",
+     .help = "modules recomputed under selective recompute (Megatron's --recompute-modules)",
+     .kind = FieldKind::name_set, .choices = recompute_module_names,
+     .bits = [](Config& c) { return &c.training.recompute.modules; }},
+    {.key = "recompute_method", .path = "training.recompute.method",
+     .help = "full recompute method", .kind = FieldKind::choice,
+     .choices = full_recompute_method_names,
+     STAGEMEM_CHOICE(training.recompute.method, FullRecomputeMethod)},
+    {.key = "recompute_layers", .path = "training.recompute.layers",
+     .help = "full recompute: layers per checkpointed group (uniform) or checkpointed (block)",
+     .min = 1, .max = 100000, STAGEMEM_INTEGER(training.recompute.layers)},
+    // Kernel assumptions.
+    {.key = "attention_kernel", .path = "training.kernels.attention",
+     .help = "attention kernel: flash (no S x S score) or materialized", .kind = FieldKind::choice,
+     .choices = attention_kernel_names, STAGEMEM_CHOICE(training.kernels.attention, AttentionKernel)},
+    {.key = "kda_backend", .path = "training.kernels.kda", .help = "KDA backend: fused or eager",
+     .kind = FieldKind::choice, .choices = kda_backend_names,
+     STAGEMEM_CHOICE(training.kernels.kda, KdaBackend)},
+    {.key = "kda_chunk", .path = "training.kernels.kda_chunk", .help = "KDA chunk size (fla's BT)",
+     .min = 16, .max = 1024, STAGEMEM_INTEGER(training.kernels.kda_chunk)},
+    {.key = "cross_entropy", .path = "training.kernels.cross_entropy",
+     .help = "cross-entropy kernel", .kind = FieldKind::choice, .choices = cross_entropy_kernel_names,
+     STAGEMEM_CHOICE(training.kernels.cross_entropy, CrossEntropyKernel)},
+    {.key = "ce_chunk", .path = "training.kernels.cross_entropy_chunk",
+     .help = "tokens per chunk of the fused cross-entropy", .min = 1, .max = std::int64_t{1} << 24,
+     STAGEMEM_INTEGER(training.kernels.cross_entropy_chunk)},
+    {.key = "attnres_temps", .path = "training.kernels.attn_res_live_temporaries",
+     .help = "live fp32 temporaries of the AttnRes mix besides the upcast slots", .min = 0, .max = 64,
+     STAGEMEM_INTEGER(training.kernels.attn_res_live_temporaries)},
+    // Precision and optimizer.
+    {.key = "weights", .path = "precision.dense_weights", .help = "weight storage dtype",
+     .kind = FieldKind::choice, .choices = weight_dtype_names,
+     STAGEMEM_CHOICE(precision.dense_weights, WeightDtype)},
+    {.key = "expert_weights", .path = "precision.expert_weights",
+     .help = "routed-expert weight storage dtype", .kind = FieldKind::choice,
+     .choices = weight_dtype_names, STAGEMEM_CHOICE(precision.expert_weights, WeightDtype)},
+    {.key = "grads", .path = "precision.grads", .help = "main gradient buffer dtype",
+     .kind = FieldKind::choice, .choices = grad_dtype_names, STAGEMEM_CHOICE(precision.grads, GradDtype)},
+    {.key = "optimizer", .path = "optimizer.kind", .help = "optimizer", .kind = FieldKind::choice,
+     .choices = optimizer_kind_names, STAGEMEM_CHOICE(optimizer.kind, OptimizerKind)},
+    {.key = "master", .path = "optimizer.master_weights", .help = "master weight dtype",
+     .kind = FieldKind::choice, .choices = master_dtype_names,
+     STAGEMEM_CHOICE(optimizer.master_weights, MasterDtype)},
+    {.key = "moments", .path = "optimizer.moments", .help = "optimizer moment dtype",
+     .kind = FieldKind::choice, .choices = moment_dtype_names,
+     STAGEMEM_CHOICE(optimizer.moments, MomentDtype)},
+    {.key = "cast_copy", .path = "optimizer.cast_copy",
+     .help = "an extra bf16 copy the optimizer keeps", .kind = FieldKind::choice,
+     .choices = cast_copy_names, STAGEMEM_CHOICE(optimizer.cast_copy, CastCopy)},
+    // Device.
+    {.key = "device", .path = "device.preset", .help = "device preset (see `stagemem devices`)",
+     .kind = FieldKind::text, .max_text_length = 64, STAGEMEM_TEXT(device.preset)},
+    {.key = "device_bytes", .path = "device.bytes",
+     .help = "usable device bytes of a custom device (overrides the preset; 0: preset)", .min = 0,
+     .max = max_bytes, STAGEMEM_INTEGER(device.bytes)},
 }};
+
+#undef STAGEMEM_INTEGER
+#undef STAGEMEM_BOOLEAN
+#undef STAGEMEM_TEXT
+#undef STAGEMEM_NUMBER
+#undef STAGEMEM_CHOICE
 
 bool parse_integer(std::string_view text, std::int64_t& out) {
   if (text.empty()) return false;
@@ -161,6 +205,13 @@ std::string allowed_values(const ConfigField& field) {
     case FieldKind::integer_list:
       return "a comma-separated list of at most " + std::to_string(field.max_list_length) +
              " integers in [" + std::to_string(field.min) + ", " + std::to_string(field.max) + "]";
+    case FieldKind::number:
+      return "a number in [" + std::to_string(field.min) + ", " + std::to_string(field.max) + "]";
+    case FieldKind::name_set: {
+      std::string names;
+      for (std::string_view c : field.choices) names += (names.empty() ? "" : ", ") + std::string(c);
+      return "a comma-separated set of: " + names + " (or none)";
+    }
   }
   return "a valid value";
 }
@@ -231,6 +282,40 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       *field.integer_list(config) = std::move(values);
       return true;
     }
+    case FieldKind::number: {
+      // Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces.
+      bool plain = !text.empty() && text.size() <= 32;
+      for (char c : text) plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E');
+      if (!plain) return fail(quoted_prefix(text) + " is not a decimal number");
+      const std::string copy(text);
+      char* end = nullptr;
+      const double value = std::strtod(copy.c_str(), &end);
+      if (end != copy.c_str() + copy.size() || !std::isfinite(value)) {
+        return fail(quoted_prefix(text) + " is not a decimal number");
+      }
+      if (value < static_cast<double>(field.min) || value > static_cast<double>(field.max)) {
+        return fail(quoted_prefix(text) + " is out of range");
+      }
+      *field.number(config) = value;
+      return true;
+    }
+    case FieldKind::name_set: {
+      std::uint32_t bits = 0;
+      if (text != "none") {
+        for (std::string_view rest = text;;) {
+          const auto comma = rest.find(',');
+          const std::string_view name = rest.substr(0, comma);
+          std::size_t index = 0;
+          while (index < field.choices.size() && field.choices[index] != name) ++index;
+          if (index == field.choices.size()) return fail(quoted_prefix(name) + " is not a known name");
+          bits |= std::uint32_t{1} << index;
+          if (comma == std::string_view::npos) break;
+          rest.remove_prefix(comma + 1);
+        }
+      }
+      *field.bits(config) = bits;
+      return true;
+    }
   }
   return false;
 }
@@ -254,6 +339,24 @@ std::string format_field_text(const ConfigField& field, const Config& config) {
       }
       return out;
     }
+    case FieldKind::number: {
+      // The shortest text that reads back to the same double.
+      const double value = *field.number(c);
+      char buffer[40];
+      for (int precision = 1; precision <= 17; ++precision) {
+        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+        if (std::strtod(buffer, nullptr) == value) break;
+      }
+      return buffer;
+    }
+    case FieldKind::name_set: {
+      std::string out;
+      const std::uint32_t bits = *field.bits(c);
+      for (std::size_t i = 0; i < field.choices.size(); ++i) {
+        if (bits & (std::uint32_t{1} << i)) out += (out.empty() ? "" : ",") + std::string(field.choices[i]);
+      }
+      return out.empty() ? "none" : out;
+    }
   }
   return {};
 }
@@ -267,6 +370,8 @@ bool field_equals(const ConfigField& field, const Config& a, const Config& b) {
     case FieldKind::text: return *field.text(x) == *field.text(y);
     case FieldKind::choice: return field.get_choice(a) == field.get_choice(b);
     case FieldKind::integer_list: return *field.integer_list(x) == *field.integer_list(y);
+    case FieldKind::number: return *field.number(x) == *field.number(y);
+    case FieldKind::name_set: return *field.bits(x) == *field.bits(y);
   }
   return false;
 }

@@ -21,14 +21,15 @@
 
 namespace stagemem {
 
-enum class FieldKind : std::uint8_t { integer, boolean, text, choice, integer_list };
+// name_set: a set of names from `choices`, stored as a bit mask, written comma-separated.
+enum class FieldKind : std::uint8_t { integer, boolean, text, choice, integer_list, number, name_set };
 
 struct ConfigField {
   std::string_view key;   // "tp": URL key, CLI flag --tp
   std::string_view path;  // "parallel.tensor_parallel": JSON path (dotted)
   std::string_view help;  // one line for --help and the app
   FieldKind kind = FieldKind::integer;
-  std::int64_t min = 0;  // integer and integer_list elements: inclusive range
+  std::int64_t min = 0;  // integer, integer_list elements and number: inclusive range
   std::int64_t max = 0;
   std::span<const std::string_view> choices{};  // choice: the allowed names, in enum order
   std::int64_t max_list_length = 0;             // integer_list
@@ -42,6 +43,8 @@ struct ConfigField {
   std::vector<std::int64_t>* (*integer_list)(Config&) = nullptr;
   int (*get_choice)(const Config&) = nullptr;
   void (*set_choice)(Config&, int) = nullptr;
+  double* (*number)(Config&) = nullptr;
+  std::uint32_t* (*bits)(Config&) = nullptr;  // name_set
 };
 
 // A configuration read from untrusted text (URL fragment, JSON, CLI flags): use `config` only

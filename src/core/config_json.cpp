@@ -17,6 +17,20 @@ json field_to_json(const ConfigField& field, const Config& config) {
     case FieldKind::text: return *field.text(copy);
     case FieldKind::choice: return format_field_text(field, config);
     case FieldKind::integer_list: return *field.integer_list(copy);
+    case FieldKind::number: return *field.number(copy);
+    case FieldKind::name_set: {
+      json names = json::array();
+      const std::string text = format_field_text(field, config);
+      if (text != "none") {
+        for (std::size_t start = 0;;) {
+          const auto comma = text.find(',', start);
+          names.push_back(text.substr(start, comma - start));
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      }
+      return names;
+    }
   }
   return nullptr;
 }
@@ -49,6 +63,25 @@ void field_from_json(const ConfigField& field, const json& value, Config& config
         text += (text.empty() ? "" : ",") + std::to_string(item.get<std::int64_t>());
       }
       parse_field_text(field, text, config, d, reported);
+      return;
+    }
+    case FieldKind::number:
+      if (!value.is_number()) return wrong_type(value.type_name());
+      if (const double number = value.get<double>();
+          !(number >= static_cast<double>(field.min) && number <= static_cast<double>(field.max))) {
+        d.error(reported, "out of range: expected " + allowed_values(field));
+      } else {
+        *field.number(config) = number;
+      }
+      return;
+    case FieldKind::name_set: {
+      if (!value.is_array()) return wrong_type(value.type_name());
+      std::string text;
+      for (const json& item : value) {
+        if (!item.is_string()) return wrong_type("an array with a non-string element");
+        text += (text.empty() ? "" : ",") + item.get<std::string>();
+      }
+      parse_field_text(field, text.empty() ? "none" : text, config, d, reported);
       return;
     }
   }

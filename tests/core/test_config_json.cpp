@@ -25,6 +25,19 @@ TEST_CASE("JSON export writes every field and imports back to the same configura
   CHECK(config_from_json(config_to_json(Config{})).config == Config{});
 }
 
+TEST_CASE("Numbers and name sets keep their JSON types") {
+  Config c;
+  c.training.routing_imbalance = 1.5;
+  c.training.recompute.modules = module_bit(RecomputeModule::core_attn) | module_bit(RecomputeModule::moe);
+  const std::string text = config_to_json(c);
+  CHECK(text.find("\"routing_imbalance\": 1.5") != std::string::npos);
+  CHECK(text.find("\"core_attn\",") != std::string::npos);
+  CHECK(config_from_json(text).config == c);
+  CHECK(!config_from_json(R"({"training": {"routing_imbalance": 0.5}})").diagnostics.ok());
+  CHECK(!config_from_json(R"({"training": {"recompute": {"modules": ["warp"]}}})").diagnostics.ok());
+  CHECK(config_from_json(R"({"training": {"recompute": {"modules": []}}})").config.training.recompute.modules == 0);
+}
+
 TEST_CASE("A partial document takes the defaults for the rest") {
   const DecodedConfig decoded = config_from_json(R"({"parallel": {"pipeline_parallel": 8}})");
   CHECK(decoded.diagnostics.ok());

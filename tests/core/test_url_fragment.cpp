@@ -23,9 +23,13 @@ TEST_CASE("Fragments round-trip and keep only non-default fields") {
   CHECK(decode_fragment("https://wiki.example/stagemem/#" + text).config == c);
 }
 
-TEST_CASE("Every field of the table round-trips through a fragment") {
+namespace {
+
+// A configuration in which every field of the table differs from its default.
+Config every_field_changed() {
   Config c;
   c.model = "kimi-k3";
+  c.custom_model = "h:64;v:128;gqa:4,2,16;mlp:128,swiglu;layers:gd*2";
   c.parallel.tensor_parallel = 2;
   c.parallel.pipeline_parallel = 8;
   c.parallel.virtual_stages = 2;
@@ -41,12 +45,49 @@ TEST_CASE("Every field of the table round-trips through a fragment") {
   c.parallel.first_stage_layers = 3;
   c.parallel.last_stage_layers = 5;
   c.parallel.layout_string = "Et*3|(tt|)*29,m|L";
+  c.training.sequence_length = 8192;
+  c.training.micro_batch = 2;
+  c.training.global_batch = 896;
+  c.training.dropout = true;
+  c.training.routing_imbalance = 1.25;
+  c.training.flat_headroom_bytes = 82LL << 30;
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.training.recompute.modules = module_bit(RecomputeModule::moe_act) | module_bit(RecomputeModule::mla_up_proj);
+  c.training.recompute.method = FullRecomputeMethod::block;
+  c.training.recompute.layers = 3;
+  c.training.kernels.attention = AttentionKernel::materialized;
+  c.training.kernels.kda = KdaBackend::eager;
+  c.training.kernels.kda_chunk = 128;
+  c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked;
+  c.training.kernels.cross_entropy_chunk = 2048;
+  c.training.kernels.attn_res_live_temporaries = 5;
+  c.precision.dense_weights = WeightDtype::fp8_block_scaled;
+  c.precision.expert_weights = WeightDtype::mxfp4;
+  c.precision.grads = GradDtype::bf16;
+  c.optimizer.kind = OptimizerKind::distributed_muon;
+  c.optimizer.master_weights = MasterDtype::fp16;
+  c.optimizer.moments = MomentDtype::bf16;
+  c.optimizer.cast_copy = CastCopy::all;
+  c.device.preset = "h200";
+  c.device.bytes = 150'000'000'000LL;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Every field of the table round-trips through a fragment") {
+  const Config c = every_field_changed();
   const std::string text = encode_fragment(c);
   INFO(text);
-  // Every field differs from its default, so every key is present.
-  for (const ConfigField& f : config_fields()) CHECK(text.find("&" + std::string(f.key) + "=") != std::string::npos);
+  for (const ConfigField& f : config_fields()) {
+    INFO(f.key);
+    CHECK(!field_equals(f, c, Config{}));  // the helper really changes every field
+    CHECK(text.find("&" + std::string(f.key) + "=") != std::string::npos);
+  }
   // The layout string stays readable: '|', '*', '(', ')' and ',' need no escaping in a fragment.
   CHECK(text.find("layout=Et*3|(tt|)*29,m|L") != std::string::npos);
+  CHECK(text.find("recompute_modules=moe_act,mla_up_proj") != std::string::npos);
+  CHECK(text.find("imbalance=1.25") != std::string::npos);
   const DecodedFragment decoded = decode_fragment(text);
   CHECK(decoded.diagnostics.ok());
   CHECK(decoded.config == c);
