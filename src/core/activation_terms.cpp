@@ -1,6 +1,8 @@
 #include "activation_terms.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "activation_model.h"
 #include "schedule.h"
@@ -78,18 +80,17 @@ Term transient_term(const ActivationPiece& p, AllocationPoint when) {
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
-struct LayerPieces {
-  std::vector<ActivationPiece> attention;
-  std::vector<ActivationPiece> mlp;
-};
-
-LayerPieces pieces_of(const Model& m, LayerKind kind, const TokenShape& s, const TrainingConfig& t,
-                      const ParallelLayout& layout) {
-  return {attention_pieces(m, kind.attention, s, t), mlp_pieces(m, kind.mlp, s, t, layout)};
-}
-
 std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
   return stored_bytes(p.attention, dropped) + stored_bytes(p.mlp, dropped);
+}
+
+// Layer kinds index a small table: 3 attention kinds x 2 MLP kinds.
+constexpr int kind_slots = 6;
+int slot_of(LayerKind kind) {
+  return static_cast<int>(kind.attention) * 2 + static_cast<int>(kind.mlp);
+}
+LayerKind kind_of(int slot) {
+  return {static_cast<AttentionKind>(slot / 2), static_cast<MlpKind>(slot % 2)};
 }
 
 ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
@@ -112,6 +113,14 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches) {
+  LayerPieceCache cache;
+  return stage_activation_terms(model, layout, training, plan, rank, micro_batches, cache);
+}
+
+StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
+                                            const TrainingConfig& training, const StagePlan& plan,
+                                            std::int64_t rank, std::int64_t micro_batches,
+                                            LayerPieceCache& cache) {
   StageActivationTerms result;
   const TokenShape shape = token_shape(training, layout);
   const InFlight in_flight =
@@ -137,6 +146,15 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   std::int64_t largest_pipeline_buffers = 0;
   std::string pipeline_formula;
   const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
+  const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
+    auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
+    if (!entry) {
+      entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
+                          mlp_pieces(model, kind.mlp, shape, training, layout)};
+      entry->all_bytes = layer_bytes(*entry, 0);
+    }
+    return *entry;
+  };
 
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
@@ -157,29 +175,20 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         group_size = 1;
       }
     }
+    // Layers that keep everything, counted per kind; the pieces of a kind are built once.
+    std::array<std::int64_t, kind_slots> full_layers{};
     std::int64_t group_bytes = 0;
     std::int64_t group_layers = 0;
     for (std::int64_t i = chunk.first_layer; i < end; ++i) {
       const LayerKind kind = model.layers[static_cast<std::size_t>(i)];
       has_moe |= kind.mlp == MlpKind::moe;
       attention_kinds[static_cast<int>(kind.attention)] = true;
-      const LayerPieces pieces = pieces_of(model, kind, shape, training, layout);
       if (i >= first_full_layer) {
-        sums.add_all(attention_label(kind.attention), pieces.attention, dropped, copies);
-        sums.add_all(mlp_label(kind.mlp), pieces.mlp, dropped, copies);
-        if (dropped != 0) {
-          const std::int64_t recomputed = layer_bytes(pieces, 0) - layer_bytes(pieces, dropped);
-          if (recomputed > working_set) {
-            working_set = recomputed;
-            working_set_formula = "the selectively recomputed pieces of one " +
-                                  std::string(attention_label(kind.attention)) + " + " +
-                                  std::string(mlp_label(kind.mlp)) + " layer for one micro-batch";
-          }
-        }
+        ++full_layers[static_cast<std::size_t>(slot_of(kind))];
         continue;
       }
       // Inside a checkpointed group: its whole working set is rebuilt in backward.
-      group_bytes += layer_bytes(pieces, 0);
+      group_bytes += pieces_for(kind).all_bytes;
       ++group_layers;
       if (group_layers == group_size || i + 1 == first_full_layer || i + 1 == end) {
         if (group_bytes > working_set) {
@@ -190,6 +199,21 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         }
         group_bytes = 0;
         group_layers = 0;
+      }
+    }
+    for (int slot = 0; slot < kind_slots; ++slot) {
+      const std::int64_t layers = full_layers[static_cast<std::size_t>(slot)];
+      if (layers == 0) continue;
+      const LayerKind kind = kind_of(slot);
+      const LayerPieces& pieces = pieces_for(kind);
+      sums.add_all(attention_label(kind.attention), pieces.attention, dropped, layers * copies);
+      sums.add_all(mlp_label(kind.mlp), pieces.mlp, dropped, layers * copies);
+      const std::int64_t recomputed = pieces.all_bytes - layer_bytes(pieces, dropped);
+      if (dropped != 0 && recomputed > working_set) {
+        working_set = recomputed;
+        working_set_formula = "the selectively recomputed pieces of one " +
+                              std::string(attention_label(kind.attention)) + " + " +
+                              std::string(mlp_label(kind.mlp)) + " layer for one micro-batch";
       }
     }
     if (checkpointed_groups > 0) sums.add("all layers", checkpoint_input, checkpointed_groups * copies);
@@ -219,7 +243,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       for (ActivationPiece p : head_transients(shape, training, padded)) keep_transient(std::move(p));
     }
     for (std::int64_t i = 0; i < chunk.mtp_layers; ++i) {
-      const LayerPieces pieces = pieces_of(model, model.mtp_layer, shape, training, layout);
+      const LayerPieces& pieces = pieces_for(model.mtp_layer);
       sums.add_all("MTP", mtp_extra_pieces(model, shape), 0, copies);
       sums.add_all("MTP " + std::string(attention_label(model.mtp_layer.attention)), pieces.attention,
                    dropped, copies);

@@ -18,9 +18,12 @@
 // Limitations: AttnRes slots and MTP layers are kept whatever the recompute policy.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "activation_pieces.h"
 #include "layout.h"
 #include "model.h"
 #include "report.h"
@@ -37,7 +40,23 @@ struct StageActivationTerms {
   std::vector<std::int64_t> in_flight_per_chunk;
 };
 
-// Requires a validated configuration: `plan` from plan_stages, M >= 1.
+// A layer's pieces depend only on its kind and the training and layout inputs, so one estimate
+// builds each kind's pieces once and shares them across its stages (3 attention x 2 MLP kinds).
+struct LayerPieces {
+  std::vector<ActivationPiece> attention;
+  std::vector<ActivationPiece> mlp;
+  std::int64_t all_bytes = 0;  // every piece, nothing recomputed
+};
+struct LayerPieceCache {
+  std::array<std::optional<LayerPieces>, 6> kinds;
+};
+
+// Requires a validated configuration: `plan` from plan_stages, M >= 1. `cache` must be used with
+// one (model, layout, training) only.
+StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
+                                            const TrainingConfig& training, const StagePlan& plan,
+                                            std::int64_t rank, std::int64_t micro_batches,
+                                            LayerPieceCache& cache);
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches);

@@ -51,9 +51,9 @@ namespace {
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
 void add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const StageParameters& parameters,
-                           std::int64_t micro_batches) {
+                           std::int64_t micro_batches, LayerPieceCache& cache) {
   StageActivationTerms activations = stage_activation_terms(
-      model, config.parallel, config.training, plan, stage.index, micro_batches);
+      model, config.parallel, config.training, plan, stage.index, micro_batches, cache);
   std::vector<Term> optimizer =
       optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
   stage.activation_bytes = activations.stored_bytes;
@@ -122,6 +122,7 @@ Report estimate(const Config& config, const Model& model) {
                      .source = std::string(device->source)};
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+  LayerPieceCache cache;
   std::int64_t largest = -1;
   for (const StageParameters& parameters : stage_parameters(model, config.parallel, *plan)) {
     StageReport stage;
@@ -135,7 +136,7 @@ Report estimate(const Config& config, const Model& model) {
     stage.terms = resident_terms(parameters.per_rank_roles, config.precision, config.optimizer,
                                  shards);
     for (const Term& t : stage.terms) stage.resident_bytes += t.bytes;
-    add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches);
+    add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches, cache);
     for (Term& gap : gap_terms(stage.index, config.gaps)) {
       stage.gap_bytes += gap.bytes;
       stage.terms.push_back(std::move(gap));

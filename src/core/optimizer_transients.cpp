@@ -76,13 +76,18 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
                                             const ParallelLayout& layout,
                                             const OptimizerConfig& optimizer) {
   std::vector<Term> out;
-  if (is_distributed(optimizer.kind)) {
-    const std::int64_t parameters = stage.per_rank.total();
+  const StateShards shards = state_shards(optimizer.kind, layout);
+  // Only a group whose state is sharded over more than one rank needs gathering after the step.
+  const std::int64_t dense = shards.dense > 1 ? stage.per_rank_split.dense() : 0;
+  const std::int64_t expert = shards.expert > 1 ? stage.per_rank_split.expert() : 0;
+  if (is_distributed(optimizer.kind) && dense + expert > 0) {
+    const std::int64_t parameters = dense + expert;
     out.push_back(Term{
         .name = "distributed-optimizer parameter all-gather buffers (full un-sharded bf16 group)",
-        .formula = "2 B (bf16) x " + group_digits(parameters) +
-                   " parameters on this rank (every other rank's shard received plus the local "
-                   "flattened shard)",
+        .formula = "2 B (bf16) x (" + group_digits(dense) + " dense parameters sharded over " +
+                   group_digits(shards.dense) + " ranks + " + group_digits(expert) +
+                   " routed-expert parameters sharded over " + group_digits(shards.expert) +
+                   " ranks): every other rank's shard received plus the local flattened shard",
         .scaling = "parameters on this rank; independent of sequence and micro-batch",
         .family = Family::transient,
         .tag = Tag::derived,

@@ -3,7 +3,9 @@
 // Purpose: the optimizer phase of a stage's peak. Two transients, each a named assumption:
 //  - distributed optimizers (Adam or Muon) all-gather the updated parameters after step(): the
 //    receive buffers for every other rank's shard plus the local flattened shard make up the full
-//    un-sharded bf16 parameter group of the rank (the users' measured flat ~9.7 GiB transient);
+//    un-sharded bf16 parameter group of the rank (the users' measured flat ~9.7 GiB transient).
+//    A group whose state is not sharded (e.g. routed experts with an expert-data-parallel size
+//    of 1) is not gathered;
 //  - Muon orthogonalises each matrix with a Newton-Schulz iteration in bf16 on the rank's shard
 //    (blockwise under TP/ETP): for the update X [m, n] (m <= n) it keeps the fp32 momentum-updated
 //    gradient (m n x 4 B) plus X, A = X X^T, A^2, B = bA + cA^2 and B X alive:

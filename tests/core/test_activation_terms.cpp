@@ -1,0 +1,178 @@
+// Tests of activation_terms.h: stage sums over layers, chunks and micro-batches in flight, the
+// recompute policies, and properties over many random valid configurations.
+#include <cmath>
+#include <random>
+
+#include "activation_terms.h"
+#include "catch.h"
+#include "presets.h"
+#include "report.h"
+
+using namespace stagemem;
+
+namespace {
+
+StageActivationTerms terms_for(const Model& m, const ParallelLayout& layout, const TrainingConfig& t,
+                               std::int64_t rank, std::int64_t micro_batches) {
+  Diagnostics d;
+  const auto plan = plan_stages(m, layout, d);
+  REQUIRE(plan);
+  return stage_activation_terms(m, layout, t, *plan, rank, micro_batches);
+}
+
+std::int64_t bytes_of(const std::vector<Term>& terms, std::string_view prefix) {
+  std::int64_t sum = 0;
+  for (const Term& t : terms) {
+    if (t.name.starts_with(prefix)) sum += t.bytes;
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("Stored activations = per-layer pieces x layers x micro-batches in flight (1F1B)") {
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  t.sequence_length = 4096;
+  const ParallelLayout layout{.pipeline_parallel = 4};
+  // Stage 1 holds layers 8-15 and 3 micro-batches; per layer and micro-batch 4096 x 139,392 B
+  // (see test_activations.cpp).
+  const auto stage1 = terms_for(m, layout, t, 1, 64);
+  CHECK(stage1.in_flight_per_chunk == std::vector<std::int64_t>{3});
+  CHECK(stage1.stored_bytes == 8 * 3 * 4096LL * 139'392);
+  // Every stored term says how many layer-micro-batches it sums.
+  for (const Term& term : stage1.stored) {
+    CHECK(term.formula.find("[layer-micro-batches alive=24]") != std::string::npos);
+  }
+}
+
+TEST_CASE("Full recompute keeps one input per checkpointed group; the group comes back as a transient") {
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  t.sequence_length = 4096;
+  t.recompute.policy = RecomputePolicy::full;
+  t.recompute.layers = 2;
+  const ParallelLayout layout{.pipeline_parallel = 4};
+  const auto stage1 = terms_for(m, layout, t, 1, 64);
+  // 8 layers in groups of 2 -> 4 inputs of 4096 x 4096 x 2 B, x 3 micro-batches.
+  CHECK(stage1.stored_bytes == 4 * 3 * 4096LL * 4096 * 2);
+  // Backward rebuilds one group of 2 layers for one micro-batch.
+  CHECK(stage1.largest_transient_bytes == 2 * 4096LL * 139'392);
+  CHECK(stage1.largest_transient.starts_with("recompute working set"));
+  // Block method: the first 2 layers of the chunk are checkpointed, the other 6 keep everything.
+  t.recompute.method = FullRecomputeMethod::block;
+  const auto block = terms_for(m, layout, t, 1, 64);
+  CHECK(block.stored_bytes == 3 * (2 * 4096LL * 4096 * 2 + 6 * 4096LL * 139'392));
+}
+
+TEST_CASE("The last stage keeps the logits' fp32 softmax; the first stage none") {
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  const ParallelLayout layout{.pipeline_parallel = 4};
+  const auto last = terms_for(m, layout, t, 3, 64);
+  CHECK(bytes_of(last.stored, "output: cross-entropy softmax") == 4096LL * 128'256 * 4);
+  const auto first = terms_for(m, layout, t, 0, 64);
+  CHECK(bytes_of(first.stored, "output:") == 0);
+}
+
+TEST_CASE("kimi-k3 at PP 8 (AttnRes-aligned): AttnRes terms on every stage, the largest K last") {
+  const Model m = *find_preset("kimi-k3");
+  TrainingConfig t;
+  t.sequence_length = 8192;
+  ParallelLayout layout{.pipeline_parallel = 8, .expert_parallel = 28};
+  layout.assignment = StageAssignment::attn_res_aligned;
+  const auto last = terms_for(m, layout, t, 7, 32);
+  // The output mix sees K = 8 slots: ((1 + 8) + 2) x 8192 x 7168 x 4 B.
+  bool found = false;
+  for (const Term& term : last.transients) {
+    if (term.name.starts_with("AttnRes mix internal")) {
+      CHECK(term.bytes == 2'583'691'264LL);
+      found = true;
+    }
+  }
+  CHECK(found);
+  // Stage 0 receives nothing; it sends the hidden state + 1 slot: 224 MiB.
+  const auto first = terms_for(m, layout, t, 0, 32);
+  CHECK(bytes_of(first.transients, "pipeline send/receive") == 234'881'024LL);
+}
+
+TEST_CASE("Property: activations are never negative, grow with seq, mbs and layers, shrink with CP and TP") {
+  std::mt19937_64 random(20261130);
+  const std::vector<std::string_view> models = {"llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b",
+                                                "deepseek-v3", "kimi-linear-48b-a3b", "kimi-k3",
+                                                "gpt3-175b"};
+  const auto pick = [&](std::initializer_list<std::int64_t> values) {
+    return *(values.begin() + static_cast<std::ptrdiff_t>(random() % values.size()));
+  };
+  int checked = 0;
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    Config c;
+    c.model = std::string(models[random() % models.size()]);
+    const Model m = *find_preset(c.model);
+    c.parallel.pipeline_parallel = pick({1, 2, 4});
+    c.parallel.tensor_parallel = pick({1, 2});
+    c.parallel.sequence_parallel = true;
+    c.parallel.context_parallel = pick({1, 2});
+    c.training.sequence_length = pick({1024, 2048, 4096});
+    c.training.micro_batch = pick({1, 2});
+    c.training.global_batch = 4096;
+    c.parallel.data_parallel = 8;
+    c.training.recompute.policy = static_cast<RecomputePolicy>(random() % 3);
+    c.training.recompute.modules = static_cast<std::uint32_t>(random() % 128);
+    c.training.dropout = random() % 2 == 0;
+    c.training.kernels.kda = static_cast<KdaBackend>(random() % 2);
+    const Report base = estimate(c, m);
+    if (!base.diagnostics.ok()) continue;
+    ++checked;
+    const auto grown = [&](auto change) {
+      Config g = c;
+      change(g);
+      return estimate(g, m);
+    };
+    const Report longer = grown([](Config& g) { g.training.sequence_length *= 2; });
+    const Report wider = grown([](Config& g) { g.training.micro_batch *= 2; });
+    const Report more_cp = grown([](Config& g) { g.parallel.context_parallel *= 2; });
+    for (std::size_t s = 0; s < base.stages.size(); ++s) {
+      INFO(c.model << " stage " << s << " pp " << c.parallel.pipeline_parallel << " tp "
+                   << c.parallel.tensor_parallel << " cp " << c.parallel.context_parallel);
+      const StageReport& b = base.stages[s];
+      CHECK(b.activation_bytes >= 0);
+      CHECK(b.largest_transient_bytes >= 0);
+      CHECK(b.peak_bytes >= b.resident_bytes);
+      for (const Term& t : b.terms) CHECK(t.bytes >= 0);
+      if (longer.diagnostics.ok()) {
+        CHECK(longer.stages[s].activation_bytes >= b.activation_bytes);
+        CHECK(longer.stages[s].peak_bytes >= b.peak_bytes);
+      }
+      if (wider.diagnostics.ok()) {
+        CHECK(wider.stages[s].activation_bytes >= b.activation_bytes);
+        CHECK(wider.stages[s].peak_bytes >= b.peak_bytes);
+      }
+      if (more_cp.diagnostics.ok()) CHECK(more_cp.stages[s].activation_bytes <= b.activation_bytes);
+    }
+    // TP (with sequence parallelism) never increases what a rank stores.
+    if (c.parallel.tensor_parallel == 1) {
+      const Report more_tp = grown([](Config& g) { g.parallel.tensor_parallel = 2; });
+      if (more_tp.diagnostics.ok()) {
+        for (std::size_t s = 0; s < base.stages.size(); ++s) {
+          CHECK(more_tp.stages[s].activation_bytes <= base.stages[s].activation_bytes);
+        }
+      }
+    }
+  }
+  CHECK(checked > 50);
+}
+
+TEST_CASE("Property: more layers on a stage never means fewer stored bytes") {
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  ParallelLayout layout{.pipeline_parallel = 2};
+  layout.assignment = StageAssignment::explicit_list;
+  std::int64_t previous = -1;
+  for (std::int64_t first = 1; first < 32; ++first) {
+    layout.layers_per_stage = {first, 32 - first};
+    const auto stage0 = terms_for(m, layout, t, 0, 16);
+    CHECK(stage0.stored_bytes >= previous);
+    previous = stage0.stored_bytes;
+  }
+}
