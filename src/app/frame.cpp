@@ -2,6 +2,9 @@
 // The platform swaps (the native one may read the frame back for a screenshot first).
 #include <GLFW/glfw3.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "app.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
@@ -9,6 +12,12 @@
 #include "imgui.h"
 
 namespace {
+
+// Below this width (CSS pixels, i.e. logical pixels) the configuration goes above the chart.
+constexpr float narrow_window_width = 900.0f;
+// The configuration column: a share of the window, never narrower than its widgets need.
+constexpr float config_share = 0.28f;
+constexpr float config_min_width = 300.0f;
 
 void draw_panels(AppState& state) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -19,20 +28,32 @@ void draw_panels(AppState& state) {
                                      ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("stagemem", nullptr, flags);
   draw_link_banner(state);
-  const float config_width = 300.0f * state.ui_scale;
-  ImGui::BeginChild("config", ImVec2(config_width, 0), true);
+  draw_toolbar(state, state.report);
+
+  const float scale = state.ui_scale;
+  state.stacked_layout = viewport->WorkSize.x / scale < narrow_window_width;
+  // Room for the status bar under the panels.
+  const float panels_height = -ImGui::GetFrameHeightWithSpacing();
+  if (state.stacked_layout) {
+    ImGui::BeginChild("config", ImVec2(0, 0), ImGuiChildFlags_Border | ImGuiChildFlags_AutoResizeY);
+  } else {
+    const float width = std::max(config_min_width * scale, viewport->WorkSize.x * config_share);
+    ImGui::BeginChild("config", ImVec2(width, panels_height), ImGuiChildFlags_Border);
+  }
   draw_config(state, state.report);
   ImGui::EndChild();
-  ImGui::SameLine();
-  ImGui::BeginChild("stages", ImVec2(0, 0), true);
+  if (!state.stacked_layout) ImGui::SameLine();
+  ImGui::BeginChild("stages", ImVec2(0, panels_height), ImGuiChildFlags_Border);
   draw_stages(state, state.report);
   ImGui::EndChild();
+  draw_status_bar(state, state.report);
   ImGui::End();
 }
 
 }  // namespace
 
 void run_frame(AppState& state, GLFWwindow* window) {
+  const auto start = std::chrono::steady_clock::now();
   glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
@@ -40,6 +61,7 @@ void run_frame(AppState& state, GLFWwindow* window) {
   refresh_report(state);
   draw_panels(state);
   ImGui::Render();
+  const auto user_interface_done = std::chrono::steady_clock::now();
   int width = 0, height = 0;
   glfwGetFramebufferSize(window, &width, &height);
   glViewport(0, 0, width, height);
@@ -47,4 +69,7 @@ void run_frame(AppState& state, GLFWwindow* window) {
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   ++state.frame_count;
+  using milliseconds = std::chrono::duration<float, std::milli>;
+  state.frame_times.record(milliseconds(std::chrono::steady_clock::now() - start).count());
+  state.user_interface_times.record(milliseconds(user_interface_done - start).count());
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "gl_api.h"
 #include "imgui.h"
 #include "png_writer.h"
+#include "url_fragment.h"
 
 namespace {
 
@@ -43,7 +45,8 @@ bool parse_options(int argc, char** argv, Options& options) {
     } else if (flag == "--screenshot") {
       options.screenshot = value;
     } else if (flag == "--frames") {
-      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), options.frames);
+      const auto [end, error] =
+          std::from_chars(value.data(), value.data() + value.size(), options.frames);
       if (error != std::errc() || end != value.data() + value.size() || options.frames < 1) {
         std::fprintf(stderr, "error: --frames: '%s' is not an integer >= 1\n", argv[i]);
         return false;
@@ -59,7 +62,8 @@ bool parse_options(int argc, char** argv, Options& options) {
 bool save_screenshot(GLFWwindow* window, const std::string& path) {
   int width = 0, height = 0;
   glfwGetFramebufferSize(window, &width, &height);
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4);
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) *
+                                   static_cast<std::size_t>(height) * 4);
   glReadBuffer(GL_BACK);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
@@ -67,13 +71,36 @@ bool save_screenshot(GLFWwindow* window, const std::string& path) {
   std::vector<std::uint8_t> flipped(pixels.size());
   const std::size_t row = static_cast<std::size_t>(width) * 4;
   for (int y = 0; y < height; ++y) {
-    std::copy_n(pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y) * row), row,
-                flipped.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(height - 1 - y) * row));
+    std::copy_n(pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y) * row),
+                row,
+                flipped.begin() +
+                    static_cast<std::ptrdiff_t>(static_cast<std::size_t>(height - 1 - y) * row));
   }
   return write_png(path, width, height, flipped);
 }
 
 }  // namespace
+
+// The desktop app has no page link: it copies the fragment, which `--url` (and the web page
+// after '#') accepts.
+std::string platform_copy_link(AppState& state) {
+  const std::string fragment = stagemem::encode_fragment(state.config);
+  ImGui::SetClipboardText(fragment.c_str());
+  return "Copied the configuration fragment (use it with --url or after '#' in a page link)";
+}
+
+std::string platform_copy_text(AppState&, const std::string& text) {
+  ImGui::SetClipboardText(text.c_str());
+  return "Copied";
+}
+
+std::string platform_save_text(AppState&, const std::string& file_name, const std::string&,
+                               const std::string& text) {
+  std::ofstream file(file_name, std::ios::binary);
+  file << text;
+  return file.good() ? "Saved " + file_name + " in the working directory"
+                     : "Could not write " + file_name;
+}
 
 int main(int argc, char** argv) {
   Options options;
@@ -110,7 +137,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
     run_frame(state, window);
-    const bool last_frame = options.frames > 0 && static_cast<std::int64_t>(state.frame_count) >= options.frames;
+    const bool last_frame =
+        options.frames > 0 && static_cast<std::int64_t>(state.frame_count) >= options.frames;
     if (last_frame && !options.screenshot.empty() && !save_screenshot(window, options.screenshot)) {
       std::fprintf(stderr, "error: could not write %s\n", options.screenshot.c_str());
       exit_code = 1;
@@ -120,11 +148,15 @@ int main(int argc, char** argv) {
   }
   if (options.frames > 0) {
     // The smoke run's evidence: frames drawn, the shader ran, and the report the app showed.
-    std::printf("frames %llu, heat strip draws %llu, shader %s, binding stage %lld\n",
-                static_cast<unsigned long long>(state.frame_count),
-                static_cast<unsigned long long>(state.heat_strip.draws),
-                state.heat_strip.failed ? "FAILED" : "ok",
-                static_cast<long long>(state.report.binding_stage));
+    std::printf(
+        "frames %llu, heat strip draws %llu, shader %s, binding stage %lld, "
+        "frame time %.3f ms mean, %.3f ms max (last %d)\n",
+        static_cast<unsigned long long>(state.frame_count),
+        static_cast<unsigned long long>(state.heat_strip.draws),
+        state.heat_strip.failed ? "FAILED" : "ok",
+        static_cast<long long>(state.report.binding_stage),
+        static_cast<double>(state.frame_times.mean()), static_cast<double>(state.frame_times.max()),
+        state.frame_times.count);
     if (state.heat_strip.failed || state.heat_strip.draws == 0) exit_code = 1;
   }
   ImGui_ImplOpenGL3_Shutdown();

@@ -58,6 +58,24 @@ void frame(void* argument) {
 
 }  // namespace
 
+std::string platform_copy_link(AppState& state) {
+  // Edits made earlier in this frame reach the link first.
+  sync_location_fragment(state);
+  copy_location_to_clipboard();
+  return "Link copied";
+}
+
+std::string platform_copy_text(AppState&, const std::string& text) {
+  copy_text_to_clipboard(text);
+  return "Copied";
+}
+
+std::string platform_save_text(AppState&, const std::string& file_name,
+                               const std::string& mime_type, const std::string& text) {
+  download_text(file_name, mime_type, text);
+  return "Downloading " + file_name;
+}
+
 int main() {
   if (!glfwInit()) {
     std::puts("stagemem: GLFW could not initialise");

@@ -4,16 +4,31 @@
 //   Module.frameCount()                 frames drawn so far
 //   Module.getConfig()                  {model, tp, pp, ep, etp} as decoded and edited
 //   Module.setConfigValue(key, value)   edit one field; returns "" or an error naming the field
-//   Module.getReport()                  {model, totalParameters, bindingStage, stages[], errors[]}
+//   Module.getReport()                  {model, totalParameters, bindingStage, stages[], errors[]};
+//                                       each stage has terms[] of {name, bytes, tag}
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
 //   Module.heatStripDraws()             times our own shader ran
 //   Module.stagememApplyFragment(text)  apply a fragment (hashchange)
+//   Module.frameTimeStats()             {meanMs, maxMs, frames, userInterfaceMeanMs,
+//                                       userInterfaceMaxMs}: CPU time of the frame function over
+//                                       the last frames, and of its part before GL submission
+//   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
+//                                       the last frame (widget_rects.h names, or "stage_bar_N");
+//                                       null when unknown or not drawn
+//   Module.getUiState()                 {selectedStage, hoveredStage, stackedLayout, uiScale,
+//                                        mouseX, mouseY, fonts[]}
+//   Module.getMarkdownTable()           what "Copy as Markdown" copies
+//   Module.getReportJson()              what "Download JSON" saves
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include "app.h"
 #include "browser.h"
+#include "imgui.h"
+#include "markdown_table.h"
+#include "report_json.h"
 #include "state.h"
+#include "url_fragment.h"
 
 namespace {
 
@@ -34,7 +49,9 @@ val field_messages(const std::vector<stagemem::FieldMessage>& messages) {
   return out;
 }
 
-double frame_count() { return app_state ? static_cast<double>(app_state->frame_count) : 0.0; }
+double frame_count() {
+  return app_state ? static_cast<double>(app_state->frame_count) : 0.0;
+}
 double heat_strip_draws() {
   return app_state ? static_cast<double>(app_state->heat_strip.draws) : 0.0;
 }
@@ -67,7 +84,8 @@ std::string set_config_value(const std::string& key, val value) {
   if (target == nullptr) return key + ": unknown field; known: model, tp, pp, ep, etp";
   if (!value.isNumber()) return key + ": an integer >= 1 is expected";
   const double number = value.as<double>();
-  if (!(number >= 1.0 && number <= 1048576.0) || number != static_cast<double>(static_cast<std::int64_t>(number))) {
+  if (!(number >= 1.0 && number <= 1048576.0) ||
+      number != static_cast<double>(static_cast<std::int64_t>(number))) {
     return key + ": an integer in [1, 1048576] is expected";
   }
   *target = static_cast<std::int64_t>(number);
@@ -91,6 +109,15 @@ val get_report() {
     stage.set("layerCount", static_cast<double>(s.layer_count));
     stage.set("parametersPerRank", static_cast<double>(s.parameters_per_rank));
     stage.set("peakBytes", static_cast<double>(s.peak_bytes));
+    val terms = val::array();
+    for (const auto& t : s.terms) {
+      val term = val::object();
+      term.set("name", t.name);
+      term.set("bytes", static_cast<double>(t.bytes));
+      term.set("tag", std::string(stagemem::tag_name(t.tag)));
+      terms.call<void>("push", term);
+    }
+    stage.set("terms", terms);
     stages.call<void>("push", stage);
   }
   out.set("stages", stages);
@@ -106,9 +133,84 @@ void apply_fragment_from_page(const std::string& fragment) {
   if (app_state) apply_fragment(*app_state, fragment);
 }
 
+val frame_time_stats() {
+  val out = val::object();
+  if (!app_state) return out;
+  out.set("meanMs", static_cast<double>(app_state->frame_times.mean()));
+  out.set("maxMs", static_cast<double>(app_state->frame_times.max()));
+  out.set("frames", app_state->frame_times.count);
+  out.set("userInterfaceMeanMs", static_cast<double>(app_state->user_interface_times.mean()));
+  out.set("userInterfaceMaxMs", static_cast<double>(app_state->user_interface_times.max()));
+  return out;
+}
+
+// Rectangles are stored in ImGui coordinates (device pixels); the page's mouse events use CSS
+// pixels, and the canvas fills the page from its top-left corner.
+val css_rect(const WidgetRect& rect) {
+  if (!rect.drawn || rect.frame + 1 != app_state->frame_count) return val::null();
+  const double scale = app_state->ui_scale;
+  val out = val::object();
+  out.set("x", rect.min_x / scale);
+  out.set("y", rect.min_y / scale);
+  out.set("width", (rect.max_x - rect.min_x) / scale);
+  out.set("height", (rect.max_y - rect.min_y) / scale);
+  return out;
+}
+
+val get_widget_rect(const std::string& name) {
+  if (!app_state) return val::null();
+  for (std::size_t i = 0; i < widget_names.size(); ++i) {
+    if (widget_names[i] == name) return css_rect(app_state->widget_rects[i]);
+  }
+  constexpr std::string_view bar_prefix = "stage_bar_";
+  if (name.starts_with(bar_prefix)) {
+    const std::string digits = name.substr(bar_prefix.size());
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return val::null();
+    }
+    const auto index = static_cast<std::size_t>(std::stoul(digits));
+    if (index < app_state->bar_rects.size()) return css_rect(app_state->bar_rects[index]);
+  }
+  return val::null();
+}
+
+val get_ui_state() {
+  val out = val::object();
+  if (!app_state) return out;
+  out.set("selectedStage", static_cast<double>(app_state->selected_stage));
+  out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
+  out.set("stackedLayout", app_state->stacked_layout);
+  out.set("uiScale", app_state->ui_scale);
+  // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  out.set("mouseX", mouse.x / app_state->ui_scale);
+  out.set("mouseY", mouse.y / app_state->ui_scale);
+  val fonts = val::array();
+  const ImFontAtlas* atlas = ImGui::GetIO().Fonts;
+  for (const ImFont* font : atlas->Fonts)
+    fonts.call<void>("push", std::string(font->GetDebugName()));
+  out.set("fonts", fonts);
+  return out;
+}
+
+std::string get_markdown_table() {
+  if (!app_state) return "";
+  refresh_report(*app_state);
+  return markdown_table(app_state->report);
+}
+
+std::string get_report_json() {
+  if (!app_state) return "";
+  refresh_report(*app_state);
+  return report_json(app_state->report, stagemem::encode_fragment(app_state->config));
+}
+
 }  // namespace
 
-void register_app_state(AppState* state) { app_state = state; }
+void register_app_state(AppState* state) {
+  app_state = state;
+}
 
 EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("frameCount", &frame_count);
@@ -118,4 +220,9 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getReport", &get_report);
   emscripten::function("getLinkProblems", &get_link_problems);
   emscripten::function("stagememApplyFragment", &apply_fragment_from_page);
+  emscripten::function("frameTimeStats", &frame_time_stats);
+  emscripten::function("getWidgetRect", &get_widget_rect);
+  emscripten::function("getUiState", &get_ui_state);
+  emscripten::function("getMarkdownTable", &get_markdown_table);
+  emscripten::function("getReportJson", &get_report_json);
 }

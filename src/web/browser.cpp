@@ -37,6 +37,33 @@ EM_JS(void, js_mark_app_ready, (), {
   const loading = document.getElementById("loading");
   if (loading) loading.hidden = true;
   document.body.dataset.appReady = "true";
+  // Keys reach ImGui's keyboard navigation without a first click.
+  Module.canvas.focus();
+});
+
+EM_JS(void, js_copy_to_clipboard, (const char* text), {
+  const value = text ? UTF8ToString(text) : window.location.href;
+  if (!navigator.clipboard) {
+    console.warn("stagemem: no clipboard API on this page (it needs https or localhost)");
+    return;
+  }
+  navigator.clipboard.writeText(value).catch((error) => {
+    console.warn("stagemem: the clipboard refused the text: " + error);
+  });
+});
+
+EM_JS(void, js_download_text, (const char* file_name, const char* mime_type, const char* text), {
+  const blob = new Blob([UTF8ToString(text)], { type: UTF8ToString(mime_type) });
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = UTF8ToString(file_name);
+  link.style.display = "none";
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  // The download has started from the URL by now; release the Blob a little later.
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 });
 // clang-format on
 
@@ -51,12 +78,31 @@ void replace_location_fragment(const std::string& fragment) {
   js_replace_location_fragment(fragment.c_str());
 }
 
-void set_canvas_size(int width, int height) { js_set_canvas_size(width, height); }
+void set_canvas_size(int width, int height) {
+  js_set_canvas_size(width, height);
+}
 
-void listen_for_hash_changes() { js_listen_for_hash_changes(); }
-void mark_app_ready() { js_mark_app_ready(); }
+void listen_for_hash_changes() {
+  js_listen_for_hash_changes();
+}
+void mark_app_ready() {
+  js_mark_app_ready();
+}
 
-double device_pixel_ratio() { return emscripten_get_device_pixel_ratio(); }
+void copy_location_to_clipboard() {
+  js_copy_to_clipboard(nullptr);
+}
+void copy_text_to_clipboard(const std::string& text) {
+  js_copy_to_clipboard(text.c_str());
+}
+void download_text(const std::string& file_name, const std::string& mime_type,
+                   const std::string& text) {
+  js_download_text(file_name.c_str(), mime_type.c_str(), text.c_str());
+}
+
+double device_pixel_ratio() {
+  return emscripten_get_device_pixel_ratio();
+}
 
 void canvas_css_size(double& width, double& height) {
   emscripten_get_element_css_size("#canvas", &width, &height);

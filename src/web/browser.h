@@ -1,4 +1,5 @@
-// browser.h — the app's window onto the page: location.hash, history, hashchange, canvas size.
+// browser.h — the app's window onto the page: location.hash, history, hashchange, canvas size,
+// clipboard and downloads.
 // Every call into JavaScript in the product lives here or in bindings.cpp, nowhere else.
 #pragma once
 
@@ -10,10 +11,20 @@ struct AppState;
 std::string read_location_fragment();
 // Replaces the fragment with history.replaceState (no new history entry, no hashchange event).
 void replace_location_fragment(const std::string& fragment);
-// Calls Module.stagememApplyFragment(location.hash) on every hashchange (back/forward, pasted link).
+// Calls Module.stagememApplyFragment(location.hash) on every hashchange (back/forward, pasted
+// link).
 void listen_for_hash_changes();
-// Hides the page's loading indicator once the first frame is on screen.
+// Hides the page's loading indicator once the first frame is on screen and gives the canvas
+// the keyboard focus (ImGui's keyboard navigation is on).
 void mark_app_ready();
+
+// navigator.clipboard.writeText of location.href / of `text`. Asynchronous: a refusal (no
+// permission, page not focused) is reported on the console, never thrown.
+void copy_location_to_clipboard();
+void copy_text_to_clipboard(const std::string& text);
+// Offers `text` as a file download (a Blob and an <a download> element, never inserted as HTML).
+void download_text(const std::string& file_name, const std::string& mime_type,
+                   const std::string& text);
 
 // Device pixels per CSS pixel, and the canvas's CSS size.
 double device_pixel_ratio();

@@ -1,0 +1,32 @@
+// widget_rects.h — where the key widgets were drawn in the last frame, so browser tests can
+// drive them with real mouse events (Module.getWidgetRect) instead of calling into the app.
+// Units: ImGui coordinates (device pixels on the web; the binding converts to CSS pixels).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+enum class Widget : std::uint8_t {
+  copy_link,
+  copy_markdown,
+  download_json,
+  tp_minus,
+  tp_plus,
+  pp_minus,
+  pp_plus,
+  ep_minus,
+  ep_plus,
+  count
+};
+
+// Names used by Module.getWidgetRect, in the order of `Widget`.
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::count)>
+    widget_names = {"copy_link", "copy_markdown", "download_json", "tp_minus", "tp_plus",
+                    "pp_minus",  "pp_plus",       "ep_minus",      "ep_plus"};
+
+struct WidgetRect {
+  float min_x = 0, min_y = 0, max_x = 0, max_y = 0;
+  std::uint64_t frame = 0;  // AppState::frame_count while it was drawn; stale when older
+  bool drawn = false;
+};
