@@ -1,16 +1,22 @@
 // stagemem — command-line front end of the estimator.
 //
-// Dispatches the commands; each lives in its own file (report_command, params_command).
-// Exit codes: 0 success, 2 bad input (every error names the field and the allowed range).
+// Dispatches the commands; each lives in its own file (report_command, check_command,
+// sweep_command, params_command, url_command); all read the configuration through one parser
+// (config_sources.h).
+// Exit codes: 0 success, 1 `check` found a stage that does not fit, 2 bad input (every error
+// names the field and the allowed range).
 #include <charconv>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "check_command.h"
 #include "devices.h"
 #include "params_command.h"
 #include "report_command.h"
+#include "sweep_command.h"
+#include "url_command.h"
 #include "presets.h"
 #include "units.h"
 
@@ -25,10 +31,18 @@ constexpr const char* usage_text =
     "\n"
     "commands:\n"
     "  report       print the per-stage memory table (`report --help` lists every option)\n"
+    "  check        exit 0 when every stage fits the device, 1 when one does not (CI gate)\n"
+    "  sweep        per-stage peaks and fits over lists, e.g. --seq 4096,8192 --mbs 1,2\n"
+    "  params       exact parameter counts per component, stage and rank\n"
+    "  url          `url encode` flags -> link fragment; `url decode LINK` -> JSON\n"
     "  presets      list the built-in models\n"
     "  devices      list the device presets with their usable bytes and sources\n"
-    "  params       exact parameter counts per component, stage and rank (`params --help`)\n"
     "  probe-check  the optimizer-state probe measurements next to derived values\n"
+    "\n"
+    "The configuration comes from --config FILE.json, --url LINK, --preset NAME, --hf-config FILE\n"
+    "and one flag per field (Megatron-like: --tp --pp --vpp --cp --ep --etp --dp --seq --mbs --gbs\n"
+    "--recompute ... --device NAME | --device-bytes N), applied left to right; `COMMAND --help`\n"
+    "lists them all. Exit codes: 0 success, 1 `check` does not fit, 2 bad input.\n"
     "\n"
     "  --help       this text\n"
     "  --version    the version\n";
@@ -47,7 +61,18 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "report") return run_report({args.begin() + 1, args.end()});
   if (args[0] == "params") return run_params({args.begin() + 1, args.end()});
+  if (args[0] == "check") return run_check({args.begin() + 1, args.end()});
+  if (args[0] == "sweep") return run_sweep({args.begin() + 1, args.end()});
+  if (args[0] == "url") return run_url({args.begin() + 1, args.end()});
   if (args[0] == "probe-check") return run_probe_check({args.begin() + 1, args.end()});
+  if ((args[0] == "devices" || args[0] == "presets") && args.size() > 1) {
+    const bool help = args[1] == "--help" || args[1] == "-h";
+    std::fprintf(help ? stdout : stderr, "%susage: stagemem %s\n\n%s\n", help ? "" : "error: unexpected argument\n",
+                 std::string(args[0]).c_str(),
+                 args[0] == "devices" ? "Lists the device presets (--device NAME) with their usable bytes and sources."
+                                      : "Lists the built-in models (--preset NAME).");
+    return help ? 0 : exit_bad_input;
+  }
   if (args[0] == "devices") {
     for (const auto& device : stagemem::device_presets()) {
       std::printf("%-10s %s B (%s)  %s\n  source: %s\n", std::string(device.name).c_str(),
@@ -61,7 +86,7 @@ int main(int argc, char** argv) {
     for (std::string_view name : stagemem::preset_names()) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
     return 0;
   }
-  std::fprintf(stderr, "error: command: unknown command '%s'; expected one of: report, presets, devices, params, probe-check\n",
+  std::fprintf(stderr, "error: command: unknown command '%s'; expected one of: report, check, sweep, params, url, presets, devices, probe-check\n",
                std::string(args[0]).c_str());
   return exit_bad_input;
 }

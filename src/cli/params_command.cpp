@@ -1,15 +1,14 @@
 #include "params_command.h"
 
-#include <charconv>
+#include <array>
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "hf_config.h"
+#include "config.h"
+#include "config_sources.h"
 #include "layout.h"
 #include "parameters.h"
 #include "presets.h"
@@ -20,73 +19,12 @@ namespace {
 using stagemem::Diagnostics;
 using stagemem::group_digits;
 
-constexpr int exit_bad_input = 2;
+using stagemem_cli::exit_bad_input;
+using stagemem_cli::print_diagnostics;
 
-constexpr const char* params_usage =
-    "usage: stagemem params (--preset NAME | --hf-config FILE) [options]\n"
-    "\n"
-    "Exact parameter counts: total, per component, per pipeline stage and per rank.\n"
-    "\n"
-    "  --preset NAME            built-in model (see `stagemem presets`)\n"
-    "  --hf-config FILE         a Hugging Face config.json\n"
-    "  --production-layout      use the preset's production layout (kimi-k3), no other parallel flags\n"
-    "  --tp N --pp N --vpp N --cp N --ep N --etp N   parallel sizes (integers >= 1)\n"
-    "  --dp N --world-size N    data parallel size or world size (TP x PP x CP x DP)\n"
-    "  --sequence-parallel      sequence parallelism on\n"
-    "  --vocab-multiple N       pad the vocabulary to a multiple of N x TP (default 128)\n"
-    "  --layers-per-stage LIST  explicit layers per virtual stage, e.g. 12,12,12,12,12,12,12,9\n"
-    "  --first-stage-layers N   Megatron --decoder-first-pipeline-num-layers\n"
-    "  --last-stage-layers N    Megatron --decoder-last-pipeline-num-layers\n"
-    "  --attnres-aligned        whole AttnRes blocks per stage, remainder on the last\n"
-    "  --layout-string STR      Megatron --pipeline-model-parallel-layout, e.g. 'Et*3|(tt|)*29,m|L'\n"
-    "  --json                   JSON instead of the table\n";
-
-void print_messages(const Diagnostics& d) {
-  for (const auto& e : d.errors) std::fprintf(stderr, "error: %s: %s\n", e.field.c_str(), e.message.c_str());
-  for (const auto& w : d.warnings) std::fprintf(stderr, "warning: %s: %s\n", w.field.c_str(), w.message.c_str());
-}
-
-bool parse_integer(std::string_view flag, std::string_view text, std::int64_t low,
-                   std::int64_t& out, Diagnostics& d) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < low) {
-    d.error(std::string(flag), "'" + std::string(text.substr(0, 32)) + "' is not an integer >= " +
-                                   std::to_string(low));
-    return false;
-  }
-  out = value;
-  return true;
-}
-
-bool parse_list(std::string_view flag, std::string_view text, std::vector<std::int64_t>& out,
-                Diagnostics& d) {
-  out.clear();
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    std::int64_t value = 0;
-    if (!parse_integer(flag, text.substr(start, comma - start), 0, value, d)) return false;
-    out.push_back(value);
-    if (out.size() > 4096) {
-      d.error(std::string(flag), "has more than 4096 entries");
-      return false;
-    }
-    start = comma + 1;
-  }
-  return true;
-}
-
-std::optional<std::string> read_file(const std::string& path, Diagnostics& d) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    d.error("--hf-config", "cannot open '" + path + "'");
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+constexpr std::array<stagemem_cli::CommandOption, 1> params_options = {{
+    {"--json", "", "JSON instead of the table"},
+}};
 
 std::string chunk_layers(const stagemem::VirtualStage& v) {
   std::string out;
@@ -113,120 +51,41 @@ nlohmann::ordered_json components_json(const stagemem::ParameterCounts& counts) 
 }  // namespace
 
 int run_params(const std::vector<std::string_view>& args) {
-  Diagnostics d;
-  std::optional<std::string> preset, hf_path;
-  bool json_output = false, production = false;
-  stagemem::ParallelLayout layout;
-  std::optional<stagemem::StageAssignment> assignment;
-  auto set_assignment = [&](stagemem::StageAssignment a, std::string_view flag) {
-    if (assignment && *assignment != a) {
-      d.error(std::string(flag), "only one of --layers-per-stage, --first/last-stage-layers, "
-                                 "--attnres-aligned, --layout-string may be given");
-    }
-    assignment = a;
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(params_usage, stdout);
-      return 0;
-    }
-    if (flag == "--json") { json_output = true; continue; }
-    if (flag == "--sequence-parallel") { layout.sequence_parallel = true; continue; }
-    if (flag == "--production-layout") { production = true; continue; }
-    if (flag == "--attnres-aligned") {
-      set_assignment(stagemem::StageAssignment::attn_res_aligned, flag);
-      continue;
-    }
-    if (!flag.starts_with("--")) {
-      d.error(std::string(flag), "unknown argument; see `stagemem params --help`");
-      continue;
-    }
-    if (i + 1 >= args.size()) {
-      d.error(std::string(flag), "needs a value");
-      break;
-    }
-    const std::string_view value = args[++i];
-    if (flag == "--preset") preset = std::string(value);
-    else if (flag == "--hf-config") hf_path = std::string(value);
-    else if (flag == "--tp") parse_integer(flag, value, 1, layout.tensor_parallel, d);
-    else if (flag == "--pp") parse_integer(flag, value, 1, layout.pipeline_parallel, d);
-    else if (flag == "--vpp") parse_integer(flag, value, 1, layout.virtual_stages, d);
-    else if (flag == "--cp") parse_integer(flag, value, 1, layout.context_parallel, d);
-    else if (flag == "--ep") parse_integer(flag, value, 1, layout.expert_parallel, d);
-    else if (flag == "--etp") parse_integer(flag, value, 1, layout.expert_tensor_parallel, d);
-    else if (flag == "--dp") parse_integer(flag, value, 1, layout.data_parallel, d);
-    else if (flag == "--world-size") parse_integer(flag, value, 1, layout.world_size, d);
-    else if (flag == "--vocab-multiple") parse_integer(flag, value, 1, layout.vocab_multiple, d);
-    else if (flag == "--layers-per-stage") {
-      set_assignment(stagemem::StageAssignment::explicit_list, flag);
-      parse_list(flag, value, layout.layers_per_stage, d);
-    } else if (flag == "--first-stage-layers") {
-      set_assignment(stagemem::StageAssignment::first_last, flag);
-      parse_integer(flag, value, 1, layout.first_stage_layers, d);
-    } else if (flag == "--last-stage-layers") {
-      set_assignment(stagemem::StageAssignment::first_last, flag);
-      parse_integer(flag, value, 1, layout.last_stage_layers, d);
-    } else if (flag == "--layout-string") {
-      set_assignment(stagemem::StageAssignment::layout_string, flag);
-      layout.layout_string = std::string(value);
-    } else {
-      d.error(std::string(flag), "unknown option; see `stagemem params --help`");
-    }
+  stagemem_cli::CommandLine line = stagemem_cli::parse_command_line(args, {.options = params_options});
+  if (line.help) {
+    std::printf("usage: stagemem params (--preset NAME | --hf-config FILE | --config FILE | --url "
+                "LINK) [options]\n\nExact parameter counts: total, per component, per pipeline "
+                "stage and per rank. The same flags as `stagemem report`; only the model and the "
+                "parallel layout matter here.\n\noutput:\n%s%s",
+                stagemem_cli::command_options_help(params_options).c_str(),
+                stagemem_cli::configuration_flags_help().c_str());
+    return 0;
   }
-  if (preset.has_value() == hf_path.has_value()) {
-    d.error("model", "give exactly one of --preset NAME or --hf-config FILE");
+  Diagnostics& d = line.diagnostics;
+  const bool json_output = line.option("--json").has_value();
+  if (!line.model_given) {
+    d.error("model", "give the model: --preset NAME, --hf-config FILE, --custom TEXT, --config FILE "
+                     "or --url LINK");
   }
   if (!d.ok()) {
-    print_messages(d);
+    print_diagnostics(d);
     return exit_bad_input;
   }
-
-  std::optional<stagemem::Model> model;
-  if (preset) {
-    model = stagemem::find_preset(*preset);
-    if (!model) {
-      std::string names;
-      for (std::string_view n : stagemem::preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-      d.error("--preset", "unknown preset '" + preset->substr(0, 64) + "'; known presets: " + names);
-    }
-  } else if (const auto text = read_file(*hf_path, d)) {
-    stagemem::HfImport imported = stagemem::import_hf_config(*text);
-    d.errors.insert(d.errors.end(), imported.diagnostics.errors.begin(), imported.diagnostics.errors.end());
-    d.warnings.insert(d.warnings.end(), imported.diagnostics.warnings.begin(), imported.diagnostics.warnings.end());
-    model = std::move(imported.model);
-  }
+  const std::optional<stagemem::Model> model = stagemem::resolve_model(line.config, d);
   if (!model || !d.ok()) {
-    print_messages(d);
+    print_diagnostics(d);
     return exit_bad_input;
   }
-  if (production) {
-    const auto production_layout =
-        preset ? stagemem::preset_production_layout(*preset) : std::nullopt;
-    if (!production_layout) {
-      d.error("--production-layout", "this model has no production layout");
-      print_messages(d);
-      return exit_bad_input;
-    }
-    // The production layout is taken whole: mixing it with parallel flags would be ambiguous.
-    if (!(layout == stagemem::ParallelLayout{}) || assignment) {
-      d.error("--production-layout", "cannot be combined with other parallel flags");
-      print_messages(d);
-      return exit_bad_input;
-    }
-    layout = production_layout->layout;
-  }
-  if (assignment) layout.assignment = *assignment;
-
+  const stagemem::ParallelLayout& layout = line.config.parallel;
   stagemem::validate_layout(*model, layout, d);
   if (!d.ok()) {
-    print_messages(d);
+    print_diagnostics(d);
     return exit_bad_input;
   }
   Diagnostics repeated;  // validate_layout already reported the plan's warnings
   const auto plan = stagemem::plan_stages(*model, layout, repeated);
   if (!plan) {
-    print_messages(repeated);
+    print_diagnostics(repeated);
     return exit_bad_input;
   }
   const auto stages = stagemem::stage_parameters(*model, layout, *plan);
@@ -325,6 +184,6 @@ int run_params(const std::vector<std::string_view>& args) {
                 group_digits(split.expert()).c_str(),
                 group_digits(split.vocab_padding + split.embedding_replicas).c_str());
   }
-  print_messages(d);  // warnings only here
+  print_diagnostics(d);  // warnings only here
   return 0;
 }

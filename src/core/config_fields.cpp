@@ -6,7 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "measurement_text.h"
+#include "model_text.h"
+#include "devices.h"
 #include "option_names.h"
+#include "presets.h"
 
 namespace stagemem {
 namespace {
@@ -28,7 +32,7 @@ constexpr std::int64_t max_bytes = max_config_bytes;
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 42> fields = {{
+const std::array<ConfigField, 45> fields = {{
     {.key = "model", .path = "model", .help = "built-in model preset name",
      .kind = FieldKind::text, .max_text_length = 64, STAGEMEM_TEXT(model)},
     {.key = "custom", .path = "custom_model",
@@ -150,6 +154,16 @@ const std::array<ConfigField, 42> fields = {{
     {.key = "device_bytes", .path = "device.bytes",
      .help = "usable device bytes of a custom device (overrides the preset; 0: preset)", .min = 0,
      .max = max_bytes, STAGEMEM_INTEGER(device.bytes)},
+    // Which tensors Muon updates (appended after the first published links).
+    {.key = "muon_routers", .path = "optimizer.muon_routers",
+     .help = "Muon updates the MoE routers (else AdamW)", .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_routers)},
+    {.key = "muon_experts", .path = "optimizer.muon_expert_matrices",
+     .help = "Muon updates the routed-expert matrices (else AdamW)", .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_expert_matrices)},
+    {.key = "muon_embedding", .path = "optimizer.muon_embedding_and_head",
+     .help = "Muon also updates the embedding and the LM head", .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_embedding_and_head)},
 }};
 
 #undef STAGEMEM_INTEGER
@@ -245,10 +259,8 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       if (static_cast<std::int64_t>(text.size()) > field.max_text_length) {
         return fail("the text is " + std::to_string(text.size()) + " characters long");
       }
-      for (char c : text) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          return fail("the text contains a control character");
-        }
+      if (!is_clean_text(text)) {
+        return fail("the text contains a control character or is not valid UTF-8");
       }
       *field.text(config) = std::string(text);
       return true;
@@ -283,9 +295,15 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       return true;
     }
     case FieldKind::number: {
-      // Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces.
+      // Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces. An exponent may
+      // carry a sign: builds before the fixed-point formatting wrote 10 as "1e+01" in links.
       bool plain = !text.empty() && text.size() <= 32;
-      for (char c : text) plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E');
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool exponent_sign = c == '+' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E');
+        plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' ||
+                          exponent_sign);
+      }
       if (!plain) return fail(quoted_prefix(text) + " is not a decimal number");
       const std::string copy(text);
       char* end = nullptr;
@@ -340,13 +358,15 @@ std::string format_field_text(const ConfigField& field, const Config& config) {
       return out;
     }
     case FieldKind::number: {
-      // The shortest text that reads back to the same double.
+      // The shortest fixed-point text that reads back to the same double ("10", "1.25"; never
+      // "1e+01", found by fuzzing). Numbers fields are bounded, so fixed point stays short.
       const double value = *field.number(c);
-      char buffer[40];
-      for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
-        if (std::strtod(buffer, nullptr) == value) break;
+      char buffer[400];
+      for (int decimals = 0; decimals <= 20; ++decimals) {
+        std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+        if (std::strtod(buffer, nullptr) == value) return buffer;
       }
+      std::snprintf(buffer, sizeof buffer, "%.17g", value);
       return buffer;
     }
     case FieldKind::name_set: {
@@ -374,6 +394,31 @@ bool field_equals(const ConfigField& field, const Config& a, const Config& b) {
     case FieldKind::name_set: return *field.bits(x) == *field.bits(y);
   }
   return false;
+}
+
+void check_references(const Config& config, Diagnostics& diagnostics, std::string_view prefix,
+                      bool by_path) {
+  const auto name = [&](std::string_view key) {
+    const ConfigField* field = find_field_by_key(key);
+    return std::string(prefix) + std::string(by_path ? field->path : field->key);
+  };
+  if (!config.custom_model.empty()) {
+    DecodedModel decoded = model_from_text(config.custom_model, name("custom"));
+    for (auto& e : decoded.diagnostics.errors) diagnostics.error(std::move(e.field), std::move(e.message));
+  } else if (!find_preset(config.model)) {
+    std::string names;
+    for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    diagnostics.error(name("model"), "unknown preset '" + config.model.substr(0, 64) +
+                                         "': expected one of: " + names);
+  }
+  if (!config.device.preset.empty() && !find_device(config.device.preset)) {
+    std::string names;
+    for (const DevicePreset& device : device_presets()) {
+      names += (names.empty() ? "" : ", ") + std::string(device.name);
+    }
+    diagnostics.error(name("device"), "unknown device '" + config.device.preset.substr(0, 64) +
+                                          "': expected one of: " + names);
+  }
 }
 
 }  // namespace stagemem

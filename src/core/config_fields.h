@@ -70,4 +70,10 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
 std::string format_field_text(const ConfigField& field, const Config& config);
 bool field_equals(const ConfigField& field, const Config& a, const Config& b);
 
+// What a field's own text form cannot check, for decoders of untrusted text: the model preset
+// exists (or the custom model text parses) and the device preset exists. Errors are named
+// `prefix` + the field's key (`by_path` false: "url.model") or JSON path ("json.device.preset").
+void check_references(const Config& config, Diagnostics& diagnostics, std::string_view prefix,
+                      bool by_path);
+
 }  // namespace stagemem

@@ -2,6 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hf_config.h"
+#include "measurement_text.h"
+#include "model_text.h"
+#include "option_names.h"
+
 namespace stagemem {
 namespace {
 
@@ -9,7 +14,8 @@ using nlohmann::json;
 
 constexpr std::size_t max_json_length = 1 << 20;
 
-json field_to_json(const ConfigField& field, const Config& config) {
+nlohmann::ordered_json field_to_json(const ConfigField& field, const Config& config) {
+  using ordered = nlohmann::ordered_json;
   Config copy = config;  // accessors are mutable; reading through a copy keeps `config` const
   switch (field.kind) {
     case FieldKind::integer: return *field.integer(copy);
@@ -19,7 +25,7 @@ json field_to_json(const ConfigField& field, const Config& config) {
     case FieldKind::integer_list: return *field.integer_list(copy);
     case FieldKind::number: return *field.number(copy);
     case FieldKind::name_set: {
-      json names = json::array();
+      ordered names = ordered::array();
       const std::string text = format_field_text(field, config);
       if (text != "none") {
         for (std::size_t start = 0;;) {
@@ -87,11 +93,184 @@ void field_from_json(const ConfigField& field, const json& value, Config& config
   }
 }
 
+constexpr std::int64_t max_stage = 1023;  // the field table's largest PP, minus one
+
+bool read_clean_text(const json& object, const char* key, std::size_t max_length, bool required,
+                     const std::string& item, std::string& out, Diagnostics& d) {
+  const auto found = object.find(key);
+  const std::string field = item + "." + key;
+  if (found == object.end()) {
+    if (required) d.error(field, "missing: expected text of 1 to " + std::to_string(max_length) + " characters");
+    return !required;
+  }
+  if (!found->is_string() || found->get_ref<const std::string&>().empty() ||
+      found->get_ref<const std::string&>().size() > max_length ||
+      !is_clean_text(found->get_ref<const std::string&>())) {
+    d.error(field, "expected text of 1 to " + std::to_string(max_length) +
+                       " characters without control characters");
+    return false;
+  }
+  out = found->get<std::string>();
+  return true;
+}
+
+bool read_stage(const json& object, std::int64_t low, const std::string& item, std::int64_t& out,
+                Diagnostics& d) {
+  const auto found = object.find("stage");
+  if (found == object.end()) return true;  // the default stays
+  if (!found->is_number_integer() || found->get<std::int64_t>() < low ||
+      found->get<std::int64_t>() > max_stage) {
+    d.error(item + ".stage", "expected an integer in [" + std::to_string(low) + ", " +
+                                 std::to_string(max_stage) + "]");
+    return false;
+  }
+  out = found->get<std::int64_t>();
+  return true;
+}
+
+// "bytes": an integer in [0, 2^50], or an amount text such as "141.1GiB".
+bool read_bytes(const json& object, const std::string& item, std::int64_t& out, Diagnostics& d) {
+  const auto found = object.find("bytes");
+  std::optional<std::int64_t> bytes;
+  if (found != object.end() && found->is_number_integer() && found->get<std::int64_t>() >= 0 &&
+      found->get<std::int64_t>() <= max_config_bytes) {
+    bytes = found->get<std::int64_t>();
+  } else if (found != object.end() && found->is_string()) {
+    bytes = parse_byte_amount(found->get_ref<const std::string&>());
+  }
+  if (!bytes) {
+    d.error(item + ".bytes", std::string(found == object.end() ? "missing" : "invalid") +
+                                 ": expected an integer in [0, " + std::to_string(max_config_bytes) +
+                                 "] or a text amount: " + allowed_amounts());
+    return false;
+  }
+  out = *bytes;
+  return true;
+}
+
+void warn_unknown_keys(const json& object, std::initializer_list<std::string_view> known,
+                       const std::string& item, Diagnostics& d) {
+  for (const auto& [key, value] : object.items()) {
+    bool is_known = false;
+    for (std::string_view k : known) is_known = is_known || k == key;
+    if (!is_known) d.warn(item + "." + key, "unknown key ignored (a file from a newer stagemem?)");
+  }
+}
+
+void read_measurements(const json& value, Config& config, Diagnostics& d) {
+  config.measurements.clear();
+  if (!value.is_array() || value.size() > max_measurements) {
+    d.error("json.measurements", "expected an array of at most " + std::to_string(max_measurements) +
+                                     " objects {point, stage, bytes, source[, term]}");
+    return;
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string item = "json.measurements[" + std::to_string(i) + "]";
+    const json& object = value[i];
+    if (!object.is_object()) {
+      d.error(item, "expected an object {point, stage, bytes, source[, term]}");
+      continue;
+    }
+    warn_unknown_keys(object, {"point", "stage", "bytes", "source", "term"}, item, d);
+    Measurement m;
+    bool ok = true;
+    const auto point = object.find("point");
+    const auto parsed = point != object.end() && point->is_string()
+                            ? parse_measurement_point(point->get_ref<const std::string&>())
+                            : std::nullopt;
+    if (!parsed) {
+      std::string names;
+      for (std::string_view n : measurement_point_names) names += (names.empty() ? "" : ", ") + std::string(n);
+      d.error(item + ".point", "expected one of: " + names);
+      ok = false;
+    } else {
+      m.point = *parsed;
+    }
+    ok = read_stage(object, 0, item, m.stage, d) && ok;
+    ok = read_bytes(object, item, m.bytes, d) && ok;
+    ok = read_clean_text(object, "source", max_source_length, true, item, m.source, d) && ok;
+    if (parsed == MeasurementPoint::term) {
+      // The text form (URL, CLI) splits at '=' and '@': a term name may hold neither.
+      if (read_clean_text(object, "term", max_term_name_length, true, item, m.term, d) &&
+          m.term.find_first_of("=@") != std::string::npos) {
+        d.error(item + ".term", "a term name may not contain '=' or '@'");
+        ok = false;
+      }
+      ok = ok && !m.term.empty();
+    } else if (object.contains("term")) {
+      d.error(item + ".term", "only point \"term\" takes a term name");
+      ok = false;
+    }
+    if (ok) config.measurements.push_back(std::move(m));
+  }
+}
+
+void read_gaps(const json& value, Config& config, Diagnostics& d) {
+  config.gaps.clear();
+  if (!value.is_array() || value.size() > max_measurements) {
+    d.error("json.gaps", "expected an array of at most " + std::to_string(max_measurements) +
+                             " objects {kind, stage, bytes, source}");
+    return;
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string item = "json.gaps[" + std::to_string(i) + "]";
+    const json& object = value[i];
+    if (!object.is_object()) {
+      d.error(item, "expected an object {kind, stage, bytes, source}");
+      continue;
+    }
+    warn_unknown_keys(object, {"kind", "stage", "bytes", "source"}, item, d);
+    GapEntry g;
+    bool ok = true;
+    const auto kind = object.find("kind");
+    const auto parsed = kind != object.end() && kind->is_string()
+                            ? parse_gap_kind(kind->get_ref<const std::string&>())
+                            : std::nullopt;
+    if (!parsed) {
+      std::string names;
+      for (std::string_view n : gap_kind_names) names += (names.empty() ? "" : ", ") + std::string(n);
+      d.error(item + ".kind", "expected one of: " + names);
+      ok = false;
+    } else {
+      g.kind = *parsed;
+    }
+    ok = read_stage(object, -1, item, g.stage, d) && ok;
+    ok = read_bytes(object, item, g.bytes, d) && ok;
+    ok = read_clean_text(object, "source", max_source_length, true, item, g.source, d) && ok;
+    if (ok) config.gaps.push_back(std::move(g));
+  }
+}
+
+// An inline Hugging Face config.json becomes the custom model's text.
+void read_hf_config(const json& value, Config& config, Diagnostics& d) {
+  if (!value.is_object()) {
+    d.error("json.hf_config", "expected a Hugging Face config.json object");
+    return;
+  }
+  HfImport imported = import_hf_config(value.dump(-1, ' ', false, json::error_handler_t::replace));
+  const auto rename = [](std::string field) {
+    return field.starts_with("hf") ? "json.hf_config" + field.substr(2) : "json.hf_config." + field;
+  };
+  for (auto& e : imported.diagnostics.errors) d.error(rename(e.field), std::move(e.message));
+  for (auto& w : imported.diagnostics.warnings) d.warn(rename(w.field), std::move(w.message));
+  if (imported.model) config.custom_model = model_to_text(*imported.model);
+}
+
 void read_object(const json& object, const std::string& prefix, Config& config, Diagnostics& d) {
   for (const auto& [key, value] : object.items()) {
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     if (prefix.empty() && (key == "format" || key == "version")) continue;
-    if (const ConfigField* field = find_field_by_path(path)) {
+    if (prefix.empty() && key == "measurements") {
+      read_measurements(value, config, d);
+    } else if (prefix.empty() && key == "gaps") {
+      read_gaps(value, config, d);
+    } else if (prefix.empty() && key == "hf_config") {
+      if (object.contains("custom_model")) {
+        d.error("json.hf_config", "give either custom_model or hf_config, not both");
+      } else {
+        read_hf_config(value, config, d);
+      }
+    } else if (const ConfigField* field = find_field_by_path(path)) {
       field_from_json(*field, value, config, d, "json." + path);
     } else if (value.is_object()) {
       read_object(value, path, config, d);
@@ -104,19 +283,42 @@ void read_object(const json& object, const std::string& prefix, Config& config, 
 }  // namespace
 
 std::string config_to_json(const Config& config) {
-  json document = {{"format", "stagemem-config"}, {"version", config_json_version}};
+  // Ordered: the format and version first, then the fields in table order (people read files).
+  using ordered = nlohmann::ordered_json;
+  ordered document = {{"format", "stagemem-config"}, {"version", config_json_version}};
   for (const ConfigField& field : config_fields()) {
-    document[json::json_pointer("/" + [&] {
+    document[ordered::json_pointer("/" + [&] {
       std::string pointer(field.path);
       for (char& c : pointer) c = c == '.' ? '/' : c;
       return pointer;
     }())] = field_to_json(field, config);
   }
-  return document.dump(2);
+  ordered measurements = ordered::array();
+  for (const Measurement& m : config.measurements) {
+    ordered item = {{"point", std::string(measurement_point_name(m.point))},
+                    {"stage", m.stage},
+                    {"bytes", m.bytes},
+                    {"source", m.source}};
+    if (m.point == MeasurementPoint::term) item["term"] = m.term;
+    measurements.push_back(std::move(item));
+  }
+  document["measurements"] = std::move(measurements);
+  ordered gaps = ordered::array();
+  for (const GapEntry& g : config.gaps) {
+    gaps.push_back({{"kind", std::string(gap_kind_name(g.kind))},
+                    {"stage", g.stage},
+                    {"bytes", g.bytes},
+                    {"source", g.source}});
+  }
+  document["gaps"] = std::move(gaps);
+  // Decoders only store valid UTF-8; `replace` keeps a hand-built Config from ever throwing here.
+  return document.dump(2, ' ', false, ordered::error_handler_t::replace);
 }
 
-DecodedConfig config_from_json(std::string_view text) {
-  DecodedConfig result;
+DecodedConfig config_from_json(std::string_view text) { return config_from_json(text, Config{}); }
+
+DecodedConfig config_from_json(std::string_view text, const Config& base) {
+  DecodedConfig result{.config = base, .diagnostics = {}};
   Diagnostics& d = result.diagnostics;
   if (text.size() > max_json_length) {
     d.error("json", "the document is " + std::to_string(text.size()) + " bytes; at most " +
@@ -144,6 +346,7 @@ DecodedConfig config_from_json(std::string_view text) {
     }
   }
   read_object(document, "", result.config, d);
+  check_references(result.config, d, "json.", /*by_path=*/true);
   return result;
 }
 

@@ -283,7 +283,9 @@ std::optional<Model> import_deepseek(const Fields& f) {
     m.moe.top_k = f.required("num_experts_per_tok", 1, m.moe.routed_experts);
     m.moe.expert_intermediate = f.required("moe_intermediate_size", 1, max_intermediate);
     m.moe.shared_experts = f.optional("n_shared_experts", 0, 0, 64);
-    m.moe.shared_intermediate = m.moe.expert_intermediate;
+    // No shared experts: no shared intermediate size either (the model text requires both or
+    // neither; found by fuzzing a config without the key).
+    m.moe.shared_intermediate = m.moe.shared_experts > 0 ? m.moe.expert_intermediate : 0;
     // MoEGate creates e_score_correction_bias [n_routed_experts] only for topk_method noaux_tc,
     // the default of DeepSeek-V3's configuration.
     m.moe.router_correction_bias = f.string("topk_method", "noaux_tc") == "noaux_tc";
@@ -361,7 +363,9 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
     m.moe.top_k = f.required("num_experts_per_token", 1, m.moe.routed_experts);
     m.moe.expert_intermediate = f.required("moe_intermediate_size", 1, max_intermediate);
     m.moe.shared_experts = f.optional("num_shared_experts", 0, 0, 64);
-    m.moe.shared_intermediate = m.moe.expert_intermediate;
+    // No shared experts: no shared intermediate size either (the model text requires both or
+    // neither; found by fuzzing a config without the key).
+    m.moe.shared_intermediate = m.moe.shared_experts > 0 ? m.moe.expert_intermediate : 0;
     m.moe.router_correction_bias = true;  // KimiMoEGate always creates e_score_correction_bias
     // Latent MoE (Kimi K3): routed experts in a narrower width than the hidden size.
     const std::int64_t expert_width = f.optional("routed_expert_hidden_size", m.hidden, 1, m.hidden);

@@ -1,6 +1,7 @@
 #include "url_fragment.h"
 
 #include "config_fields.h"
+#include "measurement_text.h"
 
 namespace stagemem {
 namespace {
@@ -9,7 +10,7 @@ constexpr std::size_t max_fragment_length = 16384;
 
 bool needs_escape(unsigned char c) {
   return c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '`' || c == '#' ||
-         c == '%' || c == '&' || c == '=';
+         c == '%' || c == '&';
 }
 
 int hex_value(char c) {
@@ -70,11 +71,17 @@ std::string encode_fragment(const Config& config) {
     out += '=';
     out += percent_encode(format_field_text(field, config));
   }
+  for (const Measurement& m : config.measurements) out += "&measured=" + percent_encode(measurement_text(m));
+  for (const GapEntry& g : config.gaps) out += "&gap=" + percent_encode(gap_text(g));
   return out;
 }
 
-DecodedFragment decode_fragment(std::string_view text) {
-  DecodedFragment result;
+DecodedFragment decode_fragment(std::string_view text) { return decode_fragment(text, Config{}); }
+
+DecodedFragment decode_fragment(std::string_view text, const Config& base) {
+  DecodedFragment result{.config = base, .diagnostics = {}};
+  std::size_t measurements_seen = 0;
+  std::size_t gaps_seen = 0;
   Diagnostics& d = result.diagnostics;
   if (const auto hash = text.find('#'); hash != std::string_view::npos) text.remove_prefix(hash + 1);
   if (text.size() > max_fragment_length) {
@@ -90,7 +97,7 @@ DecodedFragment decode_fragment(std::string_view text) {
     text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
     if (pair.empty()) continue;
     const auto eq = pair.find('=');
-    if (eq == std::string_view::npos) {
+    if (eq == std::string_view::npos || eq == 0) {
       d.error("url", "'" + shown(pair) + "' is not a key=value pair");
       continue;
     }
@@ -109,14 +116,33 @@ DecodedFragment decode_fragment(std::string_view text) {
       }
       continue;
     }
-    if (const ConfigField* field = find_field_by_key(key)) {
+    if (key == "measured" || key == "gap") {
+      // The n-th occurrence of a key is item [n]; the first occurrence replaces base's list.
+      const bool measured = key == "measured";
+      std::size_t& occurrences = measured ? measurements_seen : gaps_seen;
+      if (occurrences == 0) {
+        if (measured) result.config.measurements.clear();
+        else result.config.gaps.clear();
+      }
+      const std::string item = reported + "[" + std::to_string(occurrences) + "]";
+      if (++occurrences > max_measurements) {
+        if (occurrences == max_measurements + 1) {
+          d.error(reported, "at most " + std::to_string(max_measurements) + " are read");
+        }
+      } else if (measured) {
+        if (auto m = parse_measurement_text(value, d, item)) result.config.measurements.push_back(*m);
+      } else if (auto g = parse_gap_text(value, d, item)) {
+        result.config.gaps.push_back(*g);
+      }
+    } else if (const ConfigField* field = find_field_by_key(key)) {
       parse_field_text(*field, value, result.config, d, reported);
     } else {
       d.warn(reported, "unknown key ignored (a link from a newer stagemem?)");
     }
   }
+  check_references(result.config, d, "url.", /*by_path=*/false);
   if (!saw_version && !d.errors.empty()) return result;
-  if (!saw_version && result.config != Config{}) {
+  if (!saw_version && result.config != base) {
     d.warn("url.v", "no format version; read as version " + std::to_string(url_format_version));
   }
   return result;

@@ -43,3 +43,22 @@ TEST_CASE("A failed parse leaves the configuration unchanged and names the field
   CHECK(d.errors[0].field == "--tp");
   CHECK(d.errors[0].message == "'x' is not an integer: expected an integer in [1, 1024]");
 }
+
+TEST_CASE("Numbers format in fixed point and read back exactly") {
+  // Found by fuzzing: 10 once formatted as "1e+01", which the parser rejected.
+  const ConfigField& imbalance = *find_field_by_key("imbalance");
+  for (double value : {1.0, 1.25, 10.0, 100.0, 1000.0, 1024.0, 1.0000000000000002, 3.3333333333333335}) {
+    INFO(value);
+    Config c;
+    c.training.routing_imbalance = value;
+    const std::string text = format_field_text(imbalance, c);
+    CHECK(text.find('e') == std::string::npos);
+    Config back;
+    Diagnostics d;
+    CHECK(parse_field_text(imbalance, text, back, d, "imbalance"));
+    CHECK(back.training.routing_imbalance == value);
+  }
+  Config c;
+  c.training.routing_imbalance = 10.0;
+  CHECK(format_field_text(imbalance, c) == "10");
+}

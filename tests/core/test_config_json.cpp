@@ -1,6 +1,8 @@
 // Tests of config_json.h: export/import round trips, strict types, named errors, warnings.
 #include "catch.h"
 #include "config_json.h"
+#include "model_text.h"
+#include "presets.h"
 
 using namespace stagemem;
 
@@ -87,4 +89,73 @@ TEST_CASE("Unknown JSON keys are warnings naming their path") {
   REQUIRE(decoded.diagnostics.warnings.size() == 2);
   CHECK(decoded.diagnostics.warnings[0].field == "json.extra");
   CHECK(decoded.diagnostics.warnings[1].field == "json.parallel.warp_drive");
+}
+
+TEST_CASE("Measured values and gaps round-trip through JSON; amounts may be text") {
+  Config c;
+  c.measurements = {{.point = MeasurementPoint::term, .stage = 1, .bytes = 7'100'000'000,
+                     .source = "run 17", .term = "weights (bf16)"}};
+  c.gaps = {{.kind = GapKind::communication_buffers, .stage = -1, .bytes = 1 << 30, .source = "NCCL"}};
+  const DecodedConfig decoded = config_from_json(config_to_json(c));
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.config == c);
+  const DecodedConfig text_amount = config_from_json(
+      R"({"measurements": [{"point": "after-first-step", "bytes": "141.1GiB", "source": "x"}]})");
+  REQUIRE(text_amount.diagnostics.ok());
+  CHECK(text_amount.config.measurements.at(0).bytes == 151'504'971'366);
+  CHECK(text_amount.config.measurements.at(0).stage == 0);
+}
+
+TEST_CASE("Bad measured values in JSON name the item and key") {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case corpus[] = {
+      {R"({"measurements": {}})", "json.measurements"},
+      {R"({"measurements": [7]})", "json.measurements[0]"},
+      {R"({"measurements": [{"point": "lunch", "bytes": 1, "source": "x"}]})", "json.measurements[0].point"},
+      {R"({"measurements": [{"point": "term", "bytes": 1, "source": "x"}]})", "json.measurements[0].term"},
+      {R"({"measurements": [{"point": "term", "term": "a=b", "bytes": 1, "source": "x"}]})", "json.measurements[0].term"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": -1, "source": "x"}]})", "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": 1.5, "source": "x"}]})", "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": "NaN", "source": "x"}]})", "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": 1}]})", "json.measurements[0].source"},
+      {R"({"measurements": [{"point": "after-model-init", "stage": -1, "bytes": 1, "source": "x"}]})", "json.measurements[0].stage"},
+      {R"({"gaps": [{"kind": "leaks", "bytes": 1, "source": "x"}]})", "json.gaps[0].kind"},
+      {R"({"gaps": [{"kind": "runtime-context", "stage": -2, "bytes": 1, "source": "x"}]})", "json.gaps[0].stage"},
+      {R"({"model": "gpt-9"})", "json.model"},
+      {R"({"device": {"preset": "tpu"}})", "json.device.preset"},
+      {R"({"custom_model": "h:0"})", "json.custom_model.h"},
+      {R"({"hf_config": "llama"})", "json.hf_config"},
+      {R"({"hf_config": {"model_type": "llama"}})", "json.hf_config"},
+  };
+  for (const Case& c : corpus) {
+    INFO(c.text);
+    const DecodedConfig decoded = config_from_json(c.text);
+    REQUIRE(!decoded.diagnostics.ok());
+    CHECK(decoded.diagnostics.errors[0].field.starts_with(c.field));
+  }
+}
+
+TEST_CASE("An inline Hugging Face config becomes the custom model") {
+  const auto hf = preset_hf_config("llama-3.1-8b");
+  REQUIRE(hf);
+  const DecodedConfig decoded = config_from_json(R"({"hf_config": )" + std::string(*hf) + "}");
+  INFO((decoded.diagnostics.ok() ? "" : decoded.diagnostics.errors[0].field + ": " + decoded.diagnostics.errors[0].message));
+  REQUIRE(decoded.diagnostics.ok());
+  // The same shape as the preset (the name comes from the config's model_type).
+  const std::string preset_text = model_to_text(*find_preset("llama-3.1-8b"));
+  CHECK(decoded.config.custom_model.substr(decoded.config.custom_model.find(';')) ==
+        preset_text.substr(preset_text.find(';')));
+  CHECK(!config_from_json(R"({"custom_model": "x", "hf_config": {}})").diagnostics.ok());
+}
+
+TEST_CASE("A document over a base configuration changes only what it holds") {
+  Config base;
+  base.parallel.tensor_parallel = 2;
+  const DecodedConfig decoded = config_from_json(R"({"parallel": {"pipeline_parallel": 8}})", base);
+  REQUIRE(decoded.diagnostics.ok());
+  CHECK(decoded.config.parallel.tensor_parallel == 2);
+  CHECK(decoded.config.parallel.pipeline_parallel == 8);
 }

@@ -4,6 +4,7 @@
 
 #include "catch.h"
 #include "hf_config.h"
+#include "model_text.h"
 #include "parameters.h"
 #include "presets.h"
 
@@ -202,4 +203,17 @@ TEST_CASE("Absurd sizes are refused before any count can overflow") {
     "vocab_size": 1000, "num_local_experts": 16384, "num_experts_per_tok": 1})");
   REQUIRE(!r.diagnostics.ok());
   CHECK(r.diagnostics.errors[0].field == "hf");
+}
+
+TEST_CASE("An MoE config without shared experts has no shared intermediate size") {
+  // Found by fuzzing: the model text then failed to read the model back.
+  std::string text(*preset_hf_config("kimi-linear-48b-a3b"));
+  const auto key = text.find("\"num_shared_experts\"");
+  REQUIRE(key != std::string::npos);
+  text.replace(key, 20, "\"renamed_key_ignored\"");
+  const HfImport imported = import_hf_config(text);
+  REQUIRE(imported.model);
+  CHECK(imported.model->moe.shared_experts == 0);
+  CHECK(imported.model->moe.shared_intermediate == 0);
+  CHECK(model_from_text(model_to_text(*imported.model), "model").model == imported.model);
 }

@@ -1,7 +1,11 @@
 // Tests of url_fragment.h: round trips of every field, only non-default fields, escaping, and a
 // corpus of bad links that must each produce an error naming the field.
 #include "catch.h"
+#include "config_json.h"
+#include "corpus.h"
 #include "config_fields.h"
+#include "model_text.h"
+#include "presets.h"
 #include "url_fragment.h"
 
 using namespace stagemem;
@@ -70,6 +74,9 @@ Config every_field_changed() {
   c.optimizer.cast_copy = CastCopy::all;
   c.device.preset = "h200";
   c.device.bytes = 150'000'000'000LL;
+  c.optimizer.muon_routers = false;
+  c.optimizer.muon_expert_matrices = false;
+  c.optimizer.muon_embedding_and_head = true;
   return c;
 }
 
@@ -97,8 +104,10 @@ TEST_CASE("Delimiters inside values are escaped and decoded") {
   Config c;
   c.parallel.layout_string = "a&b=c#d%e f";
   const std::string text = encode_fragment(c);
-  CHECK(text == "v=1&layout=a%26b%3Dc%23d%25e%20f");
+  // '=' stays readable: a pair splits at its first '='. Older links escaped it; they still decode.
+  CHECK(text == "v=1&layout=a%26b=c%23d%25e%20f");
   CHECK(decode_fragment(text).config == c);
+  CHECK(decode_fragment("v=1&layout=a%26b%3Dc%23d%25e%20f").config == c);
 }
 
 TEST_CASE("Bad links: each entry produces an error naming the field") {
@@ -169,4 +178,133 @@ TEST_CASE("Percent decoding rejects truncated escapes") {
   CHECK(!percent_decode("a%2", out));
   CHECK(!percent_decode("%", out));
   CHECK(!percent_decode("%g0", out));
+}
+
+TEST_CASE("Measured values and gaps travel in the link as readable repeated keys") {
+  Config c;
+  c.model = "kimi-k3";
+  c.parallel.pipeline_parallel = 8;
+  c.measurements = {
+      {.point = MeasurementPoint::after_first_step, .stage = 0, .bytes = 151'504'971'366,
+       .source = "torch.cuda.memory_allocated run 17"},
+      {.point = MeasurementPoint::term, .stage = 3, .bytes = 7'100'000'000,
+       .source = "their run", .term = "AttnRes internal"}};
+  c.gaps = {{.kind = GapKind::runtime_context, .stage = -1, .bytes = 512LL << 20, .source = "nvidia-smi"},
+            {.kind = GapKind::allocator_fragmentation, .stage = 2, .bytes = 3LL << 30, .source = "a=b@c"}};
+  const std::string text = encode_fragment(c);
+  CHECK(text == "v=1&model=kimi-k3&pp=8"
+                "&measured=after-first-step/0=141.1GiB@torch.cuda.memory_allocated%20run%2017"
+                "&measured=term:AttnRes%20internal/3=7.1GB@their%20run"
+                "&gap=runtime-context=512MiB@nvidia-smi&gap=allocator-fragmentation/2=3GiB@a=b@c");
+  const DecodedFragment decoded = decode_fragment(text);
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.config == c);
+}
+
+TEST_CASE("A link's measured values replace the base's; its fields override the base's") {
+  Config base;
+  base.parallel.tensor_parallel = 2;
+  base.measurements = {{.bytes = 1, .source = "old"}};
+  const DecodedFragment decoded =
+      decode_fragment("v=1&pp=2&measured=after-model-init/1=2GiB@new", base);
+  REQUIRE(decoded.diagnostics.ok());
+  CHECK(decoded.config.parallel.tensor_parallel == 2);
+  CHECK(decoded.config.parallel.pipeline_parallel == 2);
+  REQUIRE(decoded.config.measurements.size() == 1);
+  CHECK(decoded.config.measurements[0].source == "new");
+  CHECK(decoded.config.measurements[0].stage == 1);
+  CHECK(decode_fragment("v=1&tp=4", base).config.measurements == base.measurements);
+}
+
+TEST_CASE("Links name unknown presets, devices and bad custom models") {
+  CHECK(decode_fragment("v=1&model=gpt-9").diagnostics.errors.at(0).field == "url.model");
+  CHECK(decode_fragment("v=1&device=tpu").diagnostics.errors.at(0).field == "url.device");
+  const DecodedFragment bad_custom = decode_fragment("v=1&custom=h:0");
+  REQUIRE(!bad_custom.diagnostics.ok());
+  CHECK(bad_custom.diagnostics.errors[0].field.starts_with("url.custom"));
+  // With a custom model, the preset name is not used and not checked.
+  CHECK(decode_fragment("v=1&model=gpt-9&custom=" + model_to_text(*find_preset("llama-3.1-8b")))
+            .diagnostics.ok());
+}
+
+TEST_CASE("Link size budget: presets within 200 characters, custom kimi-k3 within 2,000") {
+  for (std::string_view name : preset_names()) {
+    INFO(name);
+    Config c;
+    c.model = std::string(name);
+    c.parallel.pipeline_parallel = 8;
+    c.parallel.tensor_parallel = 2;
+    c.parallel.expert_parallel = 8;
+    c.parallel.sequence_parallel = true;
+    c.training.sequence_length = 8192;
+    c.training.global_batch = 2048;
+    c.training.recompute.policy = RecomputePolicy::selective;
+    c.optimizer.kind = OptimizerKind::distributed_muon;
+    c.device.preset = "h200";
+    const std::string link = "https://wiki.example/stagemem/#" + encode_fragment(c);
+    CHECK(encode_fragment(c).size() <= 200);
+    CHECK(decode_fragment(link).config == c);
+  }
+  Config custom;
+  custom.custom_model = model_to_text(*find_preset("kimi-k3"));
+  custom.parallel.pipeline_parallel = 8;
+  custom.parallel.expert_parallel = 28;
+  custom.parallel.world_size = 224;
+  custom.training.sequence_length = 8192;
+  custom.training.global_batch = 896;
+  custom.device.preset = "h200";
+  custom.measurements = {{.point = MeasurementPoint::after_first_step, .bytes = 141LL << 30,
+                          .source = "torch.cuda.memory_allocated run 17"}};
+  const std::string fragment = encode_fragment(custom);
+  INFO(fragment);
+  CHECK(fragment.size() <= 2000);
+  const DecodedFragment decoded = decode_fragment(fragment);
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.config == custom);
+}
+
+TEST_CASE("Bad measured values and gaps name the item and the part") {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  const Case corpus[] = {
+      {"v=1&measured=after-first-step/0=NaNGiB@x", "url.measured[0].bytes"},
+      {"v=1&measured=after-first-step/0=-5GiB@x", "url.measured[0].bytes"},
+      {"v=1&measured=after-first-step/0=inf@x", "url.measured[0].bytes"},
+      {"v=1&measured=after-first-step/0=2000TiB@x", "url.measured[0].bytes"},
+      {"v=1&measured=after-first-step/0=1e9@x", "url.measured[0].bytes"},
+      {"v=1&measured=after-first-step/0=5GiB@", "url.measured[0].source"},
+      {"v=1&measured=after-first-step/0=5GiB", "url.measured[0]"},
+      {"v=1&measured=lunchtime/0=5GiB@x", "url.measured[0].point"},
+      {"v=1&measured=term/0=5GiB@x", "url.measured[0].point"},
+      {"v=1&measured=term:/0=5GiB@x", "url.measured[0].term"},
+      {"v=1&measured=after-first-step/99999=5GiB@x", "url.measured[0].stage"},
+      {"v=1&gap=leaks=5GiB@x", "url.gap[0].kind"},
+      {"v=1&gap=runtime-context=5 XB@x", "url.gap[0].bytes"},
+  };
+  for (const Case& c : corpus) {
+    INFO(c.text);
+    const DecodedFragment decoded = decode_fragment(c.text);
+    REQUIRE(!decoded.diagnostics.ok());
+    CHECK(decoded.diagnostics.errors[0].field == c.field);
+  }
+}
+
+// The corpus of published version-1 links. A future format version must keep decoding every line
+// of tests/links/v1.txt to the same configuration (add tests/links/v2.txt beside it).
+TEST_CASE("Every version-1 link of the corpus decodes to its configuration") {
+  const auto entries = stagemem_tests::read_corpus("links/v1.txt", "//");
+  REQUIRE(entries.size() >= 15);
+  for (const auto& entry : entries) {
+    INFO("tests/links/v1.txt line " << entry.line << ": " << entry.first);
+    const DecodedFragment decoded = decode_fragment(entry.first);
+    for (const auto& e : decoded.diagnostics.errors) UNSCOPED_INFO(e.field << ": " << e.message);
+    REQUIRE(decoded.diagnostics.ok());
+    const DecodedConfig expected = config_from_json(entry.second);
+    REQUIRE(expected.diagnostics.ok());
+    CHECK(decoded.config == expected.config);
+    // Re-encoding (today's spelling) decodes to the same configuration.
+    CHECK(decode_fragment(encode_fragment(decoded.config)).config == decoded.config);
+  }
 }

@@ -1,0 +1,74 @@
+// config_sources.h — the one command-line parser of a configuration, shared by every command.
+//
+// Sources apply left to right, each over what came before: `--config FILE.json`, `--url LINK`
+// (a whole pasted link or its fragment), `--preset NAME`, `--hf-config FILE` (a Hugging Face
+// config.json, becomes the custom model), `--production-layout` (the preset's production parallel
+// layout), `--measured TEXT`, `--gap TEXT` (appended; measurement_text.h), and one flag per field
+// of the field table (config_fields.h): `--KEY VALUE` with the table's key, '_' or '-' alike
+// (`--recompute-modules core_attn,moe_act`). Boolean fields also take `--KEY` alone (true) and
+// `--no-KEY` (false). Setting `stages`, `first_layers`, `last_layers` or `layout` also selects the
+// matching `split`. Megatron-style aliases (`--tensor-model-parallel-size`, `--seq-length`,
+// `--micro-batch-size`, `--recompute-granularity`, ...) map onto the same fields.
+// With lists allowed (`sweep`), a comma-separated value of a scalar field becomes a sweep axis.
+// Every error names the flag as typed and the allowed values.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config_fields.h"
+
+namespace stagemem_cli {
+
+inline constexpr int exit_bad_input = 2;
+
+// An option of one command beside the configuration flags.
+struct CommandOption {
+  std::string_view name;         // "--format"
+  std::string_view placeholder;  // "" for a switch, else e.g. "F"
+  std::string_view help;
+};
+
+// One swept field and its values in their text form, in the order given.
+struct SweepAxis {
+  const stagemem::ConfigField* field = nullptr;
+  std::string flag;  // as typed, for messages and column titles
+  std::vector<std::string> values;
+};
+
+struct ParseRules {
+  std::span<const CommandOption> options{};
+  bool allow_lists = false;       // sweep axes
+  bool allow_positional = false;  // positional words are returned, not errors
+};
+
+struct CommandLine {
+  stagemem::Config config;
+  stagemem::Diagnostics diagnostics;
+  std::vector<std::pair<std::string_view, std::string>> options;  // command options, in order
+  std::vector<std::string> positional;
+  std::vector<SweepAxis> axes;
+  bool help = false;
+  bool model_given = false;  // a source named the model (preset, custom, HF config, file, link)
+
+  // The last value given for a command option; "" for a switch that was given.
+  std::optional<std::string> option(std::string_view name) const;
+};
+
+CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules);
+
+// "--tp N    tensor parallel size\n      an integer in [1, 1024]; default 1\n" for every field,
+// then the sources and the aliases: the help text every command shares.
+std::string configuration_flags_help();
+std::string command_options_help(std::span<const CommandOption> options);
+
+void print_diagnostics(const stagemem::Diagnostics& diagnostics);  // to stderr
+// On failure: an error naming `flag`.
+std::optional<std::string> read_text_file(const std::string& path, std::string_view flag,
+                                          stagemem::Diagnostics& diagnostics);
+
+}  // namespace stagemem_cli

@@ -1,0 +1,32 @@
+// Link -> JSON -> link: `url decode` writes a configuration that `--config` reads back to the
+// same link, and `report --url` and `report --config` print the same report.
+// Usage: node check_url_round_trip.mjs STAGEMEM
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+
+const cli = process.argv[2];
+const run = (...args) => execFileSync(cli, args, { encoding: "utf8", maxBuffer: 1 << 28 });
+const dir = mkdtempSync(join(tmpdir(), "stagemem-"));
+const flag_sets = [
+  ["--preset", "kimi-k3", "--production-layout", "--seq", "8192", "--gbs", "896", "--device", "h200",
+   "--measured", "after-first-step/0=141.1GiB@torch.cuda.memory_allocated, run 17",
+   "--gap", "runtime-context=512MiB@nvidia-smi"],
+  ["--preset", "deepseek-v3", "--tp", "2", "--sp", "--pp", "16", "--ep", "8",
+   "--layout-string", "Et*3|(tt|)*29,m|L", "--optimizer", "distributed-muon", "--no-muon-routers"],
+  ["--hf-config", process.argv[3] ?? "", "--pp", "2"],
+];
+for (const flags of flag_sets) {
+  if (flags.includes("")) continue;  // no HF config directory in this checkout
+  const link = run("url", "encode", ...flags).trim();
+  assert.ok(link.startsWith("#v=1&"), link);
+  const json = run("url", "decode", `https://wiki.example/stagemem/${link}`);
+  const file = join(dir, "config.json");
+  writeFileSync(file, json);
+  assert.equal(run("url", "encode", "--config", file).trim(), link, "link -> JSON -> link");
+  assert.equal(run("report", "--config", file, "--json"), run("report", "--url", link, "--json"),
+               "the same report from the link and from its JSON");
+  console.log(`${link.length} characters: ${link.slice(0, 80)}...`);
+}

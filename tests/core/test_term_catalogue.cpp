@@ -1,0 +1,33 @@
+// Tests of term_catalogue.h: every family appears, names are unique, options bring their terms.
+#include <set>
+
+#include "catch.h"
+#include "term_catalogue.h"
+
+using namespace stagemem;
+
+TEST_CASE("The catalogue lists every kind of term once, from the real estimator") {
+  const auto entries = term_catalogue();
+  REQUIRE(entries.size() > 50);
+  std::set<std::string> names;
+  std::set<Family> families;
+  for (const CatalogueEntry& e : entries) {
+    INFO(e.name);
+    CHECK(names.insert(e.name).second);
+    families.insert(e.family);
+    CHECK(!e.scaling.empty());
+    CHECK(!e.example_formula.empty());
+  }
+  CHECK(families.size() == 4);  // resident, activation, transient, gap
+  const auto brought = [&](std::string_view prefix) {
+    for (const CatalogueEntry& e : entries) {
+      if (e.name.starts_with(prefix)) return e.brought_in_by;
+    }
+    return std::string("(absent)");
+  };
+  CHECK(brought("KDA: per-chunk recurrent states") == "kda_backend=eager");
+  CHECK(brought("recompute working set") == "recompute=full");
+  CHECK(brought("Muon Newton-Schulz buffers") == "optimizer=distributed-muon");
+  CHECK(brought("AttnRes mix internal") == "default options");
+  CHECK(brought("context-parallel KV exchange") == "cp=2");
+}
