@@ -71,8 +71,16 @@ void apply_fragment(AppState& state, std::string_view fragment) {
   state.selected_stage = -1;
 }
 
+void initialize_state(AppState& state) {
+  init_field_editors(state);
+  init_catalogue(state);
+  set_sweep_axis(state.sweep, 0, "seq", "2048, 4096, 8192, 16384, 32768", state.config);
+  set_sweep_axis(state.sweep, 1, "mbs", "1, 2, 4", state.config);
+}
+
 void refresh_report(AppState& state) {
   if (state.report_valid && state.reported_config == state.config) return;
+  sync_field_texts(state);
   state.report = stagemem::estimate(state.config);
   state.report_labels = make_report_labels(state.report);
   state.bar_rects.assign(state.report.stages.size(), WidgetRect{});
@@ -95,9 +103,14 @@ void configure_imgui(AppState& state, float scale) {
   apply_theme(ImGui::GetStyle(), scale);
 }
 
-void record_widget_rect(AppState& state, Widget widget) {
+WidgetRect last_item_rect(const AppState& state) {
+  // Only what is on screen: a widget scrolled out of its panel cannot be clicked.
+  if (!ImGui::IsItemVisible()) return WidgetRect{};
   const ImVec2 min = ImGui::GetItemRectMin();
   const ImVec2 max = ImGui::GetItemRectMax();
-  state.widget_rects[static_cast<std::size_t>(widget)] = {
-      min.x, min.y, max.x, max.y, state.frame_count, true};
+  return {min.x, min.y, max.x, max.y, state.frame_count, true};
+}
+
+void record_widget_rect(AppState& state, Widget widget) {
+  state.widget_rects[static_cast<std::size_t>(widget)] = last_item_rect(state);
 }

@@ -12,6 +12,8 @@ struct GLFWwindow;
 
 // Applies a link's fragment: on errors keeps defaults and raises the banner; warnings too.
 void apply_fragment(AppState& state, std::string_view fragment);
+// Start-up work done once: the field editors' labels, the term catalogue, the sweep's axes.
+void initialize_state(AppState& state);
 // Recomputes the report (and its display strings) if the config changed since the last frame.
 void refresh_report(AppState& state);
 // Sets fonts and style for the given scale (device pixels per logical pixel).
@@ -23,8 +25,19 @@ void run_frame(AppState& state, GLFWwindow* window);
 void draw_link_banner(AppState& state);
 void draw_toolbar(AppState& state, const stagemem::Report& report);
 void draw_config(AppState& state, const stagemem::Report& report);
+void draw_measurements(AppState& state, const stagemem::Report& report);  // in the config panel
 void draw_stages(AppState& state, const stagemem::Report& report);
+void draw_sweep(AppState& state, const stagemem::Report& report);
+void draw_cross_checks(AppState& state, const stagemem::Report& report);
+void draw_model(AppState& state, const stagemem::Report& report);
 void draw_status_bar(AppState& state, const stagemem::Report& report);
+
+// Helpers of the configuration and Model panels (panel_config.cpp, panel_model.cpp).
+void init_field_editors(AppState& state);
+// Rewrites the text of list fields being edited when the config changed to something else.
+void sync_field_texts(AppState& state);
+void init_catalogue(AppState& state);
+void filter_catalogue(AppState& state);
 
 // Platform services (one implementation per platform file). Each returns the feedback line the
 // toolbar shows. Web: the page's link, the async clipboard API and a Blob download; native: the

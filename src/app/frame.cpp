@@ -16,8 +16,37 @@ namespace {
 // Below this width (CSS pixels, i.e. logical pixels) the configuration goes above the chart.
 constexpr float narrow_window_width = 900.0f;
 // The configuration column: a share of the window, never narrower than its widgets need.
-constexpr float config_share = 0.28f;
+constexpr float config_share = 0.30f;
 constexpr float config_min_width = 300.0f;
+constexpr float stacked_config_share = 0.42f;  // of the height, when stacked
+
+struct Tab {
+  const char* title;
+  MainTab tab;
+  Widget widget;
+  void (*draw)(AppState&, const stagemem::Report&);
+};
+constexpr Tab tabs[] = {{"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
+                        {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
+                        {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks,
+                         draw_cross_checks},
+                        {"Model", MainTab::model, Widget::tab_model, draw_model}};
+
+// The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
+void draw_main_tabs(AppState& state) {
+  if (!ImGui::BeginTabBar("main_tabs")) return;
+  for (const Tab& tab : tabs) {
+    const bool open = ImGui::BeginTabItem(tab.title);
+    record_widget_rect(state, tab.widget);
+    if (!open) continue;
+    state.main_tab = tab.tab;
+    ImGui::BeginChild("tab", ImVec2(0, 0));
+    tab.draw(state, state.report);
+    ImGui::EndChild();
+    ImGui::EndTabItem();
+  }
+  ImGui::EndTabBar();
+}
 
 void draw_panels(AppState& state) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -35,7 +64,9 @@ void draw_panels(AppState& state) {
   // Room for the status bar under the panels.
   const float panels_height = -ImGui::GetFrameHeightWithSpacing();
   if (state.stacked_layout) {
-    ImGui::BeginChild("config", ImVec2(0, 0), ImGuiChildFlags_Border | ImGuiChildFlags_AutoResizeY);
+    // A share of the height: the generated field list is long, and scrolls.
+    ImGui::BeginChild("config", ImVec2(0, viewport->WorkSize.y * stacked_config_share),
+                      ImGuiChildFlags_Border);
   } else {
     const float width = std::max(config_min_width * scale, viewport->WorkSize.x * config_share);
     ImGui::BeginChild("config", ImVec2(width, panels_height), ImGuiChildFlags_Border);
@@ -43,8 +74,8 @@ void draw_panels(AppState& state) {
   draw_config(state, state.report);
   ImGui::EndChild();
   if (!state.stacked_layout) ImGui::SameLine();
-  ImGui::BeginChild("stages", ImVec2(0, panels_height), ImGuiChildFlags_Border);
-  draw_stages(state, state.report);
+  ImGui::BeginChild("main", ImVec2(0, panels_height), ImGuiChildFlags_Border);
+  draw_main_tabs(state);
   ImGui::EndChild();
   draw_status_bar(state, state.report);
   ImGui::End();

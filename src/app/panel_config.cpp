@@ -1,70 +1,385 @@
-// The configuration panel: model and parallel layout. Errors from the core are shown inline
-// under the field they name; the report is not drawn until the configuration is valid.
+// The configuration panel, generated from the core's field table (config_fields()): every field
+// with the widget its kind needs, grouped by the first part of its JSON path in collapsing
+// headers, its help text as tooltip. Values out of a field's range cannot be entered (the widget
+// refuses them); what only the whole configuration can check (divisibility, layer counts, ...)
+// comes back as the core's Diagnostics and is shown under the field the error names.
+// The model group adds the preset list, a Hugging Face config.json import and the custom model
+// text; the device group the device list. Measured values have their own panel
+// (panel_measurements.cpp), drawn at the end of this one.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "app.h"
+#include "config_fields.h"
+#include "devices.h"
+#include "hf_config.h"
 #include "imgui.h"
+#include "misc/cpp/imgui_stdlib.h"
+#include "model_text.h"
 #include "presets.h"
 #include "units.h"
 
 namespace {
 
-void show_field_errors(const stagemem::Report& report, std::string_view field) {
-  for (const auto& e : report.diagnostics.errors) {
-    if (e.field == field)
-      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", e.message.c_str());
+using stagemem::ConfigField;
+using stagemem::FieldKind;
+
+constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
+constexpr ImVec4 warning_colour(0.95f, 0.80f, 0.35f, 1.0f);
+
+struct Group {
+  std::string_view prefix;  // first part of the JSON path
+  const char* title;
+  bool open;  // at start
+};
+constexpr std::array<Group, 6> groups = {{{"model", "Model", true},
+                                         {"parallel", "Parallel layout", true},
+                                         {"training", "Training, recompute and kernels", true},
+                                         {"precision", "Precision", false},
+                                         {"optimizer", "Optimizer", false},
+                                         {"device", "Device", true}}};
+
+std::string_view group_of(const ConfigField& field) {
+  if (field.path == "custom_model") return "model";
+  return field.path.substr(0, field.path.find('.'));
+}
+
+// Whether a diagnostic's field names `field`. The core names fields by JSON path
+// ("training.sequence_length"), by group and key ("parallel.tp"), by the end of the path
+// ("recompute.layers", "kernels.kda_chunk"), or by the model's items ("custom_model.h").
+bool names_field(std::string_view name, const ConfigField& field) {
+  if (name == field.path) return true;
+  const std::string_view group = group_of(field);
+  if (name.size() == group.size() + 1 + field.key.size() && name.starts_with(group) &&
+      name[group.size()] == '.' && name.ends_with(field.key)) {
+    return true;
+  }
+  if (name.find('.') != std::string_view::npos && field.path.size() > name.size() &&
+      field.path.ends_with(name) && field.path[field.path.size() - name.size() - 1] == '.') {
+    return true;
+  }
+  if (field.key == "custom") return name.starts_with("custom_model");
+  if (field.key == "model") return name == "model" || name.starts_with("model.");
+  return false;
+}
+
+bool names_any_field(std::string_view name) {
+  if (name.starts_with("measurements") || name.starts_with("gaps")) return true;
+  for (const ConfigField& field : stagemem::config_fields()) {
+    if (names_field(name, field)) return true;
+  }
+  return false;
+}
+
+void show_messages(const std::vector<stagemem::FieldMessage>& messages, const ImVec4& colour,
+                   const ConfigField* field) {
+  for (const auto& m : messages) {
+    if (field != nullptr ? !names_field(m.field, *field) : names_any_field(m.field)) continue;
+    ImGui::PushStyleColor(ImGuiCol_Text, colour);
+    ImGui::TextWrapped("%s: %s", m.field.c_str(), m.message.c_str());
+    ImGui::PopStyleColor();
   }
 }
 
-// An integer field with "-" and "+" buttons (what ImGui::InputInt draws), built from parts so
-// that the buttons' rectangles can be published for the browser tests. No hold-to-repeat: one
-// click is one step, even when a slow frame makes a click last past ImGui's repeat delay.
-void edit_positive(AppState& state, const char* label, std::int64_t& value, std::int64_t max,
-                   Widget minus, Widget plus) {
-  ImGui::PushID(label);
+// Errors (red) and warnings (amber) the core names by this field; `field` null: those it names
+// by no field this panel has a widget for.
+void show_field_errors(const stagemem::Report& report, const ConfigField* field) {
+  show_messages(report.diagnostics.errors, error_colour, field);
+  show_messages(report.diagnostics.warnings, warning_colour, field);
+}
+
+void help_tooltip(const ConfigField& field) {
+  ImGui::SetItemTooltip("%.*s (%.*s)", static_cast<int>(field.help.size()), field.help.data(),
+                        static_cast<int>(field.path.size()), field.path.data());
+}
+
+// The field's name after its value widget, as ImGui lays out labels.
+void trailing_label(const FieldEditor& editor, const ConfigField& field) {
+  ImGui::SameLine(0.0f, ImGui::GetStyle().ItemInnerSpacing.x);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted(editor.label.c_str());
+  help_tooltip(field);
+}
+
+void record_field_rect(AppState& state, FieldEditor& editor) {
+  editor.rect = last_item_rect(state);
+}
+
+// The "-" and "+" buttons of the fields the first browser tests drive keep their names.
+struct StepWidgets {
+  Widget minus;
+  Widget plus;
+};
+StepWidgets step_widgets(std::string_view key) {
+  if (key == "tp") return {Widget::tp_minus, Widget::tp_plus};
+  if (key == "pp") return {Widget::pp_minus, Widget::pp_plus};
+  if (key == "ep") return {Widget::ep_minus, Widget::ep_plus};
+  return {Widget::count, Widget::count};
+}
+
+// An integer with "-" and "+" buttons (what ImGui::InputScalar draws with a step), built from
+// parts so that the buttons' rectangles can be published. No hold-to-repeat: one click is one
+// step. Values outside [min, max] are refused as typed. Byte fields step by 1 GiB.
+void edit_integer(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  std::int64_t& value = *field.integer(state.config);
+  const bool bytes = field.path.ends_with("bytes");
+  const std::int64_t step = bytes ? std::int64_t{1} << 30 : 1;
   const float button_size = ImGui::GetFrameHeight();
   const float spacing = ImGui::GetStyle().ItemInnerSpacing.x;
   ImGui::SetNextItemWidth(std::max(1.0f, ImGui::CalcItemWidth() - 2.0f * (button_size + spacing)));
-  int shown = static_cast<int>(value);
-  // Out-of-range values cannot be entered: the widget rejects them instead of clamping later.
-  if (ImGui::InputInt("##value", &shown, 0, 0) && shown >= 1 && shown <= max) value = shown;
+  std::int64_t shown = value;
+  if (ImGui::InputScalar("##value", ImGuiDataType_S64, &shown) && shown >= field.min &&
+      shown <= field.max) {
+    value = shown;
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  const StepWidgets widgets = step_widgets(field.key);
   ImGui::SameLine(0.0f, spacing);
-  if (ImGui::Button("-", ImVec2(button_size, button_size)) && value > 1) --value;
-  record_widget_rect(state, minus);
+  if (ImGui::Button("-", ImVec2(button_size, button_size))) {
+    value = std::max(field.min, value - step);
+  }
+  if (widgets.minus != Widget::count) record_widget_rect(state, widgets.minus);
   ImGui::SameLine(0.0f, spacing);
-  if (ImGui::Button("+", ImVec2(button_size, button_size)) && value < max) ++value;
-  record_widget_rect(state, plus);
-  ImGui::SameLine(0.0f, spacing);
-  ImGui::AlignTextToFramePadding();
-  ImGui::TextUnformatted(label);
+  if (ImGui::Button("+", ImVec2(button_size, button_size))) {
+    value = std::min(field.max, value + step);
+  }
+  if (widgets.plus != Widget::count) record_widget_rect(state, widgets.plus);
+  trailing_label(editor, field);
+  if (bytes && value > 0) {
+    ImGui::TextDisabled("= %.2f GiB", static_cast<double>(value) / stagemem::bytes_per_gib);
+  }
+}
+
+void edit_choice(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  const int index = field.get_choice(state.config);
+  const auto count = static_cast<int>(field.choices.size());
+  // The names are string literals (option_names.h, config_fields.cpp): NUL-terminated.
+  const char* preview = index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data()
+                                                    : "?";
+  if (ImGui::BeginCombo("##value", preview)) {
+    for (int i = 0; i < count; ++i) {
+      if (ImGui::Selectable(field.choices[static_cast<std::size_t>(i)].data(), i == index)) {
+        field.set_choice(state.config, i);
+      }
+    }
+    ImGui::EndCombo();
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+}
+
+void edit_number(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  double& value = *field.number(state.config);
+  double shown = value;
+  if (ImGui::InputDouble("##value", &shown, 0.1, 1.0, "%.3f") &&
+      shown >= static_cast<double>(field.min) && shown <= static_cast<double>(field.max)) {
+    value = shown;
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+}
+
+void edit_name_set(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  ImGui::TextUnformatted(editor.label.c_str());
+  help_tooltip(field);
+  record_field_rect(state, editor);
+  auto* bits = reinterpret_cast<unsigned int*>(field.bits(state.config));
+  ImGui::Indent();
+  for (std::size_t i = 0; i < field.choices.size(); ++i) {
+    if (i % 2 == 1) ImGui::SameLine(ImGui::GetWindowContentRegionMax().x * 0.5f);
+    ImGui::CheckboxFlags(field.choices[i].data(), bits, 1u << i);
+  }
+  ImGui::Unindent();
+}
+
+void edit_integer_list(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  if (ImGui::InputText("##value", &editor.text)) {
+    stagemem::Config scratch = state.config;
+    stagemem::Diagnostics diagnostics;
+    if (stagemem::parse_field_text(field, editor.text, scratch, diagnostics, field.path)) {
+      *field.integer_list(state.config) = *field.integer_list(scratch);
+      editor.error.clear();
+    } else {
+      editor.error = diagnostics.errors.front().message;
+    }
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+  if (!editor.error.empty()) ImGui::TextColored(error_colour, "%s", editor.error.c_str());
+}
+
+void edit_text(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  std::string& text = *field.text(state.config);
+  if (ImGui::InputText("##value", &text)) {
+    const auto limit = static_cast<std::size_t>(field.max_text_length);
+    if (text.size() > limit) text.resize(limit);
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+}
+
+void edit_model_preset(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  const bool custom = !state.config.custom_model.empty();
+  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : state.config.model.c_str())) {
+    for (const std::string& name : state.preset_names) {
+      if (ImGui::Selectable(name.c_str(), !custom && name == state.config.model)) {
+        state.config.model = name;
+        state.config.custom_model.clear();
+      }
+    }
+    ImGui::EndCombo();
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+}
+
+void import_hugging_face(AppState& state) {
+  if (ImGui::TreeNode("Paste a Hugging Face config.json")) {
+    ImGui::InputTextMultiline("##hf_config", &state.hf_config_text,
+                              ImVec2(-1.0f, ImGui::GetTextLineHeight() * 6.0f));
+    if (ImGui::Button("Import")) {
+      stagemem::HfImport imported = stagemem::import_hf_config(state.hf_config_text);
+      state.hf_import_errors = std::move(imported.diagnostics.errors);
+      if (imported.model) {
+        state.config.custom_model = stagemem::model_to_text(*imported.model);
+        state.hf_import_message = "Imported as the custom model below";
+      } else {
+        state.hf_import_message.clear();
+      }
+    }
+    record_widget_rect(state, Widget::hf_import);
+    ImGui::SetItemTooltip("Reads the model's shapes (stagemem's custom model text replaces the preset)");
+    if (!state.hf_import_message.empty()) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s", state.hf_import_message.c_str());
+    }
+    for (const auto& e : state.hf_import_errors) {
+      ImGui::PushStyleColor(ImGuiCol_Text, error_colour);
+      ImGui::TextWrapped("%s: %s", e.field.c_str(), e.message.c_str());
+      ImGui::PopStyleColor();
+    }
+    ImGui::TreePop();
+  }
+}
+
+void edit_custom_model(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  ImGui::TextUnformatted(editor.label.c_str());
+  help_tooltip(field);
+  std::string& text = state.config.custom_model;
+  if (ImGui::InputTextMultiline("##value", &text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.5f))) {
+    const auto limit = static_cast<std::size_t>(field.max_text_length);
+    if (text.size() > limit) text.resize(limit);
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+}
+
+void edit_device_preset(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  std::string& preset = state.config.device.preset;
+  if (ImGui::BeginCombo("##value", preset.empty() ? "(none)" : preset.c_str())) {
+    if (ImGui::Selectable("(none)", preset.empty())) preset.clear();
+    for (const stagemem::DevicePreset& device : stagemem::device_presets()) {
+      // Device names are string literals (devices.cpp): NUL-terminated.
+      if (ImGui::Selectable(device.name.data(), preset == device.name)) {
+        preset = std::string(device.name);
+      }
+      ImGui::SetItemTooltip("%.*s: %.2f GiB (%.*s)", static_cast<int>(device.display_name.size()),
+                            device.display_name.data(),
+                            static_cast<double>(device.bytes) / stagemem::bytes_per_gib,
+                            static_cast<int>(device.source.size()), device.source.data());
+    }
+    ImGui::EndCombo();
+  }
+  record_field_rect(state, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+}
+
+void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field) {
+  ImGui::PushID(field.key.data(), field.key.data() + field.key.size());
+  if (field.key == "model") {
+    edit_model_preset(state, editor, field);
+    import_hugging_face(state);
+  } else if (field.key == "custom") {
+    edit_custom_model(state, editor, field);
+  } else if (field.key == "device") {
+    edit_device_preset(state, editor, field);
+  } else {
+    switch (field.kind) {
+      case FieldKind::integer: edit_integer(state, editor, field); break;
+      case FieldKind::boolean:
+        ImGui::Checkbox(editor.label.c_str(), field.boolean(state.config));
+        record_field_rect(state, editor);
+        help_tooltip(field);
+        break;
+      case FieldKind::choice: edit_choice(state, editor, field); break;
+      case FieldKind::number: edit_number(state, editor, field); break;
+      case FieldKind::name_set: edit_name_set(state, editor, field); break;
+      case FieldKind::integer_list: edit_integer_list(state, editor, field); break;
+      case FieldKind::text: edit_text(state, editor, field); break;
+    }
+  }
   ImGui::PopID();
 }
 
 }  // namespace
 
-void draw_config(AppState& state, const stagemem::Report& report) {
-  ImGui::SeparatorText("Model");
-  if (ImGui::BeginCombo("preset", state.config.model.c_str())) {
-    for (std::string_view name : stagemem::preset_names()) {
-      const std::string label(name);
-      if (ImGui::Selectable(label.c_str(), label == state.config.model)) state.config.model = label;
-    }
-    ImGui::EndCombo();
+void init_field_editors(AppState& state) {
+  const auto fields = stagemem::config_fields();
+  state.field_editors.assign(fields.size(), FieldEditor{});
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const ConfigField& field = fields[i];
+    // "parallel.tensor_parallel" -> "tensor parallel (tp)"
+    std::string name(field.path.substr(field.path.rfind('.') + 1));
+    std::replace(name.begin(), name.end(), '_', ' ');
+    state.field_editors[i].label = name + " (" + std::string(field.key) + ")";
   }
-  show_field_errors(report, "model");
-  if (report.diagnostics.ok()) {
-    ImGui::Text("%s parameters", state.report_labels.total_parameters.c_str());
-  }
+  state.preset_names.clear();
+  for (std::string_view name : stagemem::preset_names()) state.preset_names.emplace_back(name);
+  sync_field_texts(state);
+}
 
-  ImGui::SeparatorText("Parallelism");
-  edit_positive(state, "TP", state.config.parallel.tensor_parallel, 1024, Widget::tp_minus,
-                Widget::tp_plus);
-  show_field_errors(report, "parallel.tp");
-  edit_positive(state, "PP", state.config.parallel.pipeline_parallel, 1024, Widget::pp_minus,
-                Widget::pp_plus);
-  show_field_errors(report, "parallel.pp");
-  edit_positive(state, "EP", state.config.parallel.expert_parallel, 4096, Widget::ep_minus,
-                Widget::ep_plus);
-  show_field_errors(report, "parallel.ep");
+void sync_field_texts(AppState& state) {
+  const auto fields = stagemem::config_fields();
+  for (std::size_t i = 0; i < fields.size() && i < state.field_editors.size(); ++i) {
+    const ConfigField& field = fields[i];
+    if (field.kind != FieldKind::integer_list) continue;
+    FieldEditor& editor = state.field_editors[i];
+    stagemem::Config scratch = state.config;
+    stagemem::Diagnostics ignored;
+    if (stagemem::parse_field_text(field, editor.text, scratch, ignored, field.path) &&
+        stagemem::field_equals(field, scratch, state.config)) {
+      continue;  // the text already says this (perhaps spelt differently while being typed)
+    }
+    editor.text = stagemem::format_field_text(field, state.config);
+    editor.error.clear();
+  }
+}
+
+void draw_config(AppState& state, const stagemem::Report& report) {
+  // Problems the core names by a field this panel has no widget for.
+  show_field_errors(report, nullptr);
+  const auto fields = stagemem::config_fields();
+  ImGui::PushItemWidth(-ImGui::GetFontSize() * 11.0f);
+  for (const Group& group : groups) {
+    ImGui::SetNextItemOpen(group.open, ImGuiCond_FirstUseEver);
+    if (!ImGui::CollapsingHeader(group.title)) continue;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (group_of(fields[i]) != group.prefix) continue;
+      edit_field(state, state.field_editors[i], fields[i]);
+      show_field_errors(report, &fields[i]);
+    }
+    if (group.prefix == "model" && report.diagnostics.ok()) {
+      ImGui::TextDisabled("%s parameters", state.report_labels.total_parameters.c_str());
+    }
+  }
+  ImGui::PopItemWidth();
+  draw_measurements(state, report);
 }

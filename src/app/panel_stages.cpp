@@ -1,5 +1,10 @@
-// The main view: one bar per pipeline stage (bytes per rank), the largest stage highlighted,
-// a shader-drawn heat strip of the same values underneath, and the selected stage's terms.
+// The main view: one stacked bar per pipeline stage (bytes per rank), stacked by family
+// (resident, measured gaps, then the phase that binds: stored activations and the co-live
+// transient, or the optimizer step's transients) and within a family by term, each term in the
+// colour of its name on every stage. Lines: the device capacity, and per stage the legacy flat
+// headroom (resident + gaps + the flat constant) when one is set. The binding stage is outlined.
+// Hovering a segment shows that term and the stage's largest terms; clicking a bar opens the
+// stage's table. Under the chart: a shader-drawn heat strip and the per-stage summary.
 // Every string drawn here comes from state.report_labels (built when the report changes).
 #include <algorithm>
 #include <string>
@@ -9,10 +14,13 @@
 
 namespace {
 
-constexpr ImU32 bar_colour = IM_COL32(70, 130, 180, 255);
-constexpr ImU32 hovered_bar_colour = IM_COL32(100, 160, 210, 255);
-constexpr ImU32 binding_colour = IM_COL32(230, 150, 60, 255);
+constexpr ImU32 binding_colour = IM_COL32(255, 170, 60, 255);
 constexpr ImU32 axis_colour = IM_COL32(170, 172, 180, 255);
+constexpr ImU32 capacity_colour = IM_COL32(235, 90, 80, 255);
+constexpr ImU32 flat_over_colour = IM_COL32(120, 200, 120, 255);
+constexpr ImU32 flat_under_colour = IM_COL32(255, 120, 200, 255);
+constexpr ImU32 seam_colour = IM_COL32(20, 22, 26, 255);
+constexpr ImVec4 warning_text(1.0f, 0.55f, 0.45f, 1.0f);
 
 void text_view(std::string_view text) {
   ImGui::TextUnformatted(text.data(), text.data() + text.size());
@@ -28,19 +36,32 @@ void mono_text(const AppState& state, const std::string& text, bool wrap = false
   ImGui::PopFont();
 }
 
+void colour_swatch(ImU32 colour) {
+  const float size = ImGui::GetTextLineHeight() * 0.8f;
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const float pad = (ImGui::GetTextLineHeight() - size) * 0.5f;
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(at.x, at.y + pad),
+                                            ImVec2(at.x + size, at.y + pad + size), colour);
+  ImGui::Dummy(ImVec2(size, ImGui::GetTextLineHeight()));
+  ImGui::SameLine();
+}
+
 // The terms of a stage, largest first: the tooltip and the stage table share it. Names and
 // formulas wrap inside their columns; `width` 0 fills the window; at most `max_rows` terms.
 void draw_terms_table(const AppState& state, const char* id, const stagemem::StageReport& stage,
                       const StageLabels& labels, bool with_allocation, float width,
                       std::size_t max_rows) {
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg;
-  if (!ImGui::BeginTable(id, with_allocation ? 6 : 5, flags, ImVec2(width, 0.0f))) return;
+  if (!ImGui::BeginTable(id, with_allocation ? 7 : 5, flags, ImVec2(width, 0.0f))) return;
   ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthStretch, 1.3f);
   ImGui::TableSetupColumn("GiB per rank", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("exact bytes", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch, 2.0f);
   ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_WidthFixed);
-  if (with_allocation) ImGui::TableSetupColumn("allocated at", ImGuiTableColumnFlags_WidthFixed);
+  if (with_allocation) {
+    ImGui::TableSetupColumn("allocated at", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("in peak", ImGuiTableColumnFlags_WidthFixed);
+  }
   ImGui::TableHeadersRow();
   const std::size_t rows = std::min(max_rows, labels.terms_by_size.size());
   for (std::size_t row = 0; row < rows; ++row) {
@@ -48,6 +69,7 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
     const stagemem::Term& term = stage.terms[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
+    colour_swatch(term_colour(term.name));
     ImGui::TextWrapped("%s", term.name.c_str());
     ImGui::TableNextColumn();
     mono_text(state, labels.terms[i].gib);
@@ -60,6 +82,12 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
     if (with_allocation) {
       ImGui::TableNextColumn();
       text_view(stagemem::allocation_point_name(term.allocated_at));
+      ImGui::TableNextColumn();
+      const bool in_peak = term.family == stagemem::Family::resident ||
+                           (term.family == stagemem::Family::gap && term.bytes > 0) ||
+                           (term.family == stagemem::Family::activation && !stage.optimizer_phase_binds) ||
+                           (term.family == stagemem::Family::transient && term.counts_in_peak);
+      ImGui::TextUnformatted(in_peak ? "yes" : "-");
     }
   }
   ImGui::EndTable();
@@ -87,6 +115,24 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
   ImGui::Text("peak %s per rank", labels.peak_gib.c_str());
   ImGui::SameLine();
   mono_text(state, labels.peak_bytes);
+  if (state.hovered_term >= 0) {
+    const auto i = static_cast<std::size_t>(state.hovered_term);
+    const stagemem::Term& term = stage.terms[i];
+    ImGui::SeparatorText("under the mouse");
+    colour_swatch(term_colour(term.name));
+    ImGui::TextWrapped("%s (%s, %s)", term.name.c_str(), stagemem::family_name(term.family).data(),
+                       stagemem::tag_name(term.tag).data());
+    ImGui::Text("%s", labels.terms[i].gib.c_str());
+    ImGui::SameLine();
+    mono_text(state, labels.terms[i].exact_bytes);
+    ImGui::TextDisabled("formula");
+    mono_text(state, term.formula, true);
+    ImGui::TextDisabled("scales with");
+    ImGui::SameLine();
+    ImGui::TextWrapped("%s", term.scaling.c_str());
+    if (!term.source.empty()) ImGui::TextWrapped("source: %s", term.source.c_str());
+    ImGui::SeparatorText("largest terms of the stage");
+  }
   // The largest terms only: a tooltip taller than the window would hide the rest anyway.
   constexpr std::size_t tooltip_rows = 8;
   draw_terms_table(state, "tooltip_terms", stage, labels, false, 0.0f, tooltip_rows);
@@ -100,23 +146,86 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
   ImGui::EndTooltip();
 }
 
+// The per-stage numbers under the chart; the binding stage's row is marked.
+void draw_summary(const AppState& state, const stagemem::Report& report) {
+  constexpr ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  const bool flat = report.flat_headroom_bytes > 0;
+  if (!ImGui::BeginTable("summary", flat ? 7 : 6, flags)) return;
+  ImGui::TableSetupColumn("stage");
+  ImGui::TableSetupColumn("peak");
+  ImGui::TableSetupColumn("headroom");
+  ImGui::TableSetupColumn("non-parameter");
+  ImGui::TableSetupColumn("phase that binds");
+  ImGui::TableSetupColumn("micro-batches in flight");
+  if (flat) ImGui::TableSetupColumn("flat headroom margin");
+  ImGui::TableHeadersRow();
+  for (const auto& stage : report.stages) {
+    const StageLabels& labels = state.report_labels.stages[static_cast<std::size_t>(stage.index)];
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    if (stage.index == report.binding_stage) {
+      ImGui::TextColored(ImVec4(1.0f, 0.67f, 0.24f, 1.0f), "%s (binding)", labels.axis.c_str());
+    } else {
+      ImGui::TextUnformatted(labels.axis.c_str());
+    }
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.peak_gib.c_str());
+    ImGui::TableNextColumn();
+    if (stage.headroom_bytes < 0) {
+      ImGui::TextColored(warning_text, "%s", labels.headroom.c_str());
+    } else {
+      ImGui::TextUnformatted(labels.headroom.c_str());
+    }
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.non_parameter.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.phase.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.in_flight.c_str());
+    if (flat) {
+      ImGui::TableNextColumn();
+      if (stage.flat_headroom_margin < 0) {
+        ImGui::TextColored(warning_text, "%s", labels.flat_margin.c_str());
+      } else {
+        ImGui::TextUnformatted(labels.flat_margin.c_str());
+      }
+    }
+  }
+  ImGui::EndTable();
+}
+
+float y_of(std::int64_t bytes, std::int64_t scale, float bottom, float top) {
+  return bottom - static_cast<float>(static_cast<double>(bytes) / static_cast<double>(scale)) *
+                      (bottom - top);
+}
+
 }  // namespace
 
 void draw_stages(AppState& state, const stagemem::Report& report) {
   state.hovered_stage = -1;
+  state.hovered_term = -1;
   if (!report.diagnostics.ok()) {
     ImGui::TextWrapped("Fix the highlighted fields to see the per-stage memory.");
     return;
   }
+  const ReportLabels& all_labels = state.report_labels;
   ImGui::Text("Per-rank memory of each pipeline stage (%s)", report.model.c_str());
-  ImGui::TextDisabled("hover a bar for its largest terms, click it for the full table");
-  std::int64_t largest = 1;
-  for (const auto& s : report.stages) largest = std::max(largest, s.peak_bytes);
+  if (!all_labels.device.empty()) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.92f, 0.35f, 0.31f, 1.0f), "| device %s", all_labels.device.c_str());
+  }
+  if (!all_labels.flat_headroom.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("| flat headroom %s", all_labels.flat_headroom.c_str());
+  }
+  ImGui::TextDisabled("stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
+  const std::int64_t scale_bytes = all_labels.scale_bytes;
 
   const float scale = state.ui_scale;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 available = ImGui::GetContentRegionAvail();
-  const float chart_height = std::max(120.0f * scale, available.y * 0.55f);
+  const float chart_height = std::max(140.0f * scale, available.y * 0.50f);
   const float label_height = ImGui::GetTextLineHeightWithSpacing();
   const float plot_top = origin.y + label_height;
   const float plot_bottom = origin.y + chart_height - label_height;
@@ -126,37 +235,72 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
   draw_list->AddLine(ImVec2(origin.x, plot_bottom), ImVec2(origin.x + available.x, plot_bottom),
                      axis_colour, scale);
+  const ImVec2 mouse = ImGui::GetMousePos();
 
   for (const auto& stage : report.stages) {
     const auto index = static_cast<std::size_t>(stage.index);
-    const StageLabels& labels = state.report_labels.stages[index];
+    const StageLabels& labels = all_labels.stages[index];
     const float x0 = origin.x + slot * static_cast<float>(stage.index) + (slot - bar_width) * 0.5f;
-    const float fraction =
-        static_cast<float>(static_cast<double>(stage.peak_bytes) / static_cast<double>(largest));
-    const float y0 = plot_bottom - fraction * (plot_bottom - plot_top);
+    const float x1 = x0 + bar_width;
     ImGui::SetCursorScreenPos(ImVec2(x0, plot_top));
     ImGui::PushID(static_cast<int>(stage.index));
     if (ImGui::InvisibleButton("bar", ImVec2(bar_width, plot_bottom - plot_top))) {
       state.selected_stage = state.selected_stage == stage.index ? -1 : stage.index;
     }
     const bool hovered = ImGui::IsItemHovered();
-    state.bar_rects[index] = {x0, plot_top, x0 + bar_width, plot_bottom, state.frame_count, true};
+    state.bar_rects[index] = {x0, plot_top, x1, plot_bottom, state.frame_count, true};
     ImGui::PopID();
 
-    const bool binding = stage.index == report.binding_stage;
-    const ImU32 colour = binding ? binding_colour : hovered ? hovered_bar_colour : bar_colour;
-    draw_list->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + bar_width, plot_bottom), colour,
-                             2.0f * scale);
-    if (stage.index == state.selected_stage) {
-      draw_list->AddRect(ImVec2(x0, y0), ImVec2(x0 + bar_width, plot_bottom), IM_COL32_WHITE,
-                         2.0f * scale, 0, 2.0f * scale);
+    for (const BarSegment& segment : labels.segments) {
+      const float top = y_of(segment.top, scale_bytes, plot_bottom, plot_top);
+      const float bottom = y_of(segment.bottom, scale_bytes, plot_bottom, plot_top);
+      const bool under_mouse = hovered && mouse.y >= top && mouse.y < bottom;
+      if (under_mouse) state.hovered_term = static_cast<std::int64_t>(segment.term);
+      draw_list->AddRectFilled(ImVec2(x0, top), ImVec2(x1, bottom),
+                               under_mouse ? IM_COL32_WHITE : segment.colour);
+      if (bottom - top > 2.0f * scale) {
+        draw_list->AddLine(ImVec2(x0, top), ImVec2(x1, top), seam_colour, 1.0f);
+      }
     }
-    draw_list->AddText(ImVec2(x0, y0 - label_height), axis_colour, labels.peak_gib.c_str());
+    const float peak_y = y_of(stage.peak_bytes, scale_bytes, plot_bottom, plot_top);
+    const bool binding = stage.index == report.binding_stage;
+    if (binding) {
+      draw_list->AddRect(ImVec2(x0 - 2.0f * scale, peak_y - 2.0f * scale),
+                         ImVec2(x1 + 2.0f * scale, plot_bottom), binding_colour, 2.0f * scale, 0,
+                         2.5f * scale);
+    }
+    if (stage.index == state.selected_stage) {
+      draw_list->AddRect(ImVec2(x0, peak_y), ImVec2(x1, plot_bottom), IM_COL32_WHITE, 0.0f, 0,
+                         2.0f * scale);
+    }
+    if (report.flat_headroom_bytes > 0) {
+      const float flat_y = y_of(stage.resident_bytes + stage.gap_bytes +
+                                    report.flat_headroom_bytes, scale_bytes, plot_bottom, plot_top);
+      const ImU32 colour = stage.flat_headroom_margin < 0 ? flat_under_colour : flat_over_colour;
+      for (float x = x0 - 4.0f * scale; x < x1 + 4.0f * scale; x += 8.0f * scale) {
+        draw_list->AddLine(ImVec2(x, flat_y), ImVec2(std::min(x + 5.0f * scale, x1 + 4.0f * scale), flat_y),
+                           colour, 2.0f * scale);
+      }
+    }
+    draw_list->AddText(ImVec2(x0, peak_y - label_height), binding ? binding_colour : axis_colour,
+                       labels.peak_gib.c_str());
     draw_list->AddText(ImVec2(x0, plot_bottom + 2.0f * scale), axis_colour, labels.axis.c_str());
     if (hovered) {
       state.hovered_stage = stage.index;
       draw_bar_tooltip(state, stage, labels);
     }
+  }
+  if (report.device.bytes > 0) {
+    const float y = y_of(report.device.bytes, scale_bytes, plot_bottom, plot_top);
+    draw_list->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + available.x, y), capacity_colour,
+                       2.0f * scale);
+    // The label sits on the line's right end, on a backing so that bars do not hide it.
+    const ImVec2 text = ImGui::CalcTextSize(all_labels.device.c_str());
+    const ImVec2 at(origin.x + available.x - text.x - 6.0f * scale, y - text.y - 3.0f * scale);
+    draw_list->AddRectFilled(ImVec2(at.x - 3.0f * scale, at.y - 1.0f * scale),
+                             ImVec2(at.x + text.x + 3.0f * scale, at.y + text.y + 1.0f * scale),
+                             IM_COL32(23, 25, 30, 220), 3.0f * scale);
+    draw_list->AddText(at, capacity_colour, all_labels.device.c_str());
   }
 
   HeatStrip& strip = state.heat_strip;
@@ -164,18 +308,23 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   for (int i = 0; i < strip.cell_count; ++i) {
     strip.values[static_cast<std::size_t>(i)] = static_cast<float>(
         static_cast<double>(report.stages[static_cast<std::size_t>(i)].peak_bytes) /
-        static_cast<double>(largest));
+        static_cast<double>(scale_bytes));
   }
   const float strip_top = origin.y + chart_height + 4.0f * scale;
   queue_heat_strip(strip, draw_list, ImVec2(origin.x, strip_top),
-                   ImVec2(origin.x + available.x, strip_top + 14.0f * scale));
-  ImGui::SetCursorScreenPos(ImVec2(origin.x, strip_top + 20.0f * scale));
-  ImGui::TextDisabled("heat strip: each stage's bytes relative to the largest stage");
+                   ImVec2(origin.x + available.x, strip_top + 10.0f * scale));
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, strip_top + 14.0f * scale));
+  ImGui::TextDisabled("heat strip: each stage's peak relative to the chart's full height");
+  if (report.flat_headroom_bytes > 0) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("| dashes: resident + flat headroom (green over-, pink under-provisions)");
+  }
+  draw_summary(state, report);
 
   if (state.selected_stage >= 0 &&
       state.selected_stage < static_cast<std::int64_t>(report.stages.size())) {
     const auto index = static_cast<std::size_t>(state.selected_stage);
-    const StageLabels& labels = state.report_labels.stages[index];
+    const StageLabels& labels = all_labels.stages[index];
     ImGui::SeparatorText(labels.title.c_str());
     ImGui::Text("peak %s per rank (%s); terms largest first", labels.peak_gib.c_str(),
                 labels.peak_bytes.c_str());

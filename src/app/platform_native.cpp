@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   configure_imgui(state, scale_x);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
+  initialize_state(state);
   if (!options.url.empty()) apply_fragment(state, options.url);
   for (const auto& problem : state.link_problems) {
     std::fprintf(stderr, "link: %s: %s\n", problem.field.c_str(), problem.message.c_str());

@@ -96,6 +96,7 @@ int main() {
   ImGui::CreateContext();
   ImGui_ImplGlfw_InitForOpenGL(app->window, true);
   ImGui_ImplOpenGL3_Init("#version 300 es");
+  initialize_state(app->state);
   apply_fragment(app->state, read_location_fragment());
   register_app_state(&app->state);
   listen_for_hash_changes();

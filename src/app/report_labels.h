@@ -1,8 +1,10 @@
-// report_labels.h — display strings of a report, built once when the report changes so that
-// drawing a frame formats nothing and allocates nothing (bars, tooltips and tables reuse them).
+// report_labels.h — display strings and bar geometry of a report, built once when the report
+// changes so that drawing a frame formats nothing and allocates nothing (bars, tooltips, tables
+// and the cross-check panel reuse them).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,18 +15,46 @@ struct TermLabels {
   std::string exact_bytes;  // "1,397,817,344 B"
 };
 
+// One piece of a stage's stacked bar: a term alive at the stage's peak.
+struct BarSegment {
+  std::size_t term = 0;         // index into StageReport::terms
+  std::int64_t bottom = 0;      // bytes below it in the stack
+  std::int64_t top = 0;         // bottom + the term's bytes
+  std::uint32_t colour = 0;     // ImU32, from the term's name (term_colour)
+};
+
 struct StageLabels {
   std::string title;              // "Stage 3: layers 12-15" (table heading, tooltip first line)
   std::string axis;               // "stage 3" (under the bar)
   std::string peak_gib;           // above the bar
   std::string peak_bytes;         // exact
+  std::string headroom;           // "12.40 GiB" or "-3.10 GiB (does not fit)" or "no device"
+  std::string non_parameter;      // "62.10 GiB"
+  std::string phase;              // "forward/backward" or "optimizer step"
+  std::string in_flight;          // "8" or "4, 3" (per VPP chunk)
+  std::string flat_margin;        // "+4.20 GiB (over-provisions)" / "-1.10 GiB (under)" / ""
   std::vector<TermLabels> terms;  // parallel to StageReport::terms
   std::vector<std::size_t> terms_by_size;  // indices into terms, largest first
+  std::vector<BarSegment> segments;  // bottom to top: resident, gaps, activations, transients
+};
+
+struct CrossCheckLabels {
+  std::string title;     // "after-first-step, stage 0" (+ the term for point `term`)
+  std::string measured;  // "141.10 GiB (151,502,187,725 B)"
+  std::string derived;
+  std::string gap;       // signed
+  std::string ratio;     // "x1.12" or "n/a (nothing derived)"
 };
 
 struct ReportLabels {
   std::vector<StageLabels> stages;  // parallel to Report::stages
+  std::vector<CrossCheckLabels> cross_checks;  // parallel to Report::cross_checks
   std::string total_parameters;     // "8,030,261,248"
+  std::string device;               // "mi355x: 288.00 GiB" or ""
+  std::string flat_headroom;        // "82.00 GiB" or ""
+  std::int64_t scale_bytes = 1;     // the chart's full height: largest of peaks, device, flat line
 };
 
+// The colour of a term in every stage's bar: its name hashed into a fixed palette.
+std::uint32_t term_colour(std::string_view name);
 ReportLabels make_report_labels(const stagemem::Report& report);

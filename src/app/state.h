@@ -8,12 +8,28 @@
 #include <vector>
 
 #include "frame_times.h"
+#include "heat_map.h"
 #include "heat_strip.h"
 #include "report.h"
 #include "report_labels.h"
+#include "sweep.h"
+#include "term_catalogue.h"
 #include "widget_rects.h"
 
 struct ImFont;
+
+// The tabs of the main view (right of, or under, the configuration).
+enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, count };
+
+// Editing state of one row of config_fields() (parallel to it).
+struct FieldEditor {
+  std::string label;  // "tensor_parallel (tp)##tp": the widget's label, built once at start-up
+  // integer_list fields: the text being edited (parsed with parse_field_text on every change);
+  // rewritten from the config only when the config changes to a value the text does not parse to.
+  std::string text;
+  std::string error;   // the last parse error of `text`, shown under the field
+  WidgetRect rect{};   // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
+};
 
 struct AppState {
   stagemem::Config config;           // what the user edits; the URL fragment encodes it
@@ -30,8 +46,17 @@ struct AppState {
   // when `config` differs from it, so an untouched bad link stays as the user pasted it.
   stagemem::Config location_config;
 
+  // The configuration panel, generated from config_fields().
+  std::vector<FieldEditor> field_editors;  // parallel to config_fields()
+  std::vector<std::string> preset_names;   // the model presets, listed once at start-up
+  std::string hf_config_text;              // a pasted Hugging Face config.json
+  std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
+  std::string hf_import_message;                         // "Imported: 1,234 parameters"
+
+  MainTab main_tab = MainTab::stages;  // the tab shown last frame
   std::int64_t selected_stage = -1;  // stage whose table is open; -1 none
   std::int64_t hovered_stage = -1;   // stage whose bar is under the mouse this frame; -1 none
+  std::int64_t hovered_term = -1;    // term (index into its stage's terms) under the mouse; -1 none
   bool stacked_layout = false;       // narrow window: configuration above the chart
   float tooltip_height = 0.0f;       // the bar tooltip's height last frame, to keep it on screen
   float ui_scale = 1.0f;             // device pixels per CSS pixel (web) or content scale (native)
@@ -53,7 +78,17 @@ struct AppState {
   std::vector<WidgetRect> bar_rects;  // parallel to report.stages
 
   HeatStrip heat_strip;  // GPU resources of our own shader drawing
+  Sweep sweep;           // the two-axis sweep of the "Sweep" tab (sweep.h)
+  HeatMap heat_map;      // its shader-drawn grid
+  WidgetRect heat_map_rect{};  // where the grid was drawn last frame
+
+  // The "Model" tab: every term stagemem can produce, computed once at start-up.
+  std::vector<stagemem::CatalogueEntry> catalogue;
+  std::vector<std::string> catalogue_search;  // parallel: each entry's text, lower case
+  std::string catalogue_filter;
+  std::vector<std::size_t> catalogue_rows;  // indices of the entries matching the filter
 };
 
 // Stores where the last ImGui item was drawn (call right after the widget).
 void record_widget_rect(AppState& state, Widget widget);
+WidgetRect last_item_rect(const AppState& state);

@@ -1,5 +1,7 @@
 // widget_rects.h — where the key widgets were drawn in the last frame, so browser tests can
 // drive them with real mouse events (Module.getWidgetRect) instead of calling into the app.
+// Every generated configuration field is published too ("field_<key>", AppState::field_editors),
+// and each sweep cell ("sweep_cell_<x>_<y>", from the heat map's rectangle).
 // Units: ImGui coordinates (device pixels on the web; the binding converts to CSS pixels).
 #pragma once
 
@@ -17,13 +19,23 @@ enum class Widget : std::uint8_t {
   pp_plus,
   ep_minus,
   ep_plus,
+  tab_stages,
+  tab_sweep,
+  tab_cross_checks,
+  tab_model,
+  hf_import,
+  add_measurement,
+  add_gap,
+  catalogue_filter,
   count
 };
 
 // Names used by Module.getWidgetRect, in the order of `Widget`.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::count)>
     widget_names = {"copy_link", "copy_markdown", "download_json", "tp_minus", "tp_plus",
-                    "pp_minus",  "pp_plus",       "ep_minus",      "ep_plus"};
+                    "pp_minus",  "pp_plus",       "ep_minus",      "ep_plus",
+                    "tab_stages", "tab_sweep",    "tab_cross_checks", "tab_model",
+                    "hf_import", "add_measurement", "add_gap", "catalogue_filter"};
 
 struct WidgetRect {
   float min_x = 0, min_y = 0, max_x = 0, max_y = 0;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,17 @@ struct TokenShape {
   std::int64_t full_sequence = 0;    // S
 };
 TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout);
+
+// Shape helpers shared by the piece files (implemented in activations_attention.cpp).
+// A token-wise tensor of full hidden width: whole on every TP rank, 1/TP under sequence parallel.
+Formula hidden_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
+// A token-wise tensor split by heads or width over TP.
+Formula split_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
+// A token-wise tensor every TP rank holds whole (output of a duplicated projection).
+Formula full_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
+ActivationPiece make_piece(std::string name, const Formula& formula, std::string_view scaling,
+                           std::uint32_t dropped_by = 0);
+std::uint32_t module_bits(std::initializer_list<RecomputeModule> modules);
 
 // One decoder layer's stored tensors (norms, attention, MLP), before recompute is applied.
 std::vector<ActivationPiece> layer_activation_pieces(const Model& model, LayerKind kind,

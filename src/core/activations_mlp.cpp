@@ -11,20 +11,7 @@ namespace {
 constexpr std::int64_t bf16 = 2;
 constexpr std::int64_t fp32 = 4;
 
-std::uint32_t bits(std::initializer_list<RecomputeModule> modules) {
-  std::uint32_t out = 0;
-  for (RecomputeModule m : modules) out |= module_bit(m);
-  return out;
-}
 
-ActivationPiece piece(std::string name, const Formula& formula, std::string_view scaling,
-                      std::uint32_t dropped_by = 0) {
-  return {.name = std::move(name),
-          .formula = formula.text(),
-          .scaling = scaling,
-          .bytes = formula.value(),
-          .dropped_by = dropped_by};
-}
 
 // Tokens of one rank before dispatch: its sequence-parallel shard (Megatron requires sequence
 // parallelism for MoE with TP > 1), or all n without TP.
@@ -35,46 +22,30 @@ Formula local_tokens(const TokenShape& s) {
   return f;
 }
 
-Formula hidden_tokens(const TokenShape& s, std::int64_t width, std::string_view label) {
-  Formula f;
-  f.times("S/CP", s.sequence).times("B", s.micro_batch);
-  if (s.sequence_parallel && s.tensor_parallel > 1) {
-    f.times(std::string(label) + "/TP (SP)", width / s.tensor_parallel);
-  } else {
-    f.times(label, width);
-  }
-  return f;
-}
 
-Formula split_tokens(const TokenShape& s, std::int64_t width, std::string_view label) {
-  Formula f;
-  f.times("S/CP", s.sequence).times("B", s.micro_batch).times(std::string(label) + "/TP",
-                                                             width / s.tensor_parallel);
-  return f;
-}
 
 void add_mlp_norm(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s) {
-  out.push_back(piece("MLP norm input (residual stream after attention)",
+  out.push_back(make_piece("MLP norm input (residual stream after attention)",
                       hidden_tokens(s, m.hidden, "h").bytes(bf16, "bf16"), "S/CP, B, h (/TP with SP)"));
-  out.push_back(piece("MLP norm output (MLP input)", hidden_tokens(s, m.hidden, "h").bytes(bf16, "bf16"),
-                      "S/CP, B, h (/TP with SP)", bits({RecomputeModule::layernorm})));
+  out.push_back(make_piece("MLP norm output (MLP input)", hidden_tokens(s, m.hidden, "h").bytes(bf16, "bf16"),
+                      "S/CP, B, h (/TP with SP)", module_bits({RecomputeModule::layernorm})));
 }
 
 void add_dense(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s) {
   const DenseMlpShape& d = m.dense_mlp;
-  const std::uint32_t whole = bits({RecomputeModule::mlp});
+  const std::uint32_t whole = module_bits({RecomputeModule::mlp});
   if (d.activation == MlpActivation::swiglu) {
-    out.push_back(piece("fc1 output, gate and up halves (SwiGLU input)",
+    out.push_back(make_piece("fc1 output, gate and up halves (SwiGLU input)",
                         split_tokens(s, 2 * d.intermediate, "2 x intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, intermediate/TP", whole));
-    out.push_back(piece("SwiGLU output (fc2 input)",
+    out.push_back(make_piece("SwiGLU output (fc2 input)",
                         split_tokens(s, d.intermediate, "intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, intermediate/TP", whole));
   } else {
-    out.push_back(piece("fc1 output (GeLU input)",
+    out.push_back(make_piece("fc1 output (GeLU input)",
                         split_tokens(s, d.intermediate, "intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, intermediate/TP", whole));
-    out.push_back(piece("GeLU output (fc2 input)",
+    out.push_back(make_piece("GeLU output (fc2 input)",
                         split_tokens(s, d.intermediate, "intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, intermediate/TP", whole));
   }
@@ -83,26 +54,26 @@ void add_dense(std::vector<ActivationPiece>& out, const Model& m, const TokenSha
 void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
              const TrainingConfig& t, const ParallelLayout& layout) {
   const MoeShape& e = m.moe;
-  const std::uint32_t whole = bits({RecomputeModule::moe});
+  const std::uint32_t whole = module_bits({RecomputeModule::moe});
   const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : m.hidden;
   const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
   // Router: logits in the activation dtype, scores (sigmoid / softmax) in fp32 for the top-k.
-  out.push_back(piece("router logits", Formula(local_tokens(s)).times("experts", e.routed_experts)
+  out.push_back(make_piece("router logits", Formula(local_tokens(s)).times("experts", e.routed_experts)
                                            .bytes(bf16, "bf16"),
                       "S/CP, B (/TP with SP), experts", whole));
-  out.push_back(piece("router scores (fp32)", Formula(local_tokens(s)).times("experts", e.routed_experts)
+  out.push_back(make_piece("router scores (fp32)", Formula(local_tokens(s)).times("experts", e.routed_experts)
                                                   .bytes(fp32, "fp32"),
                       "S/CP, B (/TP with SP), experts", whole));
   if (e.latent_hidden > 0) {
-    out.push_back(piece("latent down-projection output (latent norm input)",
+    out.push_back(make_piece("latent down-projection output (latent norm input)",
                         Formula(local_tokens(s)).times("latent", e.latent_hidden).bytes(bf16, "bf16"),
                         "S/CP, B (/TP with SP), latent", whole));
     if (e.latent_norm) {
-      out.push_back(piece("latent norm output (dispatch input)",
+      out.push_back(make_piece("latent norm output (dispatch input)",
                           Formula(local_tokens(s)).times("latent", e.latent_hidden).bytes(bf16, "bf16"),
-                          "S/CP, B (/TP with SP), latent", whole | bits({RecomputeModule::layernorm})));
+                          "S/CP, B (/TP with SP), latent", whole | module_bits({RecomputeModule::layernorm})));
     }
-    out.push_back(piece("combined latent (latent up-projection input)",
+    out.push_back(make_piece("combined latent (latent up-projection input)",
                         Formula(local_tokens(s)).times("latent", e.latent_hidden).bytes(bf16, "bf16"),
                         "S/CP, B (/TP with SP), latent", whole));
   }
@@ -127,35 +98,35 @@ void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
     return p;
   };
   out.push_back(with_imbalance(
-      piece("dispatched tokens (expert fc1 input)", routed().times("expert width", width).bytes(bf16, "bf16"),
+      make_piece("dispatched tokens (expert fc1 input)", routed().times("expert width", width).bytes(bf16, "bf16"),
             "S/CP, B (/TP with SP), top-k, expert width", whole),
       width * bf16));
   out.push_back(with_imbalance(
-      piece("expert fc1 output, gate and up halves",
+      make_piece("expert fc1 output, gate and up halves",
             routed().times("2 x expert intermediate/ETP", 2 * e.expert_intermediate / etp).bytes(bf16, "bf16"),
             "S/CP, B (/TP with SP), top-k, expert intermediate", whole),
       2 * e.expert_intermediate / etp * bf16));
   out.push_back(with_imbalance(
-      piece("expert activation output (expert fc2 input)",
+      make_piece("expert activation output (expert fc2 input)",
             routed().times("expert intermediate/ETP", e.expert_intermediate / etp).bytes(bf16, "bf16"),
             "S/CP, B (/TP with SP), top-k, expert intermediate",
-            whole | bits({RecomputeModule::moe_act})),
+            whole | module_bits({RecomputeModule::moe_act})),
       e.expert_intermediate / etp * bf16));
   out.push_back(with_imbalance(
-      piece("expert outputs before probability weighting (combine input)",
+      make_piece("expert outputs before probability weighting (combine input)",
             routed().times("expert width", width).bytes(bf16, "bf16"),
             "S/CP, B (/TP with SP), top-k, expert width", whole),
       width * bf16));
-  out.push_back(piece("routing probabilities of the dispatched tokens (fp32)",
+  out.push_back(make_piece("routing probabilities of the dispatched tokens (fp32)",
                       Formula(local_tokens(s)).times("top-k", e.top_k).bytes(fp32, "fp32"),
                       "S/CP, B (/TP with SP), top-k", whole));
   if (e.shared_experts > 0) {
-    const std::uint32_t shared = whole | bits({RecomputeModule::shared_experts});
+    const std::uint32_t shared = whole | module_bits({RecomputeModule::shared_experts});
     const std::int64_t inter = e.shared_experts * e.shared_intermediate;
-    out.push_back(piece("shared experts fc1 output, gate and up halves",
+    out.push_back(make_piece("shared experts fc1 output, gate and up halves",
                         split_tokens(s, 2 * inter, "2 x shared intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, shared intermediate/TP", shared));
-    out.push_back(piece("shared experts activation output (fc2 input)",
+    out.push_back(make_piece("shared experts activation output (fc2 input)",
                         split_tokens(s, inter, "shared intermediate").bytes(bf16, "bf16"),
                         "S/CP, B, shared intermediate/TP", shared));
   }
@@ -174,7 +145,7 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
     add_moe(out, model, shape, training, layout);
   }
   if (training.dropout) {
-    out.push_back(piece("MLP output dropout mask", hidden_tokens(shape, model.hidden, "h").bytes(1, "uint8"),
+    out.push_back(make_piece("MLP output dropout mask", hidden_tokens(shape, model.hidden, "h").bytes(1, "uint8"),
                         "S/CP, B, h (/TP with SP)"));
   }
   return out;

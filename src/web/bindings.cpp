@@ -2,10 +2,17 @@
 // boundary (numbers, strings, plain objects); byte counts go out as doubles, exact below 2^53.
 //
 //   Module.frameCount()                 frames drawn so far
-//   Module.getConfig()                  {model, tp, pp, ep, etp} as decoded and edited
-//   Module.setConfigValue(key, value)   edit one field; returns "" or an error naming the field
-//   Module.getReport()                  {model, totalParameters, bindingStage, stages[], errors[]};
-//                                       each stage has terms[] of {name, bytes, tag}
+//   Module.getConfig()                  the whole configuration: config_to_json's document, parsed
+//   Module.setConfigValue(key, value)   edit one field by its config_fields.h key (value: number,
+//                                       boolean or its text form); "" or an error naming the field
+//   Module.getReport()                  {model, totalParameters, bindingStage, deviceBytes,
+//                                       flatHeadroomBytes, microBatches, stages[], crossChecks[],
+//                                       errors[]}; each stage has its peak, headroom, phases and
+//                                       terms[] of {name, bytes, tag, family, countsInPeak}
+//   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
+//                                       peak, headroom, bindingStage}], sweepMs, sweeps,
+//                                       heatMapDraws}: the Sweep tab's grid (computed on demand)
+//   Module.setSweepAxis(axis, key, values)  axis 0 (columns) or 1 (rows); "" or the error
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
 //   Module.heatStripDraws()             times our own shader ran
 //   Module.stagememApplyFragment(text)  apply a fragment (hashchange)
@@ -13,17 +20,26 @@
 //                                       userInterfaceMaxMs}: CPU time of the frame function over
 //                                       the last frames, and of its part before GL submission
 //   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
-//                                       the last frame (widget_rects.h names, or "stage_bar_N");
+//                                       the last frame (widget_rects.h names, "stage_bar_N",
+//                                       "field_<key>" or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
-//   Module.getUiState()                 {selectedStage, hoveredStage, stackedLayout, uiScale,
-//                                        mouseX, mouseY, fonts[]}
+//   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
+//                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
+//                                        catalogueTerms, catalogueShown, hoveredCell}
+//   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
 //   Module.getMarkdownTable()           what "Copy as Markdown" copies
 //   Module.getReportJson()              what "Download JSON" saves
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
 #include "app.h"
 #include "browser.h"
+#include "config_fields.h"
+#include "config_json.h"
 #include "imgui.h"
 #include "markdown_table.h"
 #include "report_json.h"
@@ -57,38 +73,44 @@ double heat_strip_draws() {
 }
 
 val get_config() {
-  val out = val::object();
-  if (!app_state) return out;
-  const stagemem::Config& c = app_state->config;
-  out.set("model", c.model);
-  out.set("tp", static_cast<double>(c.parallel.tensor_parallel));
-  out.set("pp", static_cast<double>(c.parallel.pipeline_parallel));
-  out.set("ep", static_cast<double>(c.parallel.expert_parallel));
-  out.set("etp", static_cast<double>(c.parallel.expert_tensor_parallel));
-  return out;
+  if (!app_state) return val::object();
+  return val::global("JSON").call<val>("parse", stagemem::config_to_json(app_state->config));
+}
+
+// The field's text form of a JavaScript value: strings as they are, booleans as 1/0, numbers in
+// their shortest decimal form (integers without a fraction).
+bool field_text(const val& value, std::string& text) {
+  if (value.isString()) {
+    text = value.as<std::string>();
+    return true;
+  }
+  if (value.isTrue() || value.isFalse()) {
+    text = value.isTrue() ? "1" : "0";
+    return true;
+  }
+  if (!value.isNumber()) return false;
+  const double number = value.as<double>();
+  if (!std::isfinite(number)) return false;
+  if (number == std::trunc(number) && std::fabs(number) < 9.0e15) {
+    text = std::to_string(static_cast<std::int64_t>(number));
+    return true;
+  }
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.17g", number);
+  text = buffer;
+  return true;
 }
 
 std::string set_config_value(const std::string& key, val value) {
   if (!app_state) return "app: not started";
-  stagemem::Config& c = app_state->config;
-  if (key == "model") {
-    if (!value.isString()) return "model: a preset name (string) is expected";
-    c.model = value.as<std::string>();
-    return "";
+  const stagemem::ConfigField* field = stagemem::find_field_by_key(key);
+  if (field == nullptr) return key + ": unknown field; see config_fields.h for the keys";
+  std::string text;
+  if (!field_text(value, text)) return key + ": expected " + stagemem::allowed_values(*field);
+  stagemem::Diagnostics diagnostics;
+  if (!stagemem::parse_field_text(*field, text, app_state->config, diagnostics, key)) {
+    return diagnostics.errors.front().field + ": " + diagnostics.errors.front().message;
   }
-  std::int64_t* target = key == "tp"    ? &c.parallel.tensor_parallel
-                         : key == "pp"  ? &c.parallel.pipeline_parallel
-                         : key == "ep"  ? &c.parallel.expert_parallel
-                         : key == "etp" ? &c.parallel.expert_tensor_parallel
-                                        : nullptr;
-  if (target == nullptr) return key + ": unknown field; known: model, tp, pp, ep, etp";
-  if (!value.isNumber()) return key + ": an integer >= 1 is expected";
-  const double number = value.as<double>();
-  if (!(number >= 1.0 && number <= 1048576.0) ||
-      number != static_cast<double>(static_cast<std::int64_t>(number))) {
-    return key + ": an integer in [1, 1048576] is expected";
-  }
-  *target = static_cast<std::int64_t>(number);
   return "";
 }
 
@@ -100,7 +122,30 @@ val get_report() {
   out.set("model", r.model);
   out.set("totalParameters", static_cast<double>(r.total_parameters));
   out.set("bindingStage", static_cast<double>(r.binding_stage));
+  out.set("deviceName", r.device.name);
+  out.set("deviceBytes", static_cast<double>(r.device.bytes));
+  out.set("flatHeadroomBytes", static_cast<double>(r.flat_headroom_bytes));
+  out.set("microBatches", static_cast<double>(r.micro_batches));
+  out.set("dataParallel", static_cast<double>(r.data_parallel));
   out.set("errors", field_messages(r.diagnostics.errors));
+  val checks = val::array();
+  for (const auto& c : r.cross_checks) {
+    val check = val::object();
+    check.set("point", std::string(stagemem::measurement_point_name(c.measurement.point)));
+    check.set("stage", static_cast<double>(c.measurement.stage));
+    check.set("measuredBytes", static_cast<double>(c.measurement.bytes));
+    check.set("derivedBytes", static_cast<double>(c.derived_bytes));
+    check.set("gapBytes", static_cast<double>(c.gap_bytes));
+    check.set("ratio", c.has_ratio ? val(c.ratio) : val::null());
+    val alive = val::array();
+    for (const auto& name : c.alive_terms) alive.call<void>("push", name);
+    check.set("aliveTerms", alive);
+    val explanations = val::array();
+    for (const auto& text : c.explanations) explanations.call<void>("push", text);
+    check.set("explanations", explanations);
+    checks.call<void>("push", check);
+  }
+  out.set("crossChecks", checks);
   val stages = val::array();
   for (const auto& s : r.stages) {
     val stage = val::object();
@@ -109,12 +154,32 @@ val get_report() {
     stage.set("layerCount", static_cast<double>(s.layer_count));
     stage.set("parametersPerRank", static_cast<double>(s.parameters_per_rank));
     stage.set("peakBytes", static_cast<double>(s.peak_bytes));
+    stage.set("residentBytes", static_cast<double>(s.resident_bytes));
+    stage.set("gapBytes", static_cast<double>(s.gap_bytes));
+    stage.set("activationBytes", static_cast<double>(s.activation_bytes));
+    stage.set("largestTransientBytes", static_cast<double>(s.largest_transient_bytes));
+    stage.set("optimizerTransientBytes", static_cast<double>(s.optimizer_transient_bytes));
+    stage.set("optimizerPhaseBinds", s.optimizer_phase_binds);
+    stage.set("headroomBytes", static_cast<double>(s.headroom_bytes));
+    stage.set("nonParameterBytes", static_cast<double>(s.non_parameter_bytes));
+    stage.set("flatHeadroomMargin", static_cast<double>(s.flat_headroom_margin));
+    val in_flight = val::array();
+    for (const auto n : s.in_flight_per_chunk) in_flight.call<void>("push", static_cast<double>(n));
+    stage.set("inFlightPerChunk", in_flight);
+    // The top of the stage's stacked bar as drawn (report_labels.h): it must equal the peak.
+    const auto& labels = app_state->report_labels.stages;
+    const auto index = static_cast<std::size_t>(s.index);
+    stage.set("stackedBytes", index < labels.size() && !labels[index].segments.empty()
+                                  ? static_cast<double>(labels[index].segments.back().top)
+                                  : 0.0);
     val terms = val::array();
     for (const auto& t : s.terms) {
       val term = val::object();
       term.set("name", t.name);
       term.set("bytes", static_cast<double>(t.bytes));
       term.set("tag", std::string(stagemem::tag_name(t.tag)));
+      term.set("family", std::string(stagemem::family_name(t.family)));
+      term.set("countsInPeak", t.counts_in_peak);
       terms.call<void>("push", term);
     }
     stage.set("terms", terms);
@@ -172,6 +237,37 @@ val get_widget_rect(const std::string& name) {
     const auto index = static_cast<std::size_t>(std::stoul(digits));
     if (index < app_state->bar_rects.size()) return css_rect(app_state->bar_rects[index]);
   }
+  constexpr std::string_view field_prefix = "field_";
+  if (name.starts_with(field_prefix)) {
+    const auto fields = stagemem::config_fields();
+    for (std::size_t i = 0; i < fields.size() && i < app_state->field_editors.size(); ++i) {
+      if (fields[i].key == std::string_view(name).substr(field_prefix.size())) {
+        return css_rect(app_state->field_editors[i].rect);
+      }
+    }
+    return val::null();
+  }
+  constexpr std::string_view cell_prefix = "sweep_cell_";
+  if (name.starts_with(cell_prefix)) {
+    unsigned x = 0, y = 0;
+    const char* begin = name.data() + cell_prefix.size();
+    const char* end = name.data() + name.size();
+    const auto [middle, error] = std::from_chars(begin, end, x);
+    if (error != std::errc() || middle == end || *middle != '_') return val::null();
+    const auto [last, error_y] = std::from_chars(middle + 1, end, y);
+    if (error_y != std::errc() || last != end) return val::null();
+    const Sweep& sweep = app_state->sweep;
+    const WidgetRect& grid = app_state->heat_map_rect;
+    if (x >= sweep.columns || y >= sweep.rows) return val::null();
+    const float width = (grid.max_x - grid.min_x) / static_cast<float>(sweep.columns);
+    const float height = (grid.max_y - grid.min_y) / static_cast<float>(sweep.rows);
+    WidgetRect cell = grid;
+    cell.min_x = grid.min_x + width * static_cast<float>(x);
+    cell.min_y = grid.min_y + height * static_cast<float>(y);
+    cell.max_x = cell.min_x + width;
+    cell.max_y = cell.min_y + height;
+    return css_rect(cell);
+  }
   return val::null();
 }
 
@@ -180,6 +276,12 @@ val get_ui_state() {
   if (!app_state) return out;
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
   out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
+  out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
+  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model"};
+  out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
+  out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
+  out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
+  out.set("hoveredCell", static_cast<double>(app_state->sweep.hovered_cell));
   out.set("stackedLayout", app_state->stacked_layout);
   out.set("uiScale", app_state->ui_scale);
   // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
@@ -192,6 +294,52 @@ val get_ui_state() {
     fonts.call<void>("push", std::string(font->GetDebugName()));
   out.set("fonts", fonts);
   return out;
+}
+
+val get_sweep() {
+  val out = val::object();
+  if (!app_state) return out;
+  Sweep& sweep = app_state->sweep;
+  update_sweep(sweep, app_state->config);
+  val axes = val::array();
+  for (const SweepAxis& axis : sweep.axes) {
+    val item = val::object();
+    item.set("key", axis.key);
+    val values = val::array();
+    for (const auto& v : axis.values) values.call<void>("push", v);
+    item.set("values", values);
+    item.set("error", axis.error);
+    axes.call<void>("push", item);
+  }
+  out.set("axes", axes);
+  out.set("columns", static_cast<double>(sweep.columns));
+  out.set("rows", static_cast<double>(sweep.rows));
+  out.set("deviceBytes", static_cast<double>(sweep.device_bytes));
+  val cells = val::array();
+  for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
+    const SweepCell& c = sweep.cells[i];
+    val cell = val::object();
+    cell.set("x", static_cast<double>(i % sweep.columns));
+    cell.set("y", static_cast<double>(i / sweep.columns));
+    cell.set("valid", c.valid);
+    cell.set("peak", static_cast<double>(c.peak_bytes));
+    cell.set("headroom", static_cast<double>(c.headroom_bytes));
+    cell.set("bindingStage", static_cast<double>(c.binding_stage));
+    cells.call<void>("push", cell);
+  }
+  out.set("cells", cells);
+  out.set("sweepMs", sweep.last_milliseconds);
+  out.set("sweeps", static_cast<double>(sweep.sweeps));
+  out.set("heatMapDraws", static_cast<double>(app_state->heat_map.draws));
+  out.set("modelError", sweep.model_error);
+  return out;
+}
+
+std::string set_sweep_axis_from_page(int axis, const std::string& key, const std::string& values) {
+  if (!app_state) return "app: not started";
+  if (axis != 0 && axis != 1) return "axis: 0 (columns) or 1 (rows)";
+  return set_sweep_axis(app_state->sweep, static_cast<std::size_t>(axis), key, values,
+                        app_state->config);
 }
 
 std::string get_markdown_table() {
@@ -225,4 +373,6 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getUiState", &get_ui_state);
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
+  emscripten::function("getSweep", &get_sweep);
+  emscripten::function("setSweepAxis", &set_sweep_axis_from_page);
 }

@@ -37,6 +37,8 @@ EM_JS(void, js_mark_app_ready, (), {
   const loading = document.getElementById("loading");
   if (loading) loading.hidden = true;
   document.body.dataset.appReady = "true";
+  // Milliseconds from navigation start to the first frame on screen (published to the tests).
+  Module.firstFrameMs = performance.now();
   // Keys reach ImGui's keyboard navigation without a first click.
   Module.canvas.focus();
 });

@@ -7,6 +7,11 @@ import { join } from "node:path";
 import { artifacts, launch, openApp as openAppIn, waitFrames } from "./harness.mjs";
 
 let harness;
+// The parallel sizes of Module.getConfig() (the whole configuration as config_to_json writes it).
+const layoutOf = (config) => ({
+  tp: config.parallel.tensor_parallel, pp: config.parallel.pipeline_parallel,
+  ep: config.parallel.expert_parallel, etp: config.parallel.expert_tensor_parallel,
+});
 const openApp = (fragment, options) => openAppIn(harness, fragment, options);
 
 before(async () => {
@@ -29,7 +34,8 @@ describe("stagemem in headless Chromium", () => {
     assert.match(webgl.version, /^WebGL 2\.0/);
 
     const config = await page.evaluate(() => Module.getConfig());
-    assert.deepEqual(config, { model: "llama-3.1-8b", tp: 2, pp: 8, ep: 1, etp: 1 });
+    assert.equal(config.model, "llama-3.1-8b");
+    assert.deepEqual(layoutOf(config), { tp: 2, pp: 8, ep: 1, etp: 1 });
 
     // Llama-3.1-8B, PP 8, TP 2: stage 0 holds layers 0-3 and the embedding. Per layer
     // (218,112,000 - 8,192 norm weights) / 2 + 8,192 = 109,060,096 per rank; x 4 = 436,240,384;
@@ -78,11 +84,13 @@ describe("stagemem in headless Chromium", () => {
   test("back/forward and pasted links reload the state through hashchange", async () => {
     const { context, page } = await openApp("v=1&pp=4");
     await page.evaluate(() => { location.hash = "#v=1&pp=16&tp=4"; });
-    await page.waitForFunction(() => Module.getConfig().pp === 16, null, { timeout: 30_000 });
-    assert.deepEqual(await page.evaluate(() => Module.getConfig()),
-                     { model: "llama-3.1-8b", tp: 4, pp: 16, ep: 1, etp: 1 });
+    await page.waitForFunction(() => Module.getConfig().parallel.pipeline_parallel === 16, null,
+                               { timeout: 30_000 });
+    assert.deepEqual(layoutOf(await page.evaluate(() => Module.getConfig())),
+                     { tp: 4, pp: 16, ep: 1, etp: 1 });
     await page.goBack();
-    await page.waitForFunction(() => Module.getConfig().pp === 4, null, { timeout: 30_000 });
+    await page.waitForFunction(() => Module.getConfig().parallel.pipeline_parallel === 4, null,
+                               { timeout: 30_000 });
     await context.close();
   });
 
@@ -92,8 +100,9 @@ describe("stagemem in headless Chromium", () => {
     const fields = problems.map((p) => p.field);
     assert.deepEqual(fields, ["url.tp", "url.pp", "url.future"]);
     assert.match(problems[0].message, /\[1, 1024\]/);
-    assert.deepEqual(await page.evaluate(() => Module.getConfig()),
-                     { model: "llama-3.1-8b", tp: 1, pp: 4, ep: 1, etp: 1 });
+    const config = await page.evaluate(() => Module.getConfig());
+    assert.equal(config.model, "llama-3.1-8b");
+    assert.deepEqual(layoutOf(config), { tp: 1, pp: 4, ep: 1, etp: 1 });
     // The bad link stays as pasted until the user edits something.
     await waitFrames(page);
     assert.equal(await page.evaluate(() => location.hash), "#v=1&tp=0&pp=abc&future=1");

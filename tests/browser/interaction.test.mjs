@@ -38,13 +38,13 @@ describe("stagemem driven with real mouse and keyboard events", () => {
   test("the PP + button edits the configuration and the link follows", async () => {
     const { context, page } = await openApp("v=1&tp=2&pp=1");
     await clickWidget(page, "pp_plus");
-    await waitUntil(page, async () => (await page.evaluate(() => Module.getConfig().pp)) === 2,
+    await waitUntil(page, async () => (await page.evaluate(() => Module.getConfig().parallel.pipeline_parallel)) === 2,
                     { what: "pp = 2" });
     await waitFrames(page);
     assert.equal(await page.evaluate(() => location.hash), "#v=1&tp=2&pp=2");
     // One click is one step: the button repeats only when held past ImGui's repeat delay.
     await waitFrames(page, 10);
-    assert.equal(await page.evaluate(() => Module.getConfig().pp), 2);
+    assert.equal(await page.evaluate(() => Module.getConfig().parallel.pipeline_parallel), 2);
     await context.close();
   });
 
@@ -125,7 +125,7 @@ describe("stagemem driven with real mouse and keyboard events", () => {
     assert.equal(ui.uiScale, 2);
     assert.deepEqual(ui.fonts, ["DejaVu Sans, 30px", "DejaVu Sans Mono, 28px"]);
     await clickWidget(page, "pp_plus");
-    await waitUntil(page, async () => (await page.evaluate(() => Module.getConfig().pp)) === 2,
+    await waitUntil(page, async () => (await page.evaluate(() => Module.getConfig().parallel.pipeline_parallel)) === 2,
                     { what: "pp = 2 at ratio 2" });
     await page.screenshot({ path: join(artifacts, "browser-dpr2.png") });
     await context.close();

@@ -1,0 +1,168 @@
+// The sweep heat map: two configuration fields (axes), each with a list of values; every cell is
+// the estimate of the current configuration with both values, coloured by the binding stage's
+// headroom (red: does not fit) or, without a device, by its peak. The grid is drawn by our own
+// shader (heat_map.h), the numbers by ImGui on top. Hover a cell for its numbers; click it to
+// apply its two values to the configuration (the link follows through the usual sync).
+// The grid is recomputed (sweep.h) only when the configuration or the axes change.
+#include <algorithm>
+
+#include "app.h"
+#include "config_fields.h"
+#include "imgui.h"
+#include "misc/cpp/imgui_stdlib.h"
+
+namespace {
+
+constexpr ImU32 text_on_cell = IM_COL32(15, 16, 20, 255);
+
+void edit_axis(AppState& state, std::size_t axis, const char* name) {
+  SweepAxis& edited = state.sweep.axes[axis];
+  ImGui::PushID(name);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted(name);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.0f);
+  if (ImGui::BeginCombo("##field", edited.key.c_str())) {
+    for (std::string_view key : sweepable_keys()) {
+      // Keys are string literals (sweep.cpp): NUL-terminated.
+      if (ImGui::Selectable(key.data(), key == edited.key)) {
+        set_sweep_axis(state.sweep, axis, key, "", state.config);
+      }
+      const stagemem::ConfigField* field = stagemem::find_field_by_key(key);
+      if (field != nullptr) {
+        ImGui::SetItemTooltip("%.*s", static_cast<int>(field->help.size()), field->help.data());
+      }
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1.0f);
+  std::string& text = edited.values_text;
+  if (ImGui::InputText("##values", &text, ImGuiInputTextFlags_EnterReturnsTrue) ||
+      ImGui::IsItemDeactivatedAfterEdit()) {
+    const std::string typed = text;
+    set_sweep_axis(state.sweep, axis, edited.key, typed, state.config);
+  }
+  ImGui::SetItemTooltip("comma-separated values in the field's link form; Enter applies");
+  if (!edited.error.empty()) {
+    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", edited.error.c_str());
+  }
+  ImGui::PopID();
+}
+
+// Copies the sweep's cells into the heat map's texture values when the sweep changed.
+void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
+  if (map.version == sweeps) return;
+  map.version = sweeps;
+  map.columns = static_cast<int>(sweep.columns);
+  map.rows = static_cast<int>(sweep.rows);
+  map.headroom_mode = sweep.device_bytes > 0;
+  for (std::size_t i = 0; i < sweep.cells.size() && i < map.values.size(); ++i) {
+    const SweepCell& cell = sweep.cells[i];
+    map.values[i] = !cell.valid ? HeatMap::invalid_cell
+                    : map.headroom_mode
+                        ? static_cast<float>(static_cast<double>(cell.headroom_bytes) /
+                                             static_cast<double>(sweep.device_bytes))
+                        : static_cast<float>(static_cast<double>(cell.peak_bytes) /
+                                             static_cast<double>(std::max<std::int64_t>(
+                                                 1, sweep.largest_peak)));
+  }
+}
+
+}  // namespace
+
+void draw_sweep(AppState& state, const stagemem::Report& report) {
+  (void)report;
+  Sweep& sweep = state.sweep;
+  update_sweep(sweep, state.config);
+  ImGui::TextWrapped("Every cell is a full estimate of this configuration with the two values; "
+                     "coloured by the binding stage's headroom (red: does not fit), or by its "
+                     "peak when no device is chosen. Click a cell to apply its values.");
+  edit_axis(state, 0, "columns");
+  edit_axis(state, 1, "rows   ");
+  ImGui::TextDisabled("%zu cells in %.2f ms (model resolved once per configuration change)",
+                      sweep.cells.size(), sweep.last_milliseconds);
+  if (!sweep.model_error.empty()) {
+    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", sweep.model_error.c_str());
+    return;
+  }
+  if (sweep.columns == 0 || sweep.rows == 0) return;
+  feed_heat_map(state.heat_map, sweep, sweep.sweeps);
+
+  const float scale = state.ui_scale;
+  float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key.c_str()).x;
+  for (const std::string& value : sweep.axes[1].values) {
+    row_label_width = std::max(row_label_width, ImGui::CalcTextSize(value.c_str()).x);
+  }
+  row_label_width += 12.0f * state.ui_scale;
+  const float header = ImGui::GetTextLineHeightWithSpacing();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 available = ImGui::GetContentRegionAvail();
+  const float grid_left = origin.x + row_label_width;
+  const float grid_top = origin.y + header;
+  const float grid_width = std::max(40.0f * scale, available.x - row_label_width);
+  const float grid_height =
+      std::clamp(available.y - header - 4.0f * scale, 60.0f * scale,
+                 static_cast<float>(sweep.rows) * 64.0f * scale);
+  const float cell_width = grid_width / static_cast<float>(sweep.columns);
+  const float cell_height = grid_height / static_cast<float>(sweep.rows);
+  ImDrawList* draw_list = ImGui::GetWindowDrawList();
+  const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_Text);
+
+  // Axis labels: the field's key and each value.
+  draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key.c_str());
+  for (std::size_t x = 0; x < sweep.columns; ++x) {
+    const char* value = sweep.axes[0].values[x].c_str();
+    draw_list->AddText(ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale,
+                              origin.y),
+                       label_colour, value);
+  }
+  for (std::size_t y = 0; y < sweep.rows; ++y) {
+    draw_list->AddText(
+        ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
+                             ImGui::GetTextLineHeight() * 0.5f),
+        label_colour, sweep.axes[1].values[y].c_str());
+  }
+
+  const ImVec2 grid_min(grid_left, grid_top);
+  const ImVec2 grid_max(grid_left + grid_width, grid_top + grid_height);
+  queue_heat_map(state.heat_map, draw_list, grid_min, grid_max);
+  state.heat_map_rect = {grid_min.x, grid_min.y, grid_max.x, grid_max.y, state.frame_count, true};
+
+  ImGui::SetCursorScreenPos(grid_min);
+  const bool clicked = ImGui::InvisibleButton("grid", ImVec2(grid_width, grid_height));
+  sweep.hovered_cell = -1;
+  if (ImGui::IsItemHovered()) {
+    const ImVec2 mouse = ImGui::GetMousePos();
+    const auto x = std::min(sweep.columns - 1,
+                            static_cast<std::size_t>((mouse.x - grid_left) / cell_width));
+    const auto y = std::min(sweep.rows - 1,
+                            static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
+    sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
+  }
+  for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
+    const SweepCell& cell = sweep.cells[i];
+    const float cx = grid_left + cell_width * static_cast<float>(i % sweep.columns);
+    const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);
+    const ImVec2 size = ImGui::CalcTextSize(cell.label.c_str());
+    if (size.x < cell_width - 4.0f * scale) {
+      draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f,
+                                cy + (cell_height - size.y) * 0.5f),
+                         cell.valid ? text_on_cell : label_colour, cell.label.c_str());
+    }
+    if (static_cast<std::int64_t>(i) == sweep.hovered_cell) {
+      draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height),
+                         IM_COL32_WHITE, 0.0f, 0, 2.0f * scale);
+    }
+  }
+  if (sweep.hovered_cell >= 0) {
+    const SweepCell& cell = sweep.cells[static_cast<std::size_t>(sweep.hovered_cell)];
+    ImGui::SetTooltip("%s", cell.detail.c_str());
+    if (clicked) {
+      apply_sweep_cell(sweep, static_cast<std::size_t>(sweep.hovered_cell), state.config);
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_max.y + 4.0f * scale));
+  ImGui::TextDisabled(sweep.device_bytes > 0 ? "cell text: headroom of the binding stage"
+                                             : "cell text: peak of the binding stage");
+}

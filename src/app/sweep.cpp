@@ -1,0 +1,172 @@
+#include "sweep.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "config_fields.h"
+#include "report.h"
+#include "units.h"
+
+namespace {
+
+constexpr std::array<std::string_view, 10> keys = {
+    "seq", "mbs", "gbs", "cp", "tp", "pp", "vpp", "ep", "recompute", "recompute_layers"};
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// Values around the current one: a choice's every name; an integer's quarter to four times.
+std::string default_values(const stagemem::ConfigField& field, const stagemem::Config& config) {
+  std::string text;
+  if (field.kind == stagemem::FieldKind::choice) {
+    for (std::string_view name : field.choices) {
+      text += (text.empty() ? "" : ", ") + std::string(name);
+    }
+    return text;
+  }
+  const std::int64_t current = *field.integer(const_cast<stagemem::Config&>(config));
+  std::vector<std::int64_t> values;
+  for (const std::int64_t v : {current / 4, current / 2, current, current * 2, current * 4}) {
+    if (v >= std::max<std::int64_t>(1, field.min) && v <= field.max &&
+        std::find(values.begin(), values.end(), v) == values.end()) {
+      values.push_back(v);
+    }
+  }
+  for (const std::int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+}  // namespace
+
+std::span<const std::string_view> sweepable_keys() { return keys; }
+
+std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
+                           std::string_view values_text, const stagemem::Config& config) {
+  const stagemem::ConfigField* field = stagemem::find_field_by_key(key);
+  if (axis >= sweep.axes.size() || field == nullptr ||
+      std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    return std::string(key) + ": not a sweepable field";
+  }
+  const std::string text = trim(values_text).empty() ? default_values(*field, config)
+                                                     : std::string(values_text);
+  std::vector<std::string> values;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view token = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (token.empty()) continue;
+    stagemem::Config scratch = config;
+    stagemem::Diagnostics diagnostics;
+    if (!stagemem::parse_field_text(*field, token, scratch, diagnostics, key)) {
+      SweepAxis& kept = sweep.axes[axis];
+      kept.error = diagnostics.errors.front().field + ": " + diagnostics.errors.front().message;
+      kept.values_text = std::string(values_text);
+      return kept.error;
+    }
+    if (values.size() == Sweep::max_values) {
+      sweep.axes[axis].error = "at most " + std::to_string(Sweep::max_values) + " values";
+      sweep.axes[axis].values_text = std::string(values_text);
+      return sweep.axes[axis].error;
+    }
+    values.emplace_back(token);
+  }
+  if (values.empty()) {
+    sweep.axes[axis].error = "give at least one value";
+    sweep.axes[axis].values_text = std::string(values_text);
+    return sweep.axes[axis].error;
+  }
+  SweepAxis& out = sweep.axes[axis];
+  out.key = std::string(key);
+  out.values_text = text;
+  out.values = std::move(values);
+  out.error.clear();
+  ++sweep.axes_version;
+  return "";
+}
+
+void update_sweep(Sweep& sweep, const stagemem::Config& config) {
+  if (sweep.computed_axes_version == sweep.axes_version && sweep.computed_config == config) return;
+  const auto start = std::chrono::steady_clock::now();
+  sweep.computed_config = config;
+  sweep.computed_axes_version = sweep.axes_version;
+  sweep.columns = sweep.axes[0].values.size();
+  sweep.rows = sweep.axes[1].values.size();
+  sweep.cells.assign(sweep.columns * sweep.rows, SweepCell{});
+  sweep.hovered_cell = -1;
+  sweep.largest_peak = 0;
+  sweep.device_bytes = 0;
+  sweep.model_error.clear();
+
+  stagemem::Diagnostics model_diagnostics;
+  const std::optional<stagemem::Model> model = stagemem::resolve_model(config, model_diagnostics);
+  const stagemem::ConfigField* x_field = stagemem::find_field_by_key(sweep.axes[0].key);
+  const stagemem::ConfigField* y_field = stagemem::find_field_by_key(sweep.axes[1].key);
+  if (!model || x_field == nullptr || y_field == nullptr) {
+    sweep.model_error = model_diagnostics.ok() ? "no axes"
+                                               : model_diagnostics.errors.front().field + ": " +
+                                                     model_diagnostics.errors.front().message;
+    ++sweep.sweeps;
+    return;
+  }
+  for (std::size_t y = 0; y < sweep.rows; ++y) {
+    for (std::size_t x = 0; x < sweep.columns; ++x) {
+      SweepCell& cell = sweep.cells[y * sweep.columns + x];
+      stagemem::Config cell_config = config;
+      stagemem::Diagnostics parse;
+      stagemem::parse_field_text(*x_field, sweep.axes[0].values[x], cell_config, parse, "x");
+      stagemem::parse_field_text(*y_field, sweep.axes[1].values[y], cell_config, parse, "y");
+      const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
+                                sweep.axes[1].key + "=" + sweep.axes[1].values[y];
+      const stagemem::Report report = stagemem::estimate(cell_config, *model);
+      if (!parse.ok() || !report.diagnostics.ok() || report.binding_stage < 0) {
+        const auto& errors = parse.ok() ? report.diagnostics.errors : parse.errors;
+        cell.label = "invalid";
+        cell.detail = where + "\n" +
+                      (errors.empty() ? std::string("no stages")
+                                      : errors.front().field + ": " + errors.front().message);
+        continue;
+      }
+      const stagemem::StageReport& binding =
+          report.stages[static_cast<std::size_t>(report.binding_stage)];
+      cell.valid = true;
+      cell.peak_bytes = binding.peak_bytes;
+      cell.headroom_bytes = binding.headroom_bytes;
+      cell.binding_stage = report.binding_stage;
+      sweep.device_bytes = report.device.bytes;
+      sweep.largest_peak = std::max(sweep.largest_peak, binding.peak_bytes);
+      const bool device = report.device.bytes > 0;
+      cell.label = stagemem::format_gib(device ? binding.headroom_bytes : binding.peak_bytes, 1);
+      cell.detail = where + "\nbinding stage " + std::to_string(report.binding_stage) + ": peak " +
+                    stagemem::format_gib(binding.peak_bytes) + " (" +
+                    stagemem::group_digits(binding.peak_bytes) + " B)" +
+                    (device ? "\nheadroom " + stagemem::format_gib(binding.headroom_bytes) + " (" +
+                                  stagemem::group_digits(binding.headroom_bytes) + " B) on " +
+                                  report.device.name
+                            : std::string("\nno device chosen: coloured by peak")) +
+                    "\nclick to apply these values";
+    }
+  }
+  ++sweep.sweeps;
+  using milliseconds = std::chrono::duration<double, std::milli>;
+  sweep.last_milliseconds = milliseconds(std::chrono::steady_clock::now() - start).count();
+}
+
+bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config) {
+  if (index >= sweep.cells.size() || sweep.columns == 0 || !sweep.cells[index].valid) return false;
+  const std::size_t x = index % sweep.columns;
+  const std::size_t y = index / sweep.columns;
+  const stagemem::ConfigField* x_field = stagemem::find_field_by_key(sweep.axes[0].key);
+  const stagemem::ConfigField* y_field = stagemem::find_field_by_key(sweep.axes[1].key);
+  if (x_field == nullptr || y_field == nullptr) return false;
+  stagemem::Config edited = config;
+  stagemem::Diagnostics diagnostics;
+  stagemem::parse_field_text(*x_field, sweep.axes[0].values[x], edited, diagnostics, "x");
+  stagemem::parse_field_text(*y_field, sweep.axes[1].values[y], edited, diagnostics, "y");
+  if (!diagnostics.ok()) return false;
+  config = std::move(edited);
+  return true;
+}

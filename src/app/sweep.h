@@ -1,0 +1,67 @@
+// sweep.h — the "Sweep" tab's computation: a grid of estimates over two configuration fields.
+//
+// Purpose: answer "which (seq, mbs) / (recompute, CP) / ... combinations fit?" at a glance. Each
+// axis is one field of a short list of sweepable fields of config_fields() with a list of values
+// (in the field's text form, as in a link); every cell is estimate(config with both values,
+// model). The model is resolved once per configuration change and reused for every cell, and the
+// grid is recomputed only when the configuration or the axes change, never per frame.
+// Units: bytes (int64) per rank; time in milliseconds.
+// Limitations: at most max_values values per axis; a cell whose configuration is invalid shows the
+// first error instead of numbers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.h"
+
+// Keys of the fields an axis can sweep (config_fields.h keys).
+std::span<const std::string_view> sweepable_keys();
+
+struct SweepAxis {
+  std::string key;               // a sweepable key, e.g. "seq"
+  std::string values_text;       // "2048, 4096, 8192" as the user typed it
+  std::vector<std::string> values;  // parsed and checked, in the field's text form
+  std::string error;             // why values_text was refused ("" when accepted)
+};
+
+struct SweepCell {
+  bool valid = false;
+  std::int64_t peak_bytes = 0;      // of the binding stage
+  std::int64_t headroom_bytes = 0;  // device bytes - peak (0 without a device)
+  std::int64_t binding_stage = -1;
+  std::string label;   // drawn in the cell: headroom (or peak without a device) in GiB
+  std::string detail;  // the tooltip: values, peak, headroom, binding stage; or the error
+};
+
+struct Sweep {
+  static constexpr std::size_t max_values = 16;
+  std::array<SweepAxis, 2> axes;  // x (columns), y (rows)
+  std::uint64_t axes_version = 1;  // bumped on every axis edit
+  // The grid, row-major: cells[y * columns + x].
+  std::vector<SweepCell> cells;
+  std::size_t columns = 0;
+  std::size_t rows = 0;
+  std::int64_t device_bytes = 0;  // of the swept configuration (0: no device; colour by peak)
+  std::int64_t largest_peak = 0;
+  std::string model_error;        // the configuration's model did not resolve
+  double last_milliseconds = 0.0;  // the last full sweep
+  std::uint64_t sweeps = 0;        // how many full sweeps ran (tests: recomputed only on change)
+  // What the grid was computed for.
+  stagemem::Config computed_config;
+  std::uint64_t computed_axes_version = 0;
+  std::int64_t hovered_cell = -1;  // index into cells under the mouse last frame; -1 none
+};
+
+// Sets an axis to a field and a values text; returns "" or why the text was refused (the axis
+// keeps its previous values then). An empty text picks values around the config's current one.
+std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
+                           std::string_view values_text, const stagemem::Config& config);
+// Recomputes the grid when the configuration or the axes changed since the last sweep.
+void update_sweep(Sweep& sweep, const stagemem::Config& config);
+// Applies cell `index`'s two axis values to `config`; false when the cell is invalid.
+bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config);
