@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   if (!model) return 1;
   const stagemem::Report check = stagemem::estimate(config, *model);
   if (!check.diagnostics.ok()) {
-    for (const auto& e : check.diagnostics.errors) std::fprintf(stderr, "%s: %s\n", e.field.c_str(), e.message.c_str());
+    for (const auto& e : check.diagnostics.errors)
+      std::fprintf(stderr, "%s: %s\n", e.field.c_str(), e.message.c_str());
     return 1;
   }
 
@@ -54,10 +55,11 @@ int main(int argc, char** argv) {
     sink += report.stages.back().peak_bytes;
     samples.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }
-  std::printf("full estimate (kimi-k3, 93 layers, PP 8 x VPP 2, %zu stages, %zu terms on stage 0): "
-              "median %.1f us, min %.1f us over %d runs\n",
-              check.stages.size(), check.stages[0].terms.size(), median(samples),
-              *std::min_element(samples.begin(), samples.end()), iterations);
+  std::printf(
+      "full estimate (kimi-k3, 93 layers, PP 8 x VPP 2, %zu stages, %zu terms on stage 0): "
+      "median %.1f us, min %.1f us over %d runs\n",
+      check.stages.size(), check.stages[0].terms.size(), median(samples),
+      *std::min_element(samples.begin(), samples.end()), iterations);
 
   // A sweep as the app's heat map runs it: seq x mbs, model resolved once.
   const std::int64_t sequences[] = {2048, 4096, 8192, 16384, 32768};

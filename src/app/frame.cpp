@@ -26,11 +26,11 @@ struct Tab {
   Widget widget;
   void (*draw)(AppState&, const stagemem::Report&);
 };
-constexpr Tab tabs[] = {{"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
-                        {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
-                        {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks,
-                         draw_cross_checks},
-                        {"Model", MainTab::model, Widget::tab_model, draw_model}};
+constexpr Tab tabs[] = {
+    {"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
+    {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
+    {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
+    {"Model", MainTab::model, Widget::tab_model, draw_model}};
 
 // The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
 void draw_main_tabs(AppState& state) {

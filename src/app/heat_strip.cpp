@@ -27,7 +27,8 @@ void render_strip(const ImDrawList*, const ImDrawCmd* command) {
   if (!enter_clip_rect(command, rect)) return;
   glUseProgram(strip.program);
   glUniform1i(glGetUniformLocation(strip.program, "cell_count"), strip.cell_count);
-  glUniform1fv(glGetUniformLocation(strip.program, "values"), strip.cell_count, strip.values.data());
+  glUniform1fv(glGetUniformLocation(strip.program, "values"), strip.cell_count,
+               strip.values.data());
   glUniform1f(glGetUniformLocation(strip.program, "seam_width"),
               1.5f * static_cast<float>(strip.cell_count) / static_cast<float>(rect.width));
   glBindVertexArray(strip.vertex_array);
@@ -37,6 +38,7 @@ void render_strip(const ImDrawList*, const ImDrawCmd* command) {
 
 }  // namespace
 
-void queue_heat_strip(HeatStrip& strip, ImDrawList* draw_list, const ImVec2& min, const ImVec2& max) {
+void queue_heat_strip(HeatStrip& strip, ImDrawList* draw_list, const ImVec2& min,
+                      const ImVec2& max) {
   queue_callback_in_rect(draw_list, render_strip, &strip, min, max);
 }

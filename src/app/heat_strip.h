@@ -16,10 +16,11 @@ struct HeatStrip {
   std::uint32_t program = 0;
   std::uint32_t vertex_array = 0;
   std::uint32_t vertex_buffer = 0;
-  bool failed = false;  // shader did not compile or link: the strip is skipped, not the app
+  bool failed = false;      // shader did not compile or link: the strip is skipped, not the app
   std::uint64_t draws = 0;  // how many times the shader actually ran (published to tests)
 };
 
 // Queues the strip into `draw_list` at [min, max] (ImGui coordinates). Values are 0..1, with
 // anything above 1.0 drawn as overflow. The strip keeps a pointer to `strip` until rendering.
-void queue_heat_strip(HeatStrip& strip, ImDrawList* draw_list, const ImVec2& min, const ImVec2& max);
+void queue_heat_strip(HeatStrip& strip, ImDrawList* draw_list, const ImVec2& min,
+                      const ImVec2& max);

@@ -34,11 +34,11 @@ struct Group {
   bool open;  // at start
 };
 constexpr std::array<Group, 6> groups = {{{"model", "Model", true},
-                                         {"parallel", "Parallel layout", true},
-                                         {"training", "Training, recompute and kernels", true},
-                                         {"precision", "Precision", false},
-                                         {"optimizer", "Optimizer", false},
-                                         {"device", "Device", true}}};
+                                          {"parallel", "Parallel layout", true},
+                                          {"training", "Training, recompute and kernels", true},
+                                          {"precision", "Precision", false},
+                                          {"optimizer", "Optimizer", false},
+                                          {"device", "Device", true}}};
 
 std::string_view group_of(const ConfigField& field) {
   if (field.path == "custom_model") return "model";
@@ -156,8 +156,8 @@ void edit_choice(AppState& state, FieldEditor& editor, const ConfigField& field)
   const int index = field.get_choice(state.config);
   const auto count = static_cast<int>(field.choices.size());
   // The names are string literals (option_names.h, config_fields.cpp): NUL-terminated.
-  const char* preview = index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data()
-                                                    : "?";
+  const char* preview =
+      index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data() : "?";
   if (ImGui::BeginCombo("##value", preview)) {
     for (int i = 0; i < count; ++i) {
       if (ImGui::Selectable(field.choices[static_cast<std::size_t>(i)].data(), i == index)) {
@@ -255,7 +255,8 @@ void import_hugging_face(AppState& state) {
       }
     }
     record_widget_rect(state, Widget::hf_import);
-    ImGui::SetItemTooltip("Reads the model's shapes (stagemem's custom model text replaces the preset)");
+    ImGui::SetItemTooltip(
+        "Reads the model's shapes (stagemem's custom model text replaces the preset)");
     if (!state.hf_import_message.empty()) {
       ImGui::SameLine();
       ImGui::TextDisabled("%s", state.hf_import_message.c_str());
@@ -273,7 +274,8 @@ void edit_custom_model(AppState& state, FieldEditor& editor, const ConfigField& 
   ImGui::TextUnformatted(editor.label.c_str());
   help_tooltip(field);
   std::string& text = state.config.custom_model;
-  if (ImGui::InputTextMultiline("##value", &text, ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.5f))) {
+  if (ImGui::InputTextMultiline("##value", &text,
+                                ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.5f))) {
     const auto limit = static_cast<std::size_t>(field.max_text_length);
     if (text.size() > limit) text.resize(limit);
   }
@@ -313,17 +315,29 @@ void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field) 
     edit_device_preset(state, editor, field);
   } else {
     switch (field.kind) {
-      case FieldKind::integer: edit_integer(state, editor, field); break;
+      case FieldKind::integer:
+        edit_integer(state, editor, field);
+        break;
       case FieldKind::boolean:
         ImGui::Checkbox(editor.label.c_str(), field.boolean(state.config));
         record_field_rect(state, editor);
         help_tooltip(field);
         break;
-      case FieldKind::choice: edit_choice(state, editor, field); break;
-      case FieldKind::number: edit_number(state, editor, field); break;
-      case FieldKind::name_set: edit_name_set(state, editor, field); break;
-      case FieldKind::integer_list: edit_integer_list(state, editor, field); break;
-      case FieldKind::text: edit_text(state, editor, field); break;
+      case FieldKind::choice:
+        edit_choice(state, editor, field);
+        break;
+      case FieldKind::number:
+        edit_number(state, editor, field);
+        break;
+      case FieldKind::name_set:
+        edit_name_set(state, editor, field);
+        break;
+      case FieldKind::integer_list:
+        edit_integer_list(state, editor, field);
+        break;
+      case FieldKind::text:
+        edit_text(state, editor, field);
+        break;
     }
   }
   ImGui::PopID();

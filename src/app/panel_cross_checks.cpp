@@ -25,10 +25,11 @@ void draw_cross_checks(AppState& state, const stagemem::Report& report) {
     return;
   }
   if (report.cross_checks.empty()) {
-    ImGui::TextWrapped("No measured values yet. Add one under \"Measured values\" in the "
-                       "configuration (a reading after optimizer init, after the first step, a "
-                       "steady-state peak or one named term) to compare it with the derived terms "
-                       "alive at that moment.");
+    ImGui::TextWrapped(
+        "No measured values yet. Add one under \"Measured values\" in the "
+        "configuration (a reading after optimizer init, after the first step, a "
+        "steady-state peak or one named term) to compare it with the derived terms "
+        "alive at that moment.");
     return;
   }
   const auto& labels = state.report_labels.cross_checks;
@@ -54,7 +55,8 @@ void draw_cross_checks(AppState& state, const stagemem::Report& report) {
         ImGui::TextWrapped("%s", explanation.c_str());
       }
     }
-    if (ImGui::TreeNode("terms", "the %d derived terms summed", static_cast<int>(check.alive_terms.size()))) {
+    if (ImGui::TreeNode("terms", "the %d derived terms summed",
+                        static_cast<int>(check.alive_terms.size()))) {
       for (const std::string& term : check.alive_terms) ImGui::BulletText("%s", term.c_str());
       ImGui::TreePop();
     }

@@ -47,9 +47,10 @@ void filter_catalogue(AppState& state) {
 }
 
 void draw_model(AppState& state, const stagemem::Report&) {
-  ImGui::TextWrapped("Every term stagemem can produce, with the formula as the report shows it on "
-                     "a small synthetic model (h 1024, seq 4096, mbs 1) and the option that "
-                     "brings it in.");
+  ImGui::TextWrapped(
+      "Every term stagemem can produce, with the formula as the report shows it on "
+      "a small synthetic model (h 1024, seq 4096, mbs 1) and the option that "
+      "brings it in.");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 20.0f);
   if (ImGui::InputTextWithHint("##filter", "filter: name, family, tag, option...",
                                &state.catalogue_filter)) {

@@ -83,10 +83,11 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
       ImGui::TableNextColumn();
       text_view(stagemem::allocation_point_name(term.allocated_at));
       ImGui::TableNextColumn();
-      const bool in_peak = term.family == stagemem::Family::resident ||
-                           (term.family == stagemem::Family::gap && term.bytes > 0) ||
-                           (term.family == stagemem::Family::activation && !stage.optimizer_phase_binds) ||
-                           (term.family == stagemem::Family::transient && term.counts_in_peak);
+      const bool in_peak =
+          term.family == stagemem::Family::resident ||
+          (term.family == stagemem::Family::gap && term.bytes > 0) ||
+          (term.family == stagemem::Family::activation && !stage.optimizer_phase_binds) ||
+          (term.family == stagemem::Family::transient && term.counts_in_peak);
       ImGui::TextUnformatted(in_peak ? "yes" : "-");
     }
   }
@@ -219,7 +220,8 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
     ImGui::SameLine();
     ImGui::TextDisabled("| flat headroom %s", all_labels.flat_headroom.c_str());
   }
-  ImGui::TextDisabled("stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
+  ImGui::TextDisabled(
+      "stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
   const std::int64_t scale_bytes = all_labels.scale_bytes;
 
   const float scale = state.ui_scale;
@@ -274,12 +276,13 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
                          2.0f * scale);
     }
     if (report.flat_headroom_bytes > 0) {
-      const float flat_y = y_of(stage.resident_bytes + stage.gap_bytes +
-                                    report.flat_headroom_bytes, scale_bytes, plot_bottom, plot_top);
+      const float flat_y = y_of(stage.resident_bytes + stage.gap_bytes + report.flat_headroom_bytes,
+                                scale_bytes, plot_bottom, plot_top);
       const ImU32 colour = stage.flat_headroom_margin < 0 ? flat_under_colour : flat_over_colour;
       for (float x = x0 - 4.0f * scale; x < x1 + 4.0f * scale; x += 8.0f * scale) {
-        draw_list->AddLine(ImVec2(x, flat_y), ImVec2(std::min(x + 5.0f * scale, x1 + 4.0f * scale), flat_y),
-                           colour, 2.0f * scale);
+        draw_list->AddLine(ImVec2(x, flat_y),
+                           ImVec2(std::min(x + 5.0f * scale, x1 + 4.0f * scale), flat_y), colour,
+                           2.0f * scale);
       }
     }
     draw_list->AddText(ImVec2(x0, peak_y - label_height), binding ? binding_colour : axis_colour,

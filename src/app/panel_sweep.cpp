@@ -63,9 +63,9 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
                     : map.headroom_mode
                         ? static_cast<float>(static_cast<double>(cell.headroom_bytes) /
                                              static_cast<double>(sweep.device_bytes))
-                        : static_cast<float>(static_cast<double>(cell.peak_bytes) /
-                                             static_cast<double>(std::max<std::int64_t>(
-                                                 1, sweep.largest_peak)));
+                        : static_cast<float>(
+                              static_cast<double>(cell.peak_bytes) /
+                              static_cast<double>(std::max<std::int64_t>(1, sweep.largest_peak)));
   }
 }
 
@@ -75,9 +75,10 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   (void)report;
   Sweep& sweep = state.sweep;
   update_sweep(sweep, state.config);
-  ImGui::TextWrapped("Every cell is a full estimate of this configuration with the two values; "
-                     "coloured by the binding stage's headroom (red: does not fit), or by its "
-                     "peak when no device is chosen. Click a cell to apply its values.");
+  ImGui::TextWrapped(
+      "Every cell is a full estimate of this configuration with the two values; "
+      "coloured by the binding stage's headroom (red: does not fit), or by its "
+      "peak when no device is chosen. Click a cell to apply its values.");
   edit_axis(state, 0, "columns");
   edit_axis(state, 1, "rows   ");
   ImGui::TextDisabled("%zu cells in %.2f ms (model resolved once per configuration change)",
@@ -101,9 +102,8 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   const float grid_left = origin.x + row_label_width;
   const float grid_top = origin.y + header;
   const float grid_width = std::max(40.0f * scale, available.x - row_label_width);
-  const float grid_height =
-      std::clamp(available.y - header - 4.0f * scale, 60.0f * scale,
-                 static_cast<float>(sweep.rows) * 64.0f * scale);
+  const float grid_height = std::clamp(available.y - header - 4.0f * scale, 60.0f * scale,
+                                       static_cast<float>(sweep.rows) * 64.0f * scale);
   const float cell_width = grid_width / static_cast<float>(sweep.columns);
   const float cell_height = grid_height / static_cast<float>(sweep.rows);
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
@@ -113,15 +113,14 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key.c_str());
   for (std::size_t x = 0; x < sweep.columns; ++x) {
     const char* value = sweep.axes[0].values[x].c_str();
-    draw_list->AddText(ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale,
-                              origin.y),
-                       label_colour, value);
+    draw_list->AddText(
+        ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale, origin.y),
+        label_colour, value);
   }
   for (std::size_t y = 0; y < sweep.rows; ++y) {
-    draw_list->AddText(
-        ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
-                             ImGui::GetTextLineHeight() * 0.5f),
-        label_colour, sweep.axes[1].values[y].c_str());
+    draw_list->AddText(ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
+                                            ImGui::GetTextLineHeight() * 0.5f),
+                       label_colour, sweep.axes[1].values[y].c_str());
   }
 
   const ImVec2 grid_min(grid_left, grid_top);
@@ -134,10 +133,10 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   sweep.hovered_cell = -1;
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetMousePos();
-    const auto x = std::min(sweep.columns - 1,
-                            static_cast<std::size_t>((mouse.x - grid_left) / cell_width));
-    const auto y = std::min(sweep.rows - 1,
-                            static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
+    const auto x =
+        std::min(sweep.columns - 1, static_cast<std::size_t>((mouse.x - grid_left) / cell_width));
+    const auto y =
+        std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
     sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
   }
   for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
@@ -146,13 +145,13 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
     const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);
     const ImVec2 size = ImGui::CalcTextSize(cell.label.c_str());
     if (size.x < cell_width - 4.0f * scale) {
-      draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f,
-                                cy + (cell_height - size.y) * 0.5f),
-                         cell.valid ? text_on_cell : label_colour, cell.label.c_str());
+      draw_list->AddText(
+          ImVec2(cx + (cell_width - size.x) * 0.5f, cy + (cell_height - size.y) * 0.5f),
+          cell.valid ? text_on_cell : label_colour, cell.label.c_str());
     }
     if (static_cast<std::int64_t>(i) == sweep.hovered_cell) {
-      draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height),
-                         IM_COL32_WHITE, 0.0f, 0, 2.0f * scale);
+      draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height), IM_COL32_WHITE,
+                         0.0f, 0, 2.0f * scale);
     }
   }
   if (sweep.hovered_cell >= 0) {

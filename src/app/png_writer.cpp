@@ -19,7 +19,8 @@ void put_u32(std::vector<std::uint8_t>& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
 }
 
-void put_chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& body) {
+void put_chunk(std::vector<std::uint8_t>& out, const char* type,
+               const std::vector<std::uint8_t>& body) {
   put_u32(out, static_cast<std::uint32_t>(body.size()));
   const std::size_t start = out.size();
   out.insert(out.end(), type, type + 4);
@@ -29,7 +30,8 @@ void put_chunk(std::vector<std::uint8_t>& out, const char* type, const std::vect
 
 }  // namespace
 
-bool write_png(const std::string& path, int width, int height, const std::vector<std::uint8_t>& rgba) {
+bool write_png(const std::string& path, int width, int height,
+               const std::vector<std::uint8_t>& rgba) {
   // Raw scanlines: a filter byte (0, none) before each row.
   std::vector<std::uint8_t> raw;
   const std::size_t row_bytes = static_cast<std::size_t>(width) * 4;

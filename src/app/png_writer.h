@@ -7,4 +7,5 @@
 #include <vector>
 
 // `rgba` is width*height*4 bytes, rows top to bottom. Returns false if the file cannot be written.
-bool write_png(const std::string& path, int width, int height, const std::vector<std::uint8_t>& rgba);
+bool write_png(const std::string& path, int width, int height,
+               const std::vector<std::uint8_t>& rgba);

@@ -95,9 +95,9 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
       out.in_flight += (out.in_flight.empty() ? "" : ", ") + std::to_string(n);
     }
     if (report.flat_headroom_bytes > 0) {
-      out.flat_margin = signed_gib(stage.flat_headroom_margin) +
-                        (stage.flat_headroom_margin < 0 ? " (flat under-provisions)"
-                                                        : " (flat over-provisions)");
+      out.flat_margin =
+          signed_gib(stage.flat_headroom_margin) +
+          (stage.flat_headroom_margin < 0 ? " (flat under-provisions)" : " (flat over-provisions)");
     }
     for (const auto& term : stage.terms) {
       out.terms.push_back(

@@ -17,10 +17,10 @@ struct TermLabels {
 
 // One piece of a stage's stacked bar: a term alive at the stage's peak.
 struct BarSegment {
-  std::size_t term = 0;         // index into StageReport::terms
-  std::int64_t bottom = 0;      // bytes below it in the stack
-  std::int64_t top = 0;         // bottom + the term's bytes
-  std::uint32_t colour = 0;     // ImU32, from the term's name (term_colour)
+  std::size_t term = 0;      // index into StageReport::terms
+  std::int64_t bottom = 0;   // bytes below it in the stack
+  std::int64_t top = 0;      // bottom + the term's bytes
+  std::uint32_t colour = 0;  // ImU32, from the term's name (term_colour)
 };
 
 struct StageLabels {
@@ -35,24 +35,24 @@ struct StageLabels {
   std::string flat_margin;        // "+4.20 GiB (over-provisions)" / "-1.10 GiB (under)" / ""
   std::vector<TermLabels> terms;  // parallel to StageReport::terms
   std::vector<std::size_t> terms_by_size;  // indices into terms, largest first
-  std::vector<BarSegment> segments;  // bottom to top: resident, gaps, activations, transients
+  std::vector<BarSegment> segments;        // bottom to top: resident, gaps, activations, transients
 };
 
 struct CrossCheckLabels {
   std::string title;     // "after-first-step, stage 0" (+ the term for point `term`)
   std::string measured;  // "141.10 GiB (151,502,187,725 B)"
   std::string derived;
-  std::string gap;       // signed
-  std::string ratio;     // "x1.12" or "n/a (nothing derived)"
+  std::string gap;    // signed
+  std::string ratio;  // "x1.12" or "n/a (nothing derived)"
 };
 
 struct ReportLabels {
-  std::vector<StageLabels> stages;  // parallel to Report::stages
+  std::vector<StageLabels> stages;             // parallel to Report::stages
   std::vector<CrossCheckLabels> cross_checks;  // parallel to Report::cross_checks
-  std::string total_parameters;     // "8,030,261,248"
-  std::string device;               // "mi355x: 288.00 GiB" or ""
-  std::string flat_headroom;        // "82.00 GiB" or ""
-  std::int64_t scale_bytes = 1;     // the chart's full height: largest of peaks, device, flat line
+  std::string total_parameters;                // "8,030,261,248"
+  std::string device;                          // "mi355x: 288.00 GiB" or ""
+  std::string flat_headroom;                   // "82.00 GiB" or ""
+  std::int64_t scale_bytes = 1;  // the chart's full height: largest of peaks, device, flat line
 };
 
 // The colour of a term in every stage's bar: its name hashed into a fixed palette.

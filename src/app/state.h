@@ -27,8 +27,8 @@ struct FieldEditor {
   // integer_list fields: the text being edited (parsed with parse_field_text on every change);
   // rewritten from the config only when the config changes to a value the text does not parse to.
   std::string text;
-  std::string error;   // the last parse error of `text`, shown under the field
-  WidgetRect rect{};   // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
+  std::string error;  // the last parse error of `text`, shown under the field
+  WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
 };
 
 struct AppState {
@@ -54,15 +54,15 @@ struct AppState {
   std::string hf_import_message;                         // "Imported: 1,234 parameters"
 
   MainTab main_tab = MainTab::stages;  // the tab shown last frame
-  std::int64_t selected_stage = -1;  // stage whose table is open; -1 none
-  std::int64_t hovered_stage = -1;   // stage whose bar is under the mouse this frame; -1 none
-  std::int64_t hovered_term = -1;    // term (index into its stage's terms) under the mouse; -1 none
-  bool stacked_layout = false;       // narrow window: configuration above the chart
-  float tooltip_height = 0.0f;       // the bar tooltip's height last frame, to keep it on screen
-  float ui_scale = 1.0f;             // device pixels per CSS pixel (web) or content scale (native)
-  ImFont* mono_font = nullptr;       // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
-  std::uint64_t frame_count = 0;     // published to tests (Embind frameCount / --frames)
-  FrameTimes frame_times;            // CPU time of run_frame, shown in the status bar
+  std::int64_t selected_stage = -1;    // stage whose table is open; -1 none
+  std::int64_t hovered_stage = -1;     // stage whose bar is under the mouse this frame; -1 none
+  std::int64_t hovered_term = -1;  // term (index into its stage's terms) under the mouse; -1 none
+  bool stacked_layout = false;     // narrow window: configuration above the chart
+  float tooltip_height = 0.0f;     // the bar tooltip's height last frame, to keep it on screen
+  float ui_scale = 1.0f;           // device pixels per CSS pixel (web) or content scale (native)
+  ImFont* mono_font = nullptr;     // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
+  std::uint64_t frame_count = 0;   // published to tests (Embind frameCount / --frames)
+  FrameTimes frame_times;          // CPU time of run_frame, shown in the status bar
   // The part of it before any GL call (events, report, panels, ImGui::Render). The rest is GL
   // submission, which blocks whenever the GL implementation must wait for the GPU (in headless
   // Chromium's software renderer that is most of the frame).
@@ -77,9 +77,9 @@ struct AppState {
   std::array<WidgetRect, static_cast<std::size_t>(Widget::count)> widget_rects{};
   std::vector<WidgetRect> bar_rects;  // parallel to report.stages
 
-  HeatStrip heat_strip;  // GPU resources of our own shader drawing
-  Sweep sweep;           // the two-axis sweep of the "Sweep" tab (sweep.h)
-  HeatMap heat_map;      // its shader-drawn grid
+  HeatStrip heat_strip;        // GPU resources of our own shader drawing
+  Sweep sweep;                 // the two-axis sweep of the "Sweep" tab (sweep.h)
+  HeatMap heat_map;            // its shader-drawn grid
   WidgetRect heat_map_rect{};  // where the grid was drawn last frame
 
   // The "Model" tab: every term stagemem can produce, computed once at start-up.

@@ -41,7 +41,9 @@ std::string default_values(const stagemem::ConfigField& field, const stagemem::C
 
 }  // namespace
 
-std::span<const std::string_view> sweepable_keys() { return keys; }
+std::span<const std::string_view> sweepable_keys() {
+  return keys;
+}
 
 std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
                            std::string_view values_text, const stagemem::Config& config) {
@@ -50,8 +52,8 @@ std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
       std::find(keys.begin(), keys.end(), key) == keys.end()) {
     return std::string(key) + ": not a sweepable field";
   }
-  const std::string text = trim(values_text).empty() ? default_values(*field, config)
-                                                     : std::string(values_text);
+  const std::string text =
+      trim(values_text).empty() ? default_values(*field, config) : std::string(values_text);
   std::vector<std::string> values;
   std::string_view rest = text;
   while (!rest.empty()) {

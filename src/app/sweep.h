@@ -23,10 +23,10 @@
 std::span<const std::string_view> sweepable_keys();
 
 struct SweepAxis {
-  std::string key;               // a sweepable key, e.g. "seq"
-  std::string values_text;       // "2048, 4096, 8192" as the user typed it
+  std::string key;                  // a sweepable key, e.g. "seq"
+  std::string values_text;          // "2048, 4096, 8192" as the user typed it
   std::vector<std::string> values;  // parsed and checked, in the field's text form
-  std::string error;             // why values_text was refused ("" when accepted)
+  std::string error;                // why values_text was refused ("" when accepted)
 };
 
 struct SweepCell {
@@ -40,7 +40,7 @@ struct SweepCell {
 
 struct Sweep {
   static constexpr std::size_t max_values = 16;
-  std::array<SweepAxis, 2> axes;  // x (columns), y (rows)
+  std::array<SweepAxis, 2> axes;   // x (columns), y (rows)
   std::uint64_t axes_version = 1;  // bumped on every axis edit
   // The grid, row-major: cells[y * columns + x].
   std::vector<SweepCell> cells;
@@ -48,7 +48,7 @@ struct Sweep {
   std::size_t rows = 0;
   std::int64_t device_bytes = 0;  // of the swept configuration (0: no device; colour by peak)
   std::int64_t largest_peak = 0;
-  std::string model_error;        // the configuration's model did not resolve
+  std::string model_error;         // the configuration's model did not resolve
   double last_milliseconds = 0.0;  // the last full sweep
   std::uint64_t sweeps = 0;        // how many full sweeps ran (tests: recomputed only on change)
   // What the grid was computed for.

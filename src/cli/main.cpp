@@ -14,11 +14,11 @@
 #include "check_command.h"
 #include "devices.h"
 #include "params_command.h"
+#include "presets.h"
 #include "report_command.h"
 #include "sweep_command.h"
-#include "url_command.h"
-#include "presets.h"
 #include "units.h"
+#include "url_command.h"
 
 namespace {
 
@@ -40,7 +40,8 @@ constexpr const char* usage_text =
     "  probe-check  the optimizer-state probe measurements next to derived values\n"
     "\n"
     "The configuration comes from --config FILE.json, --url LINK, --preset NAME, --hf-config FILE\n"
-    "and one flag per field (Megatron-like: --tp --pp --vpp --cp --ep --etp --dp --seq --mbs --gbs\n"
+    "and one flag per field (Megatron-like: --tp --pp --vpp --cp --ep --etp --dp --seq --mbs "
+    "--gbs\n"
     "--recompute ... --device NAME | --device-bytes N), applied left to right; `COMMAND --help`\n"
     "lists them all. Exit codes: 0 success, 1 `check` does not fit, 2 bad input.\n"
     "\n"
@@ -67,10 +68,12 @@ int main(int argc, char** argv) {
   if (args[0] == "probe-check") return run_probe_check({args.begin() + 1, args.end()});
   if ((args[0] == "devices" || args[0] == "presets") && args.size() > 1) {
     const bool help = args[1] == "--help" || args[1] == "-h";
-    std::fprintf(help ? stdout : stderr, "%susage: stagemem %s\n\n%s\n", help ? "" : "error: unexpected argument\n",
-                 std::string(args[0]).c_str(),
-                 args[0] == "devices" ? "Lists the device presets (--device NAME) with their usable bytes and sources."
-                                      : "Lists the built-in models (--preset NAME).");
+    std::fprintf(
+        help ? stdout : stderr, "%susage: stagemem %s\n\n%s\n",
+        help ? "" : "error: unexpected argument\n", std::string(args[0]).c_str(),
+        args[0] == "devices"
+            ? "Lists the device presets (--device NAME) with their usable bytes and sources."
+            : "Lists the built-in models (--preset NAME).");
     return help ? 0 : exit_bad_input;
   }
   if (args[0] == "devices") {
@@ -83,10 +86,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "presets") {
-    for (std::string_view name : stagemem::preset_names()) std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+    for (std::string_view name : stagemem::preset_names())
+      std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
     return 0;
   }
-  std::fprintf(stderr, "error: command: unknown command '%s'; expected one of: report, check, sweep, params, url, presets, devices, probe-check\n",
+  std::fprintf(stderr,
+               "error: command: unknown command '%s'; expected one of: report, check, sweep, "
+               "params, url, presets, devices, probe-check\n",
                std::string(args[0]).c_str());
   return exit_bad_input;
 }

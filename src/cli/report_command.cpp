@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
+#include "config_sources.h"
 #include "cross_check.h"
 #include "devices.h"
 #include "report.h"
 #include "units.h"
-#include "config_sources.h"
 
 namespace {
 
@@ -22,8 +22,9 @@ using stagemem_cli::exit_bad_input;
 using stagemem_cli::print_diagnostics;
 
 constexpr std::array<stagemem_cli::CommandOption, 2> report_options = {{
-    {"--json", "", "JSON: stages[] {index, layers, terms[], peak_bytes}, binding_stage, "
-                   "device_bytes, cross_checks[]"},
+    {"--json", "",
+     "JSON: stages[] {index, layers, terms[], peak_bytes}, binding_stage, "
+     "device_bytes, cross_checks[]"},
     {"--format", "F", "text | markdown | csv (default text)"},
 }};
 
@@ -78,9 +79,9 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
                   std::string(stagemem::allocation_point_name(term.allocated_at)).c_str());
       std::printf("%-36s = %s\n", "", term.formula.c_str());
     }
-    std::printf("%-6lld total: resident %s, measured gaps %s, peak %s", static_cast<long long>(stage.index),
-                format_gib(stage.resident_bytes).c_str(), format_gib(stage.gap_bytes).c_str(),
-                format_gib(stage.peak_bytes).c_str());
+    std::printf("%-6lld total: resident %s, measured gaps %s, peak %s",
+                static_cast<long long>(stage.index), format_gib(stage.resident_bytes).c_str(),
+                format_gib(stage.gap_bytes).c_str(), format_gib(stage.peak_bytes).c_str());
     if (report.device.bytes > 0) {
       std::printf(", headroom %s", format_gib(stage.headroom_bytes).c_str());
     }
@@ -118,7 +119,8 @@ std::string markdown_cell(const std::string& text) {
 
 void print_table(const stagemem::Report& report, bool markdown) {
   if (markdown) {
-    std::printf("| stage | layers | term | family | tag | allocated at | bytes/rank | GiB | formula |\n");
+    std::printf(
+        "| stage | layers | term | family | tag | allocated at | bytes/rank | GiB | formula |\n");
     std::printf("|---:|---|---|---|---|---|---:|---:|---|\n");
   } else {
     std::printf("stage,layers,term,family,tag,allocated_at,bytes,formula\n");
@@ -130,7 +132,8 @@ void print_table(const stagemem::Report& report, bool markdown) {
       const std::string at(stagemem::allocation_point_name(t.allocated_at));
       if (markdown) {
         char gib[32];
-        std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(t.bytes) / stagemem::bytes_per_gib);
+        std::snprintf(gib, sizeof gib, "%.2f",
+                      static_cast<double>(t.bytes) / stagemem::bytes_per_gib);
         std::printf("| %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     static_cast<long long>(stage.index), layers_text(stage).c_str(),
                     markdown_cell(t.name).c_str(), family.c_str(), tag.c_str(), at.c_str(),
@@ -207,7 +210,8 @@ void print_json(const stagemem::Report& report, const Diagnostics& warnings) {
   }
   out["cross_checks"] = checks;
   json warning_list = json::array();
-  for (const auto& w : warnings.warnings) warning_list.push_back({{"field", w.field}, {"message", w.message}});
+  for (const auto& w : warnings.warnings)
+    warning_list.push_back({{"field", w.field}, {"message", w.message}});
   out["warnings"] = warning_list;
   std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }
@@ -215,13 +219,15 @@ void print_json(const stagemem::Report& report, const Diagnostics& warnings) {
 }  // namespace
 
 int run_report(const std::vector<std::string_view>& args) {
-  stagemem_cli::CommandLine line = stagemem_cli::parse_command_line(args, {.options = report_options});
+  stagemem_cli::CommandLine line =
+      stagemem_cli::parse_command_line(args, {.options = report_options});
   if (line.help) {
-    std::printf("usage: stagemem report [options]\n\nPer-stage memory per rank, term by term.\n\n"
-                "output:\n%s%s\nExit codes: 0 success, 2 bad input (the error names the field "
-                "and the allowed values).\n",
-                stagemem_cli::command_options_help(report_options).c_str(),
-                stagemem_cli::configuration_flags_help().c_str());
+    std::printf(
+        "usage: stagemem report [options]\n\nPer-stage memory per rank, term by term.\n\n"
+        "output:\n%s%s\nExit codes: 0 success, 2 bad input (the error names the field "
+        "and the allowed values).\n",
+        stagemem_cli::command_options_help(report_options).c_str(),
+        stagemem_cli::configuration_flags_help().c_str());
     return 0;
   }
   const stagemem::Config& config = line.config;
@@ -247,9 +253,12 @@ int run_report(const std::vector<std::string_view>& args) {
     print_json(report, d);
     return 0;
   }
-  if (format == "markdown") print_table(report, true);
-  else if (format == "csv") print_table(report, false);
-  else print_text(report, config);
+  if (format == "markdown")
+    print_table(report, true);
+  else if (format == "csv")
+    print_table(report, false);
+  else
+    print_text(report, config);
   print_diagnostics(d);  // warnings only here
   return 0;
 }
@@ -260,9 +269,11 @@ int run_probe_check(const std::vector<std::string_view>& args) {
     if (a == "--json") {
       json_output = true;
     } else if (a == "--help" || a == "-h") {
-      std::fputs("usage: stagemem probe-check [--json]\n\nThe users' optimizer-state "
-                 "measurements on a 99M-parameter probe (TP 1, PP 1, EP 1, world = DP) next to "
-                 "the derived bytes per parameter, with the gap.\n", stdout);
+      std::fputs(
+          "usage: stagemem probe-check [--json]\n\nThe users' optimizer-state "
+          "measurements on a 99M-parameter probe (TP 1, PP 1, EP 1, world = DP) next to "
+          "the derived bytes per parameter, with the gap.\n",
+          stdout);
       return 0;
     } else {
       std::fprintf(stderr, "error: %s: unknown argument; see `stagemem probe-check --help`\n",
@@ -274,14 +285,15 @@ int run_probe_check(const std::vector<std::string_view>& args) {
   if (json_output) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& c : checks) {
-      rows.push_back({{"optimizer", std::string(stagemem::optimizer_kind_name(c.measurement.optimizer))},
-                      {"data_parallel", c.measurement.data_parallel},
-                      {"derived_bytes_per_parameter", c.derived_bytes_per_parameter},
-                      {"derived_formula", c.derived_formula},
-                      {"measured_bytes_per_parameter", c.measurement.measured_bytes_per_parameter},
-                      {"gap_bytes_per_parameter", c.gap_bytes_per_parameter},
-                      {"ratio", c.ratio},
-                      {"explanations", c.explanations}});
+      rows.push_back(
+          {{"optimizer", std::string(stagemem::optimizer_kind_name(c.measurement.optimizer))},
+           {"data_parallel", c.measurement.data_parallel},
+           {"derived_bytes_per_parameter", c.derived_bytes_per_parameter},
+           {"derived_formula", c.derived_formula},
+           {"measured_bytes_per_parameter", c.measurement.measured_bytes_per_parameter},
+           {"gap_bytes_per_parameter", c.gap_bytes_per_parameter},
+           {"ratio", c.ratio},
+           {"explanations", c.explanations}});
     }
     std::printf("%s\n", rows.dump(2).c_str());
     return 0;

@@ -26,16 +26,19 @@ std::int64_t attn_res_slots_before(std::int64_t layers_before, std::int64_t bloc
 std::vector<ActivationPiece> head_pieces(const Model& model, const TokenShape& shape,
                                          const TrainingConfig& training, std::int64_t padded_vocab);
 // Transients of the logits and loss (forward and backward).
-std::vector<ActivationPiece> head_transients(const TokenShape& shape, const TrainingConfig& training,
+std::vector<ActivationPiece> head_transients(const TokenShape& shape,
+                                             const TrainingConfig& training,
                                              std::int64_t padded_vocab);
 // Per MTP layer, besides its decoder layer and its own head pieces.
 std::vector<ActivationPiece> mtp_extra_pieces(const Model& model, const TokenShape& shape);
 ActivationPiece embedding_dropout_piece(const Model& model, const TokenShape& shape);
 
-ActivationPiece attn_res_slots_piece(const Model& model, const TokenShape& shape, std::int64_t slots);
+ActivationPiece attn_res_slots_piece(const Model& model, const TokenShape& shape,
+                                     std::int64_t slots);
 ActivationPiece attn_res_weights_piece(const TokenShape& shape, std::int64_t slot_sites);
 ActivationPiece attn_res_internal_piece(const Model& model, const TokenShape& shape,
-                                        const TrainingConfig& training, std::int64_t completed_blocks);
+                                        const TrainingConfig& training,
+                                        std::int64_t completed_blocks);
 
 ActivationPiece pipeline_buffer_piece(const Model& model, const TokenShape& shape, std::string name,
                                       std::int64_t slots);

@@ -48,10 +48,10 @@ class Formula {
 };
 
 struct ActivationPiece {
-  std::string name;        // what the memory is, e.g. "q, k, v (flash-attention inputs)"
-  std::string formula;     // per layer and micro-batch, numbers substituted
+  std::string name;     // what the memory is, e.g. "q, k, v (flash-attention inputs)"
+  std::string formula;  // per layer and micro-batch, numbers substituted
   std::string_view scaling;
-  std::int64_t bytes = 0;  // per layer and micro-batch, one rank
+  std::int64_t bytes = 0;        // per layer and micro-batch, one rank
   std::uint32_t dropped_by = 0;  // RecomputeModule bits whose recompute means it is not stored
 };
 
@@ -63,7 +63,7 @@ struct TokenShape {
   std::int64_t tensor_parallel = 1;  // TP
   bool sequence_parallel = false;
   std::int64_t context_parallel = 1;
-  std::int64_t full_sequence = 0;    // S
+  std::int64_t full_sequence = 0;  // S
 };
 TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout);
 
@@ -92,6 +92,7 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
 
 // Bytes one rank keeps per layer and micro-batch after the recompute policy is applied:
 // selective drops the pieces of the chosen modules; a fully recomputed layer keeps its input only.
-std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces, std::uint32_t dropped_modules);
+std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces,
+                          std::uint32_t dropped_modules);
 
 }  // namespace stagemem

@@ -13,14 +13,19 @@ namespace {
 
 std::string_view attention_label(AttentionKind kind) {
   switch (kind) {
-    case AttentionKind::gqa: return "GQA";
-    case AttentionKind::mla: return "MLA";
-    case AttentionKind::kda: return "KDA";
+    case AttentionKind::gqa:
+      return "GQA";
+    case AttentionKind::mla:
+      return "MLA";
+    case AttentionKind::kda:
+      return "KDA";
   }
   return "attention";
 }
 
-std::string_view mlp_label(MlpKind kind) { return kind == MlpKind::dense ? "dense MLP" : "MoE"; }
+std::string_view mlp_label(MlpKind kind) {
+  return kind == MlpKind::dense ? "dense MLP" : "MoE";
+}
 
 // Sums identical pieces over layers and micro-batches: one term per (group, piece).
 class StoredSums {
@@ -138,7 +143,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const auto keep_transient = [&](ActivationPiece p) {
     if (p.bytes > 0) transients.push_back(std::move(p));
   };
-  std::int64_t working_set = 0;        // recompute working set of one group / layer, backward
+  std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
   std::string working_set_formula;
   bool has_moe = false;
   bool attention_kinds[3] = {false, false, false};
@@ -194,8 +199,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         if (group_bytes > working_set) {
           working_set = group_bytes;
           working_set_formula = "every piece of " + std::to_string(group_layers) +
-                                " recomputed layer(s) (layers " + std::to_string(i + 1 - group_layers) +
-                                "-" + std::to_string(i) + ") for one micro-batch";
+                                " recomputed layer(s) (layers " +
+                                std::to_string(i + 1 - group_layers) + "-" + std::to_string(i) +
+                                ") for one micro-batch";
         }
         group_bytes = 0;
         group_layers = 0;
@@ -216,7 +222,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                               std::string(mlp_label(kind.mlp)) + " layer for one micro-batch";
       }
     }
-    if (checkpointed_groups > 0) sums.add("all layers", checkpoint_input, checkpointed_groups * copies);
+    if (checkpointed_groups > 0)
+      sums.add("all layers", checkpoint_input, checkpointed_groups * copies);
 
     if (chunk.embedding && training.dropout) {
       sums.add("embedding", embedding_dropout_piece(model, shape), copies);
@@ -228,7 +235,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       for (std::int64_t i = chunk.first_layer; i < end; ++i) {
         slot_sites += model.attn_res.sites_per_layer * (1 + attn_res_slots_before(i, block));
       }
-      std::int64_t last_site_slots = attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
+      std::int64_t last_site_slots =
+          attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
       if (chunk.head) {
         slot_sites += 1 + attn_res_slots_before(total_layers, block);
         last_site_slots = attn_res_slots_before(total_layers, block);
@@ -240,14 +248,16 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
         sums.add("output", p, copies);
       }
-      for (ActivationPiece p : head_transients(shape, training, padded)) keep_transient(std::move(p));
+      for (ActivationPiece p : head_transients(shape, training, padded))
+        keep_transient(std::move(p));
     }
     for (std::int64_t i = 0; i < chunk.mtp_layers; ++i) {
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
       sums.add_all("MTP", mtp_extra_pieces(model, shape), 0, copies);
-      sums.add_all("MTP " + std::string(attention_label(model.mtp_layer.attention)), pieces.attention,
-                   dropped, copies);
-      sums.add_all("MTP " + std::string(mlp_label(model.mtp_layer.mlp)), pieces.mlp, dropped, copies);
+      sums.add_all("MTP " + std::string(attention_label(model.mtp_layer.attention)),
+                   pieces.attention, dropped, copies);
+      sums.add_all("MTP " + std::string(mlp_label(model.mtp_layer.mlp)), pieces.mlp, dropped,
+                   copies);
       for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
         sums.add("MTP output", p, copies);
       }
@@ -266,7 +276,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       formula = "receive " + in.formula;
     }
     if (!last_virtual) {
-      const ActivationPiece out = pipeline_buffer_piece(model, shape, "send", attn_res_slots_before(end, block));
+      const ActivationPiece out =
+          pipeline_buffer_piece(model, shape, "send", attn_res_slots_before(end, block));
       buffers += out.bytes;
       formula += (formula.empty() ? "send " : " + send ") + out.formula;
     }
@@ -279,8 +290,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   if (has_moe) keep_transient(moe_dispatch_piece(model, shape));
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
-    keep_transient({.name = block > 0 ? "pipeline send/receive buffers (hidden state + AttnRes slots)"
-                                      : "pipeline send/receive buffers (hidden state)",
+    keep_transient({.name = block > 0
+                                ? "pipeline send/receive buffers (hidden state + AttnRes slots)"
+                                : "pipeline send/receive buffers (hidden state)",
                     .formula = pipeline_formula,
                     .scaling = "S/CP, B, h (/TP with SP), AttnRes slots at the boundary",
                     .bytes = largest_pipeline_buffers});
@@ -289,7 +301,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     ActivationPiece largest;
     for (int k = 0; k < 3; ++k) {
       if (!attention_kinds[k]) continue;
-      ActivationPiece p = context_parallel_exchange_piece(model, shape, static_cast<AttentionKind>(k));
+      ActivationPiece p =
+          context_parallel_exchange_piece(model, shape, static_cast<AttentionKind>(k));
       if (p.bytes > largest.bytes) largest = std::move(p);
     }
     keep_transient(std::move(largest));

@@ -4,8 +4,8 @@
 #include <array>
 
 #include "devices.h"
-#include "option_names.h"
 #include "model_text.h"
+#include "option_names.h"
 #include "presets.h"
 #include "schedule.h"
 
@@ -136,16 +136,30 @@ void validate_training(const Config& config, Diagnostics& d) {
 
 }  // namespace
 
-std::string_view weight_dtype_name(WeightDtype d) { return name_of(weight_dtype_names, d); }
-std::string_view grad_dtype_name(GradDtype d) { return name_of(grad_dtype_names, d); }
-std::string_view optimizer_kind_name(OptimizerKind k) { return name_of(optimizer_kind_names, k); }
-std::string_view master_dtype_name(MasterDtype d) { return name_of(master_dtype_names, d); }
-std::string_view moment_dtype_name(MomentDtype d) { return name_of(moment_dtype_names, d); }
-std::string_view cast_copy_name(CastCopy c) { return name_of(cast_copy_names, c); }
+std::string_view weight_dtype_name(WeightDtype d) {
+  return name_of(weight_dtype_names, d);
+}
+std::string_view grad_dtype_name(GradDtype d) {
+  return name_of(grad_dtype_names, d);
+}
+std::string_view optimizer_kind_name(OptimizerKind k) {
+  return name_of(optimizer_kind_names, k);
+}
+std::string_view master_dtype_name(MasterDtype d) {
+  return name_of(master_dtype_names, d);
+}
+std::string_view moment_dtype_name(MomentDtype d) {
+  return name_of(moment_dtype_names, d);
+}
+std::string_view cast_copy_name(CastCopy c) {
+  return name_of(cast_copy_names, c);
+}
 std::string_view measurement_point_name(MeasurementPoint p) {
   return name_of(measurement_point_names, p);
 }
-std::string_view gap_kind_name(GapKind k) { return name_of(gap_kind_names, k); }
+std::string_view gap_kind_name(GapKind k) {
+  return name_of(gap_kind_names, k);
+}
 
 std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
   return parse<WeightDtype>(weight_dtype_names, s);
@@ -178,7 +192,8 @@ namespace {
 void validate_activation_inputs(const Model& model, const Config& config, Diagnostics& d) {
   const TrainingConfig& t = config.training;
   const ParallelLayout& layout = config.parallel;
-  const auto range = [&](const char* field, std::int64_t value, std::int64_t low, std::int64_t high) {
+  const auto range = [&](const char* field, std::int64_t value, std::int64_t low,
+                         std::int64_t high) {
     if (!in_range(value, low, high)) {
       d.error(field, "must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
                          "], got " + std::to_string(value));
@@ -186,7 +201,8 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
     }
     return true;
   };
-  const bool sequence_ok = range("training.sequence_length", t.sequence_length, 1, std::int64_t{1} << 24);
+  const bool sequence_ok =
+      range("training.sequence_length", t.sequence_length, 1, std::int64_t{1} << 24);
   range("training.micro_batch", t.micro_batch, 1, 65536);
   range("training.global_batch", t.global_batch, 1, std::int64_t{1} << 30);
   range("kernels.kda_chunk", t.kernels.kda_chunk, 16, 1024);
@@ -196,15 +212,18 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
     d.error("training.routing_imbalance", "must be a number in [1, 1024] (1: balanced routing)");
   }
   if (t.recompute.modules >= (std::uint32_t{1} << recompute_module_count)) {
-    d.error("recompute.modules", "unknown module bits; known: core_attn, moe_act, layernorm, "
-                                 "mla_up_proj, mlp, moe, shared_experts");
+    d.error("recompute.modules",
+            "unknown module bits; known: core_attn, moe_act, layernorm, "
+            "mla_up_proj, mlp, moe, shared_experts");
   }
   if (t.recompute.policy == RecomputePolicy::full) {
-    range("recompute.layers", t.recompute.layers, 1, static_cast<std::int64_t>(model.layers.size()));
+    range("recompute.layers", t.recompute.layers, 1,
+          static_cast<std::int64_t>(model.layers.size()));
   }
   // Token-wise tensors are split over CP (and over TP under sequence parallelism) exactly.
   const std::int64_t cp = std::max<std::int64_t>(1, layout.context_parallel);
-  const std::int64_t sequence_split = cp * (layout.sequence_parallel ? std::max<std::int64_t>(1, layout.tensor_parallel) : 1);
+  const std::int64_t sequence_split =
+      cp * (layout.sequence_parallel ? std::max<std::int64_t>(1, layout.tensor_parallel) : 1);
   if (sequence_ok && t.sequence_length % sequence_split != 0) {
     d.error("training.sequence_length",
             std::to_string(t.sequence_length) + " must be a multiple of CP" +
@@ -236,7 +255,8 @@ std::optional<Model> resolve_model(const Config& config, Diagnostics& d) {
   if (!model) {
     std::string names;
     for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    d.error("model", "unknown preset '" + config.model.substr(0, 64) + "'; known presets: " + names);
+    d.error("model",
+            "unknown preset '" + config.model.substr(0, 64) + "'; known presets: " + names);
   }
   return model;
 }

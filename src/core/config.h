@@ -91,18 +91,18 @@ struct OptimizerConfig {
 };
 
 struct DeviceConfig {
-  std::string preset{};     // "" : no device; otherwise a devices.h name
-  std::int64_t bytes = 0;   // > 0: custom usable bytes (overrides the preset)
+  std::string preset{};    // "" : no device; otherwise a devices.h name
+  std::int64_t bytes = 0;  // > 0: custom usable bytes (overrides the preset)
   friend bool operator==(const DeviceConfig&, const DeviceConfig&) = default;
 };
 
 // When a measured number was read. Each point sees exactly the terms allocated before it.
 enum class MeasurementPoint : std::uint8_t {
-  after_model_init,       // model built and wrapped (weights, gradient buffers)
-  after_optimizer_init,   // optimizer constructed, before the first step (no lazy state yet)
-  after_first_step,       // between steps once the first step ran (all resident state alive)
-  steady_state_peak,      // per-rank peak of a steady-state step (resident + activations + transients)
-  term,                   // one named term of the report
+  after_model_init,      // model built and wrapped (weights, gradient buffers)
+  after_optimizer_init,  // optimizer constructed, before the first step (no lazy state yet)
+  after_first_step,      // between steps once the first step ran (all resident state alive)
+  steady_state_peak,  // per-rank peak of a steady-state step (resident + activations + transients)
+  term,               // one named term of the report
 };
 inline constexpr int measurement_point_count = 5;
 std::string_view measurement_point_name(MeasurementPoint point);  // "after-optimizer-init", ...

@@ -22,7 +22,15 @@
 namespace stagemem {
 
 // name_set: a set of names from `choices`, stored as a bit mask, written comma-separated.
-enum class FieldKind : std::uint8_t { integer, boolean, text, choice, integer_list, number, name_set };
+enum class FieldKind : std::uint8_t {
+  integer,
+  boolean,
+  text,
+  choice,
+  integer_list,
+  number,
+  name_set
+};
 
 struct ConfigField {
   std::string_view key;   // "tp": URL key, CLI flag --tp

@@ -18,12 +18,18 @@ nlohmann::ordered_json field_to_json(const ConfigField& field, const Config& con
   using ordered = nlohmann::ordered_json;
   Config copy = config;  // accessors are mutable; reading through a copy keeps `config` const
   switch (field.kind) {
-    case FieldKind::integer: return *field.integer(copy);
-    case FieldKind::boolean: return *field.boolean(copy);
-    case FieldKind::text: return *field.text(copy);
-    case FieldKind::choice: return format_field_text(field, config);
-    case FieldKind::integer_list: return *field.integer_list(copy);
-    case FieldKind::number: return *field.number(copy);
+    case FieldKind::integer:
+      return *field.integer(copy);
+    case FieldKind::boolean:
+      return *field.boolean(copy);
+    case FieldKind::text:
+      return *field.text(copy);
+    case FieldKind::choice:
+      return format_field_text(field, config);
+    case FieldKind::integer_list:
+      return *field.integer_list(copy);
+    case FieldKind::number:
+      return *field.number(copy);
     case FieldKind::name_set: {
       ordered names = ordered::array();
       const std::string text = format_field_text(field, config);
@@ -100,7 +106,9 @@ bool read_clean_text(const json& object, const char* key, std::size_t max_length
   const auto found = object.find(key);
   const std::string field = item + "." + key;
   if (found == object.end()) {
-    if (required) d.error(field, "missing: expected text of 1 to " + std::to_string(max_length) + " characters");
+    if (required)
+      d.error(field,
+              "missing: expected text of 1 to " + std::to_string(max_length) + " characters");
     return !required;
   }
   if (!found->is_string() || found->get_ref<const std::string&>().empty() ||
@@ -140,7 +148,8 @@ bool read_bytes(const json& object, const std::string& item, std::int64_t& out, 
   }
   if (!bytes) {
     d.error(item + ".bytes", std::string(found == object.end() ? "missing" : "invalid") +
-                                 ": expected an integer in [0, " + std::to_string(max_config_bytes) +
+                                 ": expected an integer in [0, " +
+                                 std::to_string(max_config_bytes) +
                                  "] or a text amount: " + allowed_amounts());
     return false;
   }
@@ -160,7 +169,8 @@ void warn_unknown_keys(const json& object, std::initializer_list<std::string_vie
 void read_measurements(const json& value, Config& config, Diagnostics& d) {
   config.measurements.clear();
   if (!value.is_array() || value.size() > max_measurements) {
-    d.error("json.measurements", "expected an array of at most " + std::to_string(max_measurements) +
+    d.error("json.measurements", "expected an array of at most " +
+                                     std::to_string(max_measurements) +
                                      " objects {point, stage, bytes, source[, term]}");
     return;
   }
@@ -180,7 +190,8 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
                             : std::nullopt;
     if (!parsed) {
       std::string names;
-      for (std::string_view n : measurement_point_names) names += (names.empty() ? "" : ", ") + std::string(n);
+      for (std::string_view n : measurement_point_names)
+        names += (names.empty() ? "" : ", ") + std::string(n);
       d.error(item + ".point", "expected one of: " + names);
       ok = false;
     } else {
@@ -228,7 +239,8 @@ void read_gaps(const json& value, Config& config, Diagnostics& d) {
                             : std::nullopt;
     if (!parsed) {
       std::string names;
-      for (std::string_view n : gap_kind_names) names += (names.empty() ? "" : ", ") + std::string(n);
+      for (std::string_view n : gap_kind_names)
+        names += (names.empty() ? "" : ", ") + std::string(n);
       d.error(item + ".kind", "expected one of: " + names);
       ok = false;
     } else {
@@ -315,7 +327,9 @@ std::string config_to_json(const Config& config) {
   return document.dump(2, ' ', false, ordered::error_handler_t::replace);
 }
 
-DecodedConfig config_from_json(std::string_view text) { return config_from_json(text, Config{}); }
+DecodedConfig config_from_json(std::string_view text) {
+  return config_from_json(text, Config{});
+}
 
 DecodedConfig config_from_json(std::string_view text, const Config& base) {
   DecodedConfig result{.config = base, .diagnostics = {}};

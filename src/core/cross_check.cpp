@@ -11,23 +11,31 @@ namespace {
 
 int order(MeasurementPoint point) {
   switch (point) {
-    case MeasurementPoint::after_model_init: return 0;
-    case MeasurementPoint::after_optimizer_init: return 1;
-    case MeasurementPoint::after_first_step: return 2;
+    case MeasurementPoint::after_model_init:
+      return 0;
+    case MeasurementPoint::after_optimizer_init:
+      return 1;
+    case MeasurementPoint::after_first_step:
+      return 2;
     case MeasurementPoint::steady_state_peak:
-    case MeasurementPoint::term: return 3;
+    case MeasurementPoint::term:
+      return 3;
   }
   return 3;
 }
 
 int order(AllocationPoint point) {
   switch (point) {
-    case AllocationPoint::model_init: return 0;
-    case AllocationPoint::optimizer_init: return 1;
-    case AllocationPoint::first_step: return 2;
+    case AllocationPoint::model_init:
+      return 0;
+    case AllocationPoint::optimizer_init:
+      return 1;
+    case AllocationPoint::first_step:
+      return 2;
     case AllocationPoint::forward:
     case AllocationPoint::backward:
-    case AllocationPoint::optimizer_step: return 3;
+    case AllocationPoint::optimizer_step:
+      return 3;
   }
   return 3;
 }
@@ -66,9 +74,8 @@ void explain(CrossCheck& check, const StageReport& stage) {
   std::string unmeasured;
   for (const Term& t : stage.terms) {
     if (t.family != Family::gap) continue;
-    if (order(t.allocated_at) > order(point == MeasurementPoint::term
-                                          ? MeasurementPoint::steady_state_peak
-                                          : point)) {
+    if (order(t.allocated_at) >
+        order(point == MeasurementPoint::term ? MeasurementPoint::steady_state_peak : point)) {
       continue;
     }
     if (t.tag == Tag::measured) {
@@ -87,9 +94,9 @@ void explain(CrossCheck& check, const StageReport& stage) {
     return;
   }
   if (measured_gaps > 0) {
-    check.explanations.push_back("MEASURED gap rows alive at this point sum to " +
-                                 bytes_text(measured_gaps) + "; gap after them: " +
-                                 bytes_text(check.gap_bytes - measured_gaps));
+    check.explanations.push_back(
+        "MEASURED gap rows alive at this point sum to " + bytes_text(measured_gaps) +
+        "; gap after them: " + bytes_text(check.gap_bytes - measured_gaps));
   }
   if (check.gap_bytes > 0) {
     if (!unmeasured.empty()) {
@@ -196,9 +203,9 @@ std::vector<ProbeCrossCheck> optimizer_state_probe_cross_checks() {
     ProbeCrossCheck check;
     check.measurement = m;
     check.derived_bytes_per_parameter = resident_bytes_per_parameter(precision, optimizer, shards);
-    const std::int64_t state = master_bytes(optimizer.master_weights) +
-                               moments_per_element(is_muon(m.optimizer)) *
-                                   moment_bytes(optimizer.moments);
+    const std::int64_t state =
+        master_bytes(optimizer.master_weights) +
+        moments_per_element(is_muon(m.optimizer)) * moment_bytes(optimizer.moments);
     check.derived_formula = "2 (bf16 weight) + 4 (fp32 grad) + " + std::to_string(state) +
                             (is_muon(m.optimizer) ? " (fp32 master + momentum)"
                                                   : " (fp32 master + exp_avg + exp_avg_sq)");
@@ -210,7 +217,8 @@ std::vector<ProbeCrossCheck> optimizer_state_probe_cross_checks() {
     if (is_muon(m.optimizer)) {
       check.explanations.push_back(
           "the probe's embedding, head and norms are updated by AdamW, not Muon: +4 B (second "
-          "moment) per such parameter" + std::string(distributed ? " / DP" : "") +
+          "moment) per such parameter" +
+          std::string(distributed ? " / DP" : "") +
           "; the probe's inventory was not recorded, so this share is not derived");
       check.explanations.push_back(
           "a bf16 cast copy kept by the Muon implementation would add 2 B per covered "

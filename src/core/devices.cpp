@@ -8,7 +8,8 @@ constexpr std::int64_t mib = std::int64_t{1} << 20;
 constexpr DevicePreset presets[] = {
     {"h100-80gb", "NVIDIA H100 80GB HBM3", 81'089 * mib,
      "MEASURED: torch.cuda.get_device_properties total_memory=81089MB (torch 2.7.0, CUDA 12.8), "
-     "printed in the all_reduce benchmark of stas00/ml-engineering; other drivers print 81082-81090"},
+     "printed in the all_reduce benchmark of stas00/ml-engineering; other drivers print "
+     "81082-81090"},
     {"h200", "NVIDIA H200", 143'156 * mib,
      "MEASURED: torch.cuda.get_device_properties total_memory=143156MB, quoted in "
      "ai-bot-pro/achatbot deploy/modal/src/llm/vllm/vlm/skywork_r1v.py"},
@@ -26,7 +27,9 @@ constexpr DevicePreset presets[] = {
 
 }  // namespace
 
-std::span<const DevicePreset> device_presets() { return presets; }
+std::span<const DevicePreset> device_presets() {
+  return presets;
+}
 
 std::optional<DevicePreset> find_device(std::string_view name) {
   for (const DevicePreset& p : presets) {

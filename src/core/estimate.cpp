@@ -16,31 +16,44 @@ namespace stagemem {
 
 std::string_view family_name(Family family) {
   switch (family) {
-    case Family::resident: return "resident";
-    case Family::activation: return "activation";
-    case Family::transient: return "transient";
-    case Family::gap: return "gap";
+    case Family::resident:
+      return "resident";
+    case Family::activation:
+      return "activation";
+    case Family::transient:
+      return "transient";
+    case Family::gap:
+      return "gap";
   }
   return "unknown";
 }
 
 std::string_view tag_name(Tag tag) {
   switch (tag) {
-    case Tag::derived: return "DERIVED";
-    case Tag::measured: return "MEASURED";
-    case Tag::not_measured: return "NOT MEASURED";
+    case Tag::derived:
+      return "DERIVED";
+    case Tag::measured:
+      return "MEASURED";
+    case Tag::not_measured:
+      return "NOT MEASURED";
   }
   return "unknown";
 }
 
 std::string_view allocation_point_name(AllocationPoint point) {
   switch (point) {
-    case AllocationPoint::model_init: return "model init";
-    case AllocationPoint::optimizer_init: return "optimizer init";
-    case AllocationPoint::first_step: return "first optimizer step";
-    case AllocationPoint::forward: return "forward";
-    case AllocationPoint::backward: return "backward";
-    case AllocationPoint::optimizer_step: return "optimizer step";
+    case AllocationPoint::model_init:
+      return "model init";
+    case AllocationPoint::optimizer_init:
+      return "optimizer init";
+    case AllocationPoint::first_step:
+      return "first optimizer step";
+    case AllocationPoint::forward:
+      return "forward";
+    case AllocationPoint::backward:
+      return "backward";
+    case AllocationPoint::optimizer_step:
+      return "optimizer step";
   }
   return "unknown";
 }
@@ -61,14 +74,14 @@ void add_activation_phases(StageReport& stage, const Model& model, const Config&
   stage.largest_transient = activations.largest_transient;
   stage.in_flight_per_chunk = activations.in_flight_per_chunk;
   for (const Term& t : optimizer) stage.optimizer_transient_bytes += t.bytes;
-  stage.optimizer_phase_binds = stage.optimizer_transient_bytes >
-                                stage.activation_bytes + stage.largest_transient_bytes;
+  stage.optimizer_phase_binds =
+      stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
   for (Term& t : activations.stored) stage.terms.push_back(std::move(t));
   bool largest_marked = false;
   for (Term& t : activations.transients) {
     // Only the single largest transient of the phase is co-live with the stored activations.
-    t.counts_in_peak = !stage.optimizer_phase_binds && !largest_marked &&
-                       t.bytes == stage.largest_transient_bytes;
+    t.counts_in_peak =
+        !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
     largest_marked |= t.counts_in_peak;
     stage.terms.push_back(std::move(t));
   }
@@ -102,9 +115,9 @@ Report estimate(const Config& config, const Model& model) {
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
   report.flat_headroom_bytes = config.training.flat_headroom_bytes;
-  report.micro_batches = micro_batches_per_step(config.training.global_batch,
-                                                config.training.micro_batch, report.data_parallel,
-                                                report.diagnostics);
+  report.micro_batches =
+      micro_batches_per_step(config.training.global_batch, config.training.micro_batch,
+                             report.data_parallel, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
 
   Diagnostics repeated;  // validate() already reported the plan's warnings
@@ -115,10 +128,12 @@ Report estimate(const Config& config, const Model& model) {
     return report;
   }
   if (config.device.bytes > 0) {
-    report.device = {.name = "custom", .bytes = config.device.bytes,
+    report.device = {.name = "custom",
+                     .bytes = config.device.bytes,
                      .source = "entered by the user (device.bytes)"};
   } else if (const auto device = find_device(config.device.preset)) {
-    report.device = {.name = std::string(device->name), .bytes = device->bytes,
+    report.device = {.name = std::string(device->name),
+                     .bytes = device->bytes,
                      .source = std::string(device->source)};
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
@@ -133,8 +148,8 @@ Report estimate(const Config& config, const Model& model) {
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    stage.terms = resident_terms(parameters.per_rank_roles, config.precision, config.optimizer,
-                                 shards);
+    stage.terms =
+        resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
     for (const Term& t : stage.terms) stage.resident_bytes += t.bytes;
     add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches, cache);
     for (Term& gap : gap_terms(stage.index, config.gaps)) {

@@ -6,10 +6,14 @@ namespace stagemem {
 
 std::string_view gap_label(GapKind kind) {
   switch (kind) {
-    case GapKind::allocator_fragmentation: return "allocator fragmentation";
-    case GapKind::communication_buffers: return "communication-library buffers";
-    case GapKind::runtime_context: return "runtime context";
-    case GapKind::math_library_workspaces: return "math-library workspaces";
+    case GapKind::allocator_fragmentation:
+      return "allocator fragmentation";
+    case GapKind::communication_buffers:
+      return "communication-library buffers";
+    case GapKind::runtime_context:
+      return "runtime context";
+    case GapKind::math_library_workspaces:
+      return "math-library workspaces";
   }
   return "unknown gap";
 }
@@ -31,9 +35,11 @@ std::string_view gap_description(GapKind kind) {
 AllocationPoint gap_allocation_point(GapKind kind) {
   switch (kind) {
     case GapKind::runtime_context:
-    case GapKind::communication_buffers: return AllocationPoint::model_init;
+    case GapKind::communication_buffers:
+      return AllocationPoint::model_init;
     case GapKind::math_library_workspaces:
-    case GapKind::allocator_fragmentation: return AllocationPoint::forward;
+    case GapKind::allocator_fragmentation:
+      return AllocationPoint::forward;
   }
   return AllocationPoint::forward;
 }
@@ -63,8 +69,8 @@ std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& ent
       t.tag = Tag::measured;
       t.bytes = chosen->bytes;
       t.source = chosen->source;
-      t.formula = std::string(gap_description(kind)) + ": MEASURED " +
-                  group_digits(chosen->bytes) + " B (" + chosen->source + ")";
+      t.formula = std::string(gap_description(kind)) + ": MEASURED " + group_digits(chosen->bytes) +
+                  " B (" + chosen->source + ")";
     }
     terms.push_back(std::move(t));
   }

@@ -30,7 +30,9 @@ constexpr std::int64_t max_mtp_layers = 16;
 constexpr std::size_t max_config_bytes = 4 * 1024 * 1024;
 constexpr double max_total_parameters = 4.0e18;  // below 2^62: sums of shards cannot overflow
 
-std::string text(std::int64_t value) { return std::to_string(value); }
+std::string text(std::int64_t value) {
+  return std::to_string(value);
+}
 
 // A short, printable rendering of a user-supplied string for error messages.
 std::string printable(const std::string& value) {
@@ -140,7 +142,8 @@ class Fields {
       return low;
     }
     if (out < low || out > high) {
-      d_.error(field(key), text(out) + " is out of range: expected an integer in " + range(low, high));
+      d_.error(field(key),
+               text(out) + " is out of range: expected an integer in " + range(low, high));
       return low;
     }
     return out;
@@ -155,8 +158,9 @@ class Fields {
 std::int64_t head_dim_of(const Fields& f, std::int64_t hidden, std::int64_t heads) {
   if (f.present("head_dim")) return f.required("head_dim", 1, max_head_dim);
   if (hidden / heads < 1) {
-    f.diagnostics().error(f.field("num_attention_heads"),
-                          "must not exceed hidden_size (" + text(hidden) + ") unless head_dim is given");
+    f.diagnostics().error(
+        f.field("num_attention_heads"),
+        "must not exceed hidden_size (" + text(hidden) + ") unless head_dim is given");
     return 1;
   }
   return hidden / heads;
@@ -173,8 +177,9 @@ void read_gqa(const Fields& f, Model& m) {
   const std::int64_t heads = f.required("num_attention_heads", 1, max_heads);
   const std::int64_t kv_heads = f.optional("num_key_value_heads", heads, 1, heads);
   if (heads % kv_heads != 0) {
-    f.diagnostics().error(f.field("num_key_value_heads"),
-                          text(kv_heads) + " must divide num_attention_heads (" + text(heads) + ")");
+    f.diagnostics().error(
+        f.field("num_key_value_heads"),
+        text(kv_heads) + " must divide num_attention_heads (" + text(heads) + ")");
   }
   m.gqa.heads = heads;
   m.gqa.kv_heads = kv_heads;
@@ -186,7 +191,8 @@ std::optional<Model> import_llama(const Fields& f) {
   std::int64_t layers = 0;
   read_common(f, m, layers);
   read_gqa(f, m);
-  // LlamaAttention applies attention_bias to q, k, v and o alike; mlp_bias to all three MLP linears.
+  // LlamaAttention applies attention_bias to q, k, v and o alike; mlp_bias to all three MLP
+  // linears.
   const bool attention_bias = f.flag("attention_bias", false);
   m.gqa.qkv_bias = attention_bias;
   m.gqa.output_bias = attention_bias;
@@ -261,8 +267,9 @@ std::optional<Model> import_deepseek(const Fields& f) {
   read_common(f, m, layers);
   read_mla(f, m);
   if (f.flag("attention_bias", false)) {
-    f.diagnostics().error(f.field("attention_bias"),
-                          "only false is supported for MLA models (DeepSeek-V3 and Kimi K2 have none)");
+    f.diagnostics().error(
+        f.field("attention_bias"),
+        "only false is supported for MLA models (DeepSeek-V3 and Kimi K2 have none)");
   }
   const bool has_moe = f.present("n_routed_experts");
   const std::int64_t first_dense = f.optional("first_k_dense_replace", 0, 0, layers);
@@ -331,8 +338,10 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
       for (std::int64_t i = 0; i < layers; ++i) {
         if (!kda[static_cast<std::size_t>(i)] && !full[static_cast<std::size_t>(i)]) {
           d.error(linear.field("full_attn_layers"),
-                  "layer " + text(i + 1) + " is in neither full_attn_layers nor kda_layers; "
-                  "together they must list every layer id in [1, " + text(layers) + "] once");
+                  "layer " + text(i + 1) +
+                      " is in neither full_attn_layers nor kda_layers; "
+                      "together they must list every layer id in [1, " +
+                      text(layers) + "] once");
           break;
         }
       }
@@ -368,7 +377,8 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
     m.moe.shared_intermediate = m.moe.shared_experts > 0 ? m.moe.expert_intermediate : 0;
     m.moe.router_correction_bias = true;  // KimiMoEGate always creates e_score_correction_bias
     // Latent MoE (Kimi K3): routed experts in a narrower width than the hidden size.
-    const std::int64_t expert_width = f.optional("routed_expert_hidden_size", m.hidden, 1, m.hidden);
+    const std::int64_t expert_width =
+        f.optional("routed_expert_hidden_size", m.hidden, 1, m.hidden);
     if (expert_width != m.hidden) {
       m.moe.latent_hidden = expert_width;
       m.moe.latent_norm = f.flag("latent_moe_use_norm", false);
@@ -411,9 +421,10 @@ std::optional<Model> import_gpt2(const Fields& f) {
 double approximate_total(const Model& m) {
   double total = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) * 2.0 +
                  static_cast<double>(m.learned_positions) * static_cast<double>(m.hidden);
-  const LayerKind kinds[] = {{AttentionKind::gqa, MlpKind::dense}, {AttentionKind::gqa, MlpKind::moe},
-                             {AttentionKind::mla, MlpKind::dense}, {AttentionKind::mla, MlpKind::moe},
-                             {AttentionKind::kda, MlpKind::dense}, {AttentionKind::kda, MlpKind::moe}};
+  const LayerKind kinds[] = {
+      {AttentionKind::gqa, MlpKind::dense}, {AttentionKind::gqa, MlpKind::moe},
+      {AttentionKind::mla, MlpKind::dense}, {AttentionKind::mla, MlpKind::moe},
+      {AttentionKind::kda, MlpKind::dense}, {AttentionKind::kda, MlpKind::moe}};
   for (const LayerKind& kind : kinds) {
     double count = 0;
     for (const LayerKind& k : m.layers) count += (k == kind) ? 1.0 : 0.0;
@@ -438,14 +449,16 @@ Importer importer_for(const std::string& model_type) {
 
 std::string supported_list() {
   std::string out;
-  for (std::string_view t : supported_hf_model_types()) out += (out.empty() ? "" : ", ") + std::string(t);
+  for (std::string_view t : supported_hf_model_types())
+    out += (out.empty() ? "" : ", ") + std::string(t);
   return out;
 }
 
 }  // namespace
 
 std::vector<std::string_view> supported_hf_model_types() {
-  return {"llama", "mixtral", "qwen3_moe", "deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "gpt2"};
+  return {"llama",   "mixtral",     "qwen3_moe", "deepseek_v3",
+          "kimi_k2", "kimi_linear", "kimi_k3",   "gpt2"};
 }
 
 HfImport import_hf_config(std::string_view json_text) {
@@ -483,8 +496,9 @@ HfImport import_hf_config(std::string_view json_text) {
     model_type = Fields(*language, prefix, d).string("model_type", "kimi_linear");
     if (!d.ok()) return result;
     if (model_type != "kimi_linear") {
-      d.error("hf.text_config.model_type",
-              "'" + printable(model_type) + "' is not supported inside kimi_k3; expected kimi_linear");
+      d.error(
+          "hf.text_config.model_type",
+          "'" + printable(model_type) + "' is not supported inside kimi_k3; expected kimi_linear");
       return result;
     }
   }
@@ -494,8 +508,8 @@ HfImport import_hf_config(std::string_view json_text) {
     return result;
   }
   if (!importer) {
-    d.error(prefix + "model_type",
-            "'" + printable(model_type) + "' is not supported; expected one of: " + supported_list());
+    d.error(prefix + "model_type", "'" + printable(model_type) +
+                                       "' is not supported; expected one of: " + supported_list());
     return result;
   }
   const Fields fields(*language, prefix, d);

@@ -23,7 +23,9 @@ bool divides(std::int64_t divisor, std::int64_t value) {
   return divisor > 0 && value % divisor == 0;
 }
 
-std::string text(std::int64_t value) { return std::to_string(value); }
+std::string text(std::int64_t value) {
+  return std::to_string(value);
+}
 
 std::string join(const std::vector<std::int64_t>& values) {
   std::string out;
@@ -51,17 +53,22 @@ ModelUses uses_of(const Model& model) {
 
 std::string_view assignment_field(StageAssignment assignment) {
   switch (assignment) {
-    case StageAssignment::even: return "parallel.pp";
-    case StageAssignment::explicit_list: return "parallel.layers_per_stage";
-    case StageAssignment::first_last: return "parallel.first_stage_layers";
-    case StageAssignment::attn_res_aligned: return "parallel.attnres_aligned";
-    case StageAssignment::layout_string: return "parallel.layout_string";
+    case StageAssignment::even:
+      return "parallel.pp";
+    case StageAssignment::explicit_list:
+      return "parallel.layers_per_stage";
+    case StageAssignment::first_last:
+      return "parallel.first_stage_layers";
+    case StageAssignment::attn_res_aligned:
+      return "parallel.attnres_aligned";
+    case StageAssignment::layout_string:
+      return "parallel.layout_string";
   }
   return "parallel";
 }
 
 struct Assignment {
-  std::vector<std::int64_t> decoder;  // per virtual stage, pipeline order
+  std::vector<std::int64_t> decoder;      // per virtual stage, pipeline order
   std::vector<LayoutStageEntry> entries;  // layout_string only
   std::int64_t chunks_per_rank = 1;
 };
@@ -85,13 +92,13 @@ std::optional<Assignment> assign_first_last(const ParallelLayout& layout, std::i
   const std::int64_t first = has_first ? layout.first_stage_layers : 0;
   const std::int64_t last = has_last ? layout.last_stage_layers : 0;
   if (has_first && (first < 1 || first > layers)) {
-    d.error("parallel.first_stage_layers", "must be an integer in [1, " + text(layers) + "], got " +
-                                               text(first));
+    d.error("parallel.first_stage_layers",
+            "must be an integer in [1, " + text(layers) + "], got " + text(first));
     return std::nullopt;
   }
   if (has_last && (last < 1 || last > layers)) {
-    d.error("parallel.last_stage_layers", "must be an integer in [1, " + text(layers) + "], got " +
-                                              text(last));
+    d.error("parallel.last_stage_layers",
+            "must be an integer in [1, " + text(layers) + "], got " + text(last));
     return std::nullopt;
   }
   const std::int64_t middle_ranks = pp - special;
@@ -119,7 +126,8 @@ std::optional<Assignment> assign_first_last(const ParallelLayout& layout, std::i
   Assignment a;
   a.chunks_per_rank = vpp;
   for (std::int64_t chunk = 0; chunk < vpp; ++chunk) {
-    for (std::int64_t r = 0; r < pp; ++r) a.decoder.push_back(per_rank[static_cast<std::size_t>(r)] / vpp);
+    for (std::int64_t r = 0; r < pp; ++r)
+      a.decoder.push_back(per_rank[static_cast<std::size_t>(r)] / vpp);
   }
   return a;
 }
@@ -156,7 +164,8 @@ std::optional<Assignment> assign_layout_string(const Model& model, const Paralle
     d.error(field, message);
     ok = false;
   };
-  if (sum.embedding != 1 || parsed->stages.front().embedding != 1 || !parsed->starts_with_embedding) {
+  if (sum.embedding != 1 || parsed->stages.front().embedding != 1 ||
+      !parsed->starts_with_embedding) {
     fail("exactly one 'E' is needed, as the first letter of the first stage");
   }
   if (sum.loss != 1 || parsed->stages.back().loss != 1 || !parsed->ends_with_loss) {
@@ -175,8 +184,10 @@ std::optional<Assignment> assign_layout_string(const Model& model, const Paralle
     if (e.mtp == 0) continue;
     ++mtp_stages;
     if (i / pp != vpp - 1) {
-      fail("MTP layers must sit in the last virtual chunk of their pipeline rank (Megatron's rule); "
-           "stage " + text(i) + " is chunk " + text(i / pp) + " of " + text(vpp));
+      fail(
+          "MTP layers must sit in the last virtual chunk of their pipeline rank (Megatron's rule); "
+          "stage " +
+          text(i) + " is chunk " + text(i / pp) + " of " + text(vpp));
     }
   }
   if (mtp_stages > 1) fail("all MTP layers must sit in one stage (Megatron's rule)");
@@ -203,8 +214,9 @@ std::optional<Assignment> assign(const Model& model, const ParallelLayout& layou
   switch (layout.assignment) {
     case StageAssignment::even: {
       if (layers % stages != 0) {
-        d.warn("parallel.pp", text(layers) + " layers do not divide evenly over PP x VPP = " +
-                                  text(stages) + " stages; Megatron's default split refuses this, "
+        d.warn("parallel.pp", text(layers) +
+                                  " layers do not divide evenly over PP x VPP = " + text(stages) +
+                                  " stages; Megatron's default split refuses this, "
                                   "stagemem gives the earlier stages one extra layer each");
       }
       return Assignment{even_split(layers, stages), {}, vpp};
@@ -212,9 +224,9 @@ std::optional<Assignment> assign(const Model& model, const ParallelLayout& layou
     case StageAssignment::explicit_list: {
       const auto& list = layout.layers_per_stage;
       if (static_cast<std::int64_t>(list.size()) != stages) {
-        d.error("parallel.layers_per_stage",
-                "has " + text(static_cast<std::int64_t>(list.size())) +
-                    " entries; expected PP x VPP = " + text(stages) + " (one per virtual stage)");
+        d.error("parallel.layers_per_stage", "has " + text(static_cast<std::int64_t>(list.size())) +
+                                                 " entries; expected PP x VPP = " + text(stages) +
+                                                 " (one per virtual stage)");
         return std::nullopt;
       }
       std::int64_t sum = 0;
@@ -234,7 +246,8 @@ std::optional<Assignment> assign(const Model& model, const ParallelLayout& layou
       }
       return Assignment{list, {}, vpp};
     }
-    case StageAssignment::first_last: return assign_first_last(layout, layers, d);
+    case StageAssignment::first_last:
+      return assign_first_last(layout, layers, d);
     case StageAssignment::attn_res_aligned: {
       const std::int64_t block = model.attn_res.block_size;
       if (block <= 0) {
@@ -247,21 +260,25 @@ std::optional<Assignment> assign(const Model& model, const ParallelLayout& layou
         const std::int64_t blocks = (layers + block - 1) / block;
         d.error("parallel.attnres_aligned",
                 "needs at least one whole AttnRes block per virtual stage: the model has " +
-                    text(blocks) + " blocks of " + text(block) + " layers, so PP x VPP must be in [1, " +
-                    text(blocks) + "], got " + text(stages));
+                    text(blocks) + " blocks of " + text(block) +
+                    " layers, so PP x VPP must be in [1, " + text(blocks) + "], got " +
+                    text(stages));
         return std::nullopt;
       }
       return Assignment{std::move(split), {}, vpp};
     }
-    case StageAssignment::layout_string: return assign_layout_string(model, layout, d);
+    case StageAssignment::layout_string:
+      return assign_layout_string(model, layout, d);
   }
   return std::nullopt;
 }
 
 std::int64_t shard_elements(const Tensor& t, const ParallelLayout& layout) {
   switch (t.split) {
-    case Split::replicated: return t.elements;
-    case Split::tensor_parallel: return t.elements / layout.tensor_parallel;
+    case Split::replicated:
+      return t.elements;
+    case Split::tensor_parallel:
+      return t.elements / layout.tensor_parallel;
     case Split::expert_parallel:
       return t.elements / (layout.expert_parallel * layout.expert_tensor_parallel);
   }
@@ -281,9 +298,15 @@ void add_tensors(StageParameters& stage, const std::vector<Tensor>& tensors, con
         t.split == Split::expert_parallel ? weight_tensor_count(t, model) / layout.expert_parallel
                                           : weight_tensor_count(t, model);
     switch (t.split) {
-      case Split::replicated: stage.per_rank_split.replicated += shard; break;
-      case Split::tensor_parallel: stage.per_rank_split.tensor_parallel += shard; break;
-      case Split::expert_parallel: stage.per_rank_split.expert_parallel += shard; break;
+      case Split::replicated:
+        stage.per_rank_split.replicated += shard;
+        break;
+      case Split::tensor_parallel:
+        stage.per_rank_split.tensor_parallel += shard;
+        break;
+      case Split::expert_parallel:
+        stage.per_rank_split.expert_parallel += shard;
+        break;
     }
   }
 }
@@ -314,11 +337,16 @@ void add_embedding_replica(StageParameters& stage, Component component, const Mo
 
 std::string_view stage_assignment_name(StageAssignment assignment) {
   switch (assignment) {
-    case StageAssignment::even: return "even";
-    case StageAssignment::explicit_list: return "explicit";
-    case StageAssignment::first_last: return "first-last";
-    case StageAssignment::attn_res_aligned: return "attnres-aligned";
-    case StageAssignment::layout_string: return "layout-string";
+    case StageAssignment::even:
+      return "even";
+    case StageAssignment::explicit_list:
+      return "explicit";
+    case StageAssignment::first_last:
+      return "first-last";
+    case StageAssignment::attn_res_aligned:
+      return "attnres-aligned";
+    case StageAssignment::layout_string:
+      return "layout-string";
   }
   return "unknown";
 }
@@ -350,8 +378,8 @@ std::int64_t padded_vocab(std::int64_t vocab, const ParallelLayout& layout) {
 
 std::int64_t data_parallel_size(const ParallelLayout& layout) {
   if (layout.data_parallel > 0) return layout.data_parallel;
-  const std::int64_t fixed = checked_product(
-      {layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel});
+  const std::int64_t fixed =
+      checked_product({layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel});
   if (layout.world_size > 0) {
     return divides(fixed, layout.world_size) ? layout.world_size / fixed : 0;
   }
@@ -363,8 +391,8 @@ std::int64_t data_parallel_size(const ParallelLayout& layout) {
 }
 
 std::int64_t world_size(const ParallelLayout& layout) {
-  return checked_product({layout.tensor_parallel, layout.pipeline_parallel,
-                          layout.context_parallel, data_parallel_size(layout)});
+  return checked_product({layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel,
+                          data_parallel_size(layout)});
 }
 
 std::int64_t expert_data_parallel_size(const ParallelLayout& layout) {
@@ -389,7 +417,8 @@ std::vector<std::int64_t> StagePlan::layers_per_virtual_stage() const {
 
 std::vector<std::int64_t> StagePlan::layers_per_rank() const {
   std::vector<std::int64_t> out(static_cast<std::size_t>(pipeline_ranks), 0);
-  for (const VirtualStage& v : virtual_stages) out[static_cast<std::size_t>(v.pipeline_rank)] += v.layer_count;
+  for (const VirtualStage& v : virtual_stages)
+    out[static_cast<std::size_t>(v.pipeline_rank)] += v.layer_count;
   return out;
 }
 
@@ -483,15 +512,16 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
   if (layout.world_size != 0) {
     range("parallel.world_size", "world size (0: derive)", layout.world_size, 1, 1LL << 32);
   }
-  range("parallel.vocab_multiple", "vocabulary padding multiple", layout.vocab_multiple, 1, 1 << 20);
+  range("parallel.vocab_multiple", "vocabulary padding multiple", layout.vocab_multiple, 1,
+        1 << 20);
   if (d.errors.size() > errors_before) return;
 
   const ModelUses uses = uses_of(model);
   const std::string tp_text = text(tp);
   if (uses.gqa && !(divides(tp, model.gqa.heads) && divides(tp, model.gqa.kv_heads))) {
-    d.error("parallel.tp", "tensor parallel size " + tp_text + " must divide the attention heads (" +
-                               text(model.gqa.heads) + ") and KV heads (" +
-                               text(model.gqa.kv_heads) + ")");
+    d.error("parallel.tp", "tensor parallel size " + tp_text +
+                               " must divide the attention heads (" + text(model.gqa.heads) +
+                               ") and KV heads (" + text(model.gqa.kv_heads) + ")");
   }
   if (uses.mla && !divides(tp, model.mla.heads)) {
     d.error("parallel.tp", "tensor parallel size " + tp_text + " must divide the MLA heads (" +
@@ -508,14 +538,13 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
   }
   if (uses.moe && model.moe.shared_experts > 0 &&
       !divides(tp, model.moe.shared_experts * model.moe.shared_intermediate)) {
-    d.error("parallel.tp", "tensor parallel size " + tp_text +
-                               " must divide the shared experts' width (" +
-                               text(model.moe.shared_experts * model.moe.shared_intermediate) + ")");
+    d.error("parallel.tp",
+            "tensor parallel size " + tp_text + " must divide the shared experts' width (" +
+                text(model.moe.shared_experts * model.moe.shared_intermediate) + ")");
   }
   if (model.mtp_layers > 0 && !divides(tp, model.hidden)) {
-    d.error("parallel.tp", "tensor parallel size " + tp_text +
-                               " must divide the hidden size (" + text(model.hidden) +
-                               ") for the MTP eh_proj");
+    d.error("parallel.tp", "tensor parallel size " + tp_text + " must divide the hidden size (" +
+                               text(model.hidden) + ") for the MTP eh_proj");
   }
   if (uses.moe && !divides(layout.expert_parallel, model.moe.routed_experts)) {
     d.error("parallel.ep", "expert parallel size " + text(layout.expert_parallel) +
@@ -532,20 +561,20 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
   if (layout.data_parallel > 0 && layout.world_size > 0 &&
       layout.world_size != fixed * layout.data_parallel) {
     d.error("parallel.world_size",
-            "world size " + text(layout.world_size) + " must equal TP x PP x CP x DP = " +
-                text(tp) + " x " + text(layout.pipeline_parallel) + " x " +
-                text(layout.context_parallel) + " x " + text(layout.data_parallel) + " = " +
-                text(fixed * layout.data_parallel));
+            "world size " + text(layout.world_size) +
+                " must equal TP x PP x CP x DP = " + text(tp) + " x " +
+                text(layout.pipeline_parallel) + " x " + text(layout.context_parallel) + " x " +
+                text(layout.data_parallel) + " = " + text(fixed * layout.data_parallel));
   } else if (layout.data_parallel == 0 && layout.world_size > 0 &&
              !divides(fixed, layout.world_size)) {
     d.error("parallel.world_size", "world size " + text(layout.world_size) +
                                        " must be a multiple of TP x PP x CP = " + text(fixed));
   } else if (uses.moe && expert_data_parallel_size(layout) == 0) {
     const std::int64_t inner = tp * layout.context_parallel * data_parallel_size(layout);
-    d.error("parallel.ep", "EP x ETP = " +
-                               text(layout.expert_parallel * layout.expert_tensor_parallel) +
-                               " must divide TP x CP x DP = " + text(inner) +
-                               " (the ranks of one pipeline stage)");
+    d.error("parallel.ep",
+            "EP x ETP = " + text(layout.expert_parallel * layout.expert_tensor_parallel) +
+                " must divide TP x CP x DP = " + text(inner) +
+                " (the ranks of one pipeline stage)");
   }
 
   if (layout.sequence_parallel && tp == 1) {
@@ -592,7 +621,8 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
       add_tensors(stage, head_tensors(model), model, layout);
       if (!model.tied_embeddings) add_vocab_padding(stage, Component::lm_head, model, layout);
     }
-    for (std::int64_t i = 0; i < v.mtp_layers; ++i) add_tensors(stage, one_mtp_layer, model, layout);
+    for (std::int64_t i = 0; i < v.mtp_layers; ++i)
+      add_tensors(stage, one_mtp_layer, model, layout);
     // One embedding copy serves both a tied LM head and MTP's input embedding on this chunk.
     if (!v.embedding && v.head && model.tied_embeddings) {
       add_embedding_replica(stage, Component::lm_head, model, layout);

@@ -57,9 +57,9 @@ struct ParallelLayout {
   std::int64_t vocab_multiple = 128;  // vocab padded to a multiple of vocab_multiple x TP
   StageAssignment assignment = StageAssignment::even;
   std::vector<std::int64_t> layers_per_stage{};  // explicit_list
-  std::int64_t first_stage_layers = -1;        // first_last; -1: not set
-  std::int64_t last_stage_layers = -1;         // first_last; -1: not set
-  std::string layout_string{};                 // layout_string
+  std::int64_t first_stage_layers = -1;          // first_last; -1: not set
+  std::int64_t last_stage_layers = -1;           // first_last; -1: not set
+  std::string layout_string{};                   // layout_string
   friend bool operator==(const ParallelLayout&, const ParallelLayout&) = default;
 };
 
@@ -111,10 +111,10 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
 
 // One rank's elements by how they are split; `dense()` is everything but routed experts.
 struct SplitCounts {
-  std::int64_t replicated = 0;       // whole on every TP rank (norms, routers, MLA down-projections)
-  std::int64_t tensor_parallel = 0;  // this rank's 1/TP shard of split tensors (unpadded)
-  std::int64_t expert_parallel = 0;  // this rank's 1/(EP x ETP) shard of the routed experts
-  std::int64_t vocab_padding = 0;    // padding rows of vocabulary-parallel matrices
+  std::int64_t replicated = 0;  // whole on every TP rank (norms, routers, MLA down-projections)
+  std::int64_t tensor_parallel = 0;     // this rank's 1/TP shard of split tensors (unpadded)
+  std::int64_t expert_parallel = 0;     // this rank's 1/(EP x ETP) shard of the routed experts
+  std::int64_t vocab_padding = 0;       // padding rows of vocabulary-parallel matrices
   std::int64_t embedding_replicas = 0;  // copies of an embedding held elsewhere (tied head, MTP)
   std::int64_t dense() const {
     return replicated + tensor_parallel + vocab_padding + embedding_replicas;

@@ -45,8 +45,8 @@ class ItemReader {
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < low ||
         value > high) {
-      fail(std::string(what) + " '" + std::string(text.substr(0, 24)) +
-           "' is not an integer in " + range_text(low, high));
+      fail(std::string(what) + " '" + std::string(text.substr(0, 24)) + "' is not an integer in " +
+           range_text(low, high));
       return low;
     }
     return value;
@@ -75,12 +75,14 @@ class ItemReader {
       bool known = false;
       for (std::string_view a : allowed) known |= parts_[i] == a;
       for (std::string_view a : with_value) {
-        known |= parts_[i].starts_with(a) && parts_[i].size() > a.size() && parts_[i][a.size()] == '=';
+        known |=
+            parts_[i].starts_with(a) && parts_[i].size() > a.size() && parts_[i][a.size()] == '=';
       }
       if (!known) {
         std::string names;
         for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
-        for (std::string_view a : with_value) names += (names.empty() ? "" : ", ") + std::string(a) + "=N";
+        for (std::string_view a : with_value)
+          names += (names.empty() ? "" : ", ") + std::string(a) + "=N";
         fail("unknown option '" + std::string(parts_[i].substr(0, 24)) + "'; allowed: " + names);
       }
     }
@@ -100,15 +102,27 @@ std::optional<LayerKind> parse_kind(std::string_view text) {
   if (text.size() != 2) return std::nullopt;
   LayerKind kind;
   switch (text[0]) {
-    case 'g': kind.attention = AttentionKind::gqa; break;
-    case 'm': kind.attention = AttentionKind::mla; break;
-    case 'k': kind.attention = AttentionKind::kda; break;
-    default: return std::nullopt;
+    case 'g':
+      kind.attention = AttentionKind::gqa;
+      break;
+    case 'm':
+      kind.attention = AttentionKind::mla;
+      break;
+    case 'k':
+      kind.attention = AttentionKind::kda;
+      break;
+    default:
+      return std::nullopt;
   }
   switch (text[1]) {
-    case 'd': kind.mlp = MlpKind::dense; break;
-    case 'e': kind.mlp = MlpKind::moe; break;
-    default: return std::nullopt;
+    case 'd':
+      kind.mlp = MlpKind::dense;
+      break;
+    case 'e':
+      kind.mlp = MlpKind::moe;
+      break;
+    default:
+      return std::nullopt;
   }
   return kind;
 }
@@ -368,13 +382,19 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
       parse_layers(value, field, m, d);
       have_layers = true;
     } else {
-      d.error(field, "unknown item; known: name, h, v, norm, tied, pos, fnorm, gqa, mla, kda, mlp, "
-                     "moe, mtp, ar, layers");
+      d.error(field,
+              "unknown item; known: name, h, v, norm, tied, pos, fnorm, gqa, mla, kda, mlp, "
+              "moe, mtp, ar, layers");
     }
   }
-  if (!have_hidden) d.error(prefix + ".h", "is missing: the hidden size, an integer in " + range_text(1, max_dimension));
-  if (!have_vocab) d.error(prefix + ".v", "is missing: the vocabulary size, an integer in " + range_text(1, max_vocab));
-  if (!have_layers || m.layers.empty()) d.error(prefix + ".layers", "is missing: at least one layer, e.g. gd*32");
+  if (!have_hidden)
+    d.error(prefix + ".h",
+            "is missing: the hidden size, an integer in " + range_text(1, max_dimension));
+  if (!have_vocab)
+    d.error(prefix + ".v",
+            "is missing: the vocabulary size, an integer in " + range_text(1, max_vocab));
+  if (!have_layers || m.layers.empty())
+    d.error(prefix + ".layers", "is missing: at least one layer, e.g. gd*32");
   if (!d.ok()) return result;
   std::vector<LayerKind> used = m.layers;
   if (m.mtp_layers > 0) used.push_back(m.mtp_layer);
@@ -382,8 +402,8 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
     const int a = static_cast<int>(k.attention);
     if (!have[a]) {
       const char* names[] = {"gqa", "mla", "kda"};
-      d.error(prefix + ".layers", std::string("a layer uses ") + names[a] + " attention but there is no " +
-                                      names[a] + ": item");
+      d.error(prefix + ".layers", std::string("a layer uses ") + names[a] +
+                                      " attention but there is no " + names[a] + ": item");
       return result;
     }
     if (k.mlp == MlpKind::dense && !have_dense) {

@@ -16,7 +16,8 @@ std::int64_t newton_schulz_bytes(const MatrixShape& m) {
 
 void consider(MatrixShape& best, std::int64_t rows, std::int64_t cols, std::string_view name) {
   const MatrixShape candidate{rows, cols, name};
-  if (rows > 0 && cols > 0 && newton_schulz_bytes(candidate) > newton_schulz_bytes(best)) best = candidate;
+  if (rows > 0 && cols > 0 && newton_schulz_bytes(candidate) > newton_schulz_bytes(best))
+    best = candidate;
 }
 
 }  // namespace

@@ -19,14 +19,16 @@ inline constexpr std::array<std::string_view, 2> grad_dtype_names = {"fp32", "bf
 inline constexpr std::array<std::string_view, 4> optimizer_kind_names = {
     "adam", "distributed-adam", "muon", "distributed-muon"};
 inline constexpr std::array<std::string_view, 2> master_dtype_names = {"fp32", "fp16"};
-inline constexpr std::array<std::string_view, 4> moment_dtype_names = {"fp32", "bf16", "fp16", "fp8"};
+inline constexpr std::array<std::string_view, 4> moment_dtype_names = {"fp32", "bf16", "fp16",
+                                                                       "fp8"};
 inline constexpr std::array<std::string_view, 3> cast_copy_names = {"none", "muon-group", "all"};
 inline constexpr std::array<std::string_view, measurement_point_count> measurement_point_names = {
     "after-model-init", "after-optimizer-init", "after-first-step", "steady-state-peak", "term"};
 inline constexpr std::array<std::string_view, gap_kind_count> gap_kind_names = {
     "allocator-fragmentation", "communication-buffers", "runtime-context",
     "math-library-workspaces"};
-inline constexpr std::array<std::string_view, 3> recompute_policy_names = {"none", "selective", "full"};
+inline constexpr std::array<std::string_view, 3> recompute_policy_names = {"none", "selective",
+                                                                           "full"};
 inline constexpr std::array<std::string_view, recompute_module_count> recompute_module_names = {
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
 inline constexpr std::array<std::string_view, 2> full_recompute_method_names = {"uniform", "block"};

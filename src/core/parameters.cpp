@@ -46,8 +46,8 @@ void add_mla(Tensors& out, const Model& model) {
     out.push_back({"self_attn.q_a_proj.weight", c, Split::replicated, h * a.q_lora_rank});
     out.push_back(
         {"self_attn.q_a_layernorm.weight", Component::norms, Split::replicated, a.q_lora_rank});
-    out.push_back({"self_attn.q_b_proj.weight", c, Split::tensor_parallel,
-                   a.q_lora_rank * a.heads * q_head});
+    out.push_back(
+        {"self_attn.q_b_proj.weight", c, Split::tensor_parallel, a.q_lora_rank * a.heads * q_head});
   } else {
     out.push_back({"self_attn.q_proj.weight", c, Split::tensor_parallel, h * a.heads * q_head});
   }
@@ -59,7 +59,8 @@ void add_mla(Tensors& out, const Model& model) {
                  a.kv_lora_rank * a.heads * (a.qk_nope_head_dim + a.v_head_dim)});
   if (a.output_gate) {
     // Assumption (Kimi K3 `mla_use_output_gate`): one gate projection h -> heads*v_head_dim.
-    out.push_back({"self_attn.g_proj.weight", c, Split::tensor_parallel, h * a.heads * a.v_head_dim});
+    out.push_back(
+        {"self_attn.g_proj.weight", c, Split::tensor_parallel, h * a.heads * a.v_head_dim});
   }
   out.push_back({"self_attn.o_proj.weight", c, Split::tensor_parallel, a.heads * a.v_head_dim * h});
 }
@@ -123,8 +124,8 @@ void add_moe(Tensors& out, const Model& model) {
   // Assumption: the router scores tokens at the full hidden size, before the latent projection.
   out.push_back({"mlp.gate.weight", Component::router, Split::replicated, m.routed_experts * h});
   if (m.router_correction_bias) {
-    out.push_back(
-        {"mlp.gate.e_score_correction_bias", Component::router, Split::replicated, m.routed_experts});
+    out.push_back({"mlp.gate.e_score_correction_bias", Component::router, Split::replicated,
+                   m.routed_experts});
   }
   if (m.latent_hidden > 0) {
     // Assumption: the latent projections are ordinary (bias-free) linears, duplicated on TP ranks.
@@ -139,7 +140,8 @@ void add_moe(Tensors& out, const Model& model) {
   }
   // Routed experts are SwiGLU: gate and up (width -> I) and down (I -> width).
   out.push_back({"mlp.experts.*.{gate,up,down}_proj.weight", Component::routed_experts,
-                 Split::expert_parallel, m.routed_experts * 3 * expert_width * m.expert_intermediate});
+                 Split::expert_parallel,
+                 m.routed_experts * 3 * expert_width * m.expert_intermediate});
   if (m.shared_experts > 0) {
     out.push_back({"mlp.shared_experts.{gate,up,down}_proj.weight", Component::shared_experts,
                    Split::tensor_parallel, 3 * h * m.shared_experts * m.shared_intermediate});
@@ -149,28 +151,42 @@ void add_moe(Tensors& out, const Model& model) {
 void add_attn_res_sites(Tensors& out, const Model& model, std::int64_t sites) {
   if (model.attn_res.block_size <= 0 || sites <= 0) return;
   // Per mixing site: a pseudo-query vector (h) and an RMSNorm weight over the keys (h).
-  out.push_back({"attn_res.pseudo_query", Component::attn_res, Split::replicated, sites * model.hidden});
-  out.push_back({"attn_res.key_norm.weight", Component::attn_res, Split::replicated,
-                 sites * model.hidden});
+  out.push_back(
+      {"attn_res.pseudo_query", Component::attn_res, Split::replicated, sites * model.hidden});
+  out.push_back(
+      {"attn_res.key_norm.weight", Component::attn_res, Split::replicated, sites * model.hidden});
 }
 
 }  // namespace
 
 std::string_view component_name(Component component) {
   switch (component) {
-    case Component::embedding: return "embedding";
-    case Component::position_embedding: return "position_embedding";
-    case Component::attention_gqa: return "attention_gqa";
-    case Component::attention_mla: return "attention_mla";
-    case Component::attention_kda: return "attention_kda";
-    case Component::norms: return "norms";
-    case Component::dense_mlp: return "dense_mlp";
-    case Component::routed_experts: return "routed_experts";
-    case Component::shared_experts: return "shared_experts";
-    case Component::router: return "router";
-    case Component::lm_head: return "lm_head";
-    case Component::mtp: return "mtp";
-    case Component::attn_res: return "attn_res";
+    case Component::embedding:
+      return "embedding";
+    case Component::position_embedding:
+      return "position_embedding";
+    case Component::attention_gqa:
+      return "attention_gqa";
+    case Component::attention_mla:
+      return "attention_mla";
+    case Component::attention_kda:
+      return "attention_kda";
+    case Component::norms:
+      return "norms";
+    case Component::dense_mlp:
+      return "dense_mlp";
+    case Component::routed_experts:
+      return "routed_experts";
+    case Component::shared_experts:
+      return "shared_experts";
+    case Component::router:
+      return "router";
+    case Component::lm_head:
+      return "lm_head";
+    case Component::mtp:
+      return "mtp";
+    case Component::attn_res:
+      return "attn_res";
   }
   return "unknown";
 }
@@ -181,9 +197,15 @@ std::vector<Tensor> layer_tensors(const Model& model, LayerKind kind) {
   add_norm(out, model, "input_layernorm.weight", "input_layernorm.bias", model.hidden,
            Component::norms);
   switch (kind.attention) {
-    case AttentionKind::gqa: add_gqa(out, model); break;
-    case AttentionKind::mla: add_mla(out, model); break;
-    case AttentionKind::kda: add_kda(out, model); break;
+    case AttentionKind::gqa:
+      add_gqa(out, model);
+      break;
+    case AttentionKind::mla:
+      add_mla(out, model);
+      break;
+    case AttentionKind::kda:
+      add_kda(out, model);
+      break;
   }
   add_norm(out, model, "post_attention_layernorm.weight", "post_attention_layernorm.bias",
            model.hidden, Component::norms);
@@ -214,8 +236,8 @@ std::vector<Tensor> head_tensors(const Model& model) {
   }
   add_attn_res_sites(out, model, 1);  // the output mix after the last layer
   if (!model.tied_embeddings) {
-    out.push_back({"lm_head.weight", Component::lm_head, Split::tensor_parallel,
-                   model.vocab * model.hidden});
+    out.push_back(
+        {"lm_head.weight", Component::lm_head, Split::tensor_parallel, model.vocab * model.hidden});
   }
   return out;
 }
@@ -238,12 +260,18 @@ std::vector<Tensor> mtp_tensors(const Model& model) {
 
 std::string_view tensor_role_name(TensorRole role) {
   switch (role) {
-    case TensorRole::hidden_matrix: return "hidden matrices";
-    case TensorRole::expert_matrix: return "routed-expert matrices";
-    case TensorRole::router_matrix: return "router matrices";
-    case TensorRole::embedding_or_head: return "embedding and head";
-    case TensorRole::vector: return "norms, biases and vectors";
-    case TensorRole::convolution: return "convolution kernels";
+    case TensorRole::hidden_matrix:
+      return "hidden matrices";
+    case TensorRole::expert_matrix:
+      return "routed-expert matrices";
+    case TensorRole::router_matrix:
+      return "router matrices";
+    case TensorRole::embedding_or_head:
+      return "embedding and head";
+    case TensorRole::vector:
+      return "norms, biases and vectors";
+    case TensorRole::convolution:
+      return "convolution kernels";
   }
   return "unknown";
 }
@@ -252,10 +280,13 @@ TensorRole tensor_role(const Tensor& tensor) {
   switch (tensor.component) {
     case Component::embedding:
     case Component::position_embedding:
-    case Component::lm_head: return TensorRole::embedding_or_head;
+    case Component::lm_head:
+      return TensorRole::embedding_or_head;
     case Component::norms:
-    case Component::attn_res: return TensorRole::vector;
-    default: break;
+    case Component::attn_res:
+      return TensorRole::vector;
+    default:
+      break;
   }
   const std::string_view name = tensor.name;
   // Norms inside MTP layers keep their layer names; every norm weight name contains "norm".
@@ -300,7 +331,9 @@ ParameterCounts model_parameters(const Model& model) {
   return counts;
 }
 
-std::int64_t total_parameters(const Model& model) { return model_parameters(model).total(); }
+std::int64_t total_parameters(const Model& model) {
+  return model_parameters(model).total();
+}
 
 std::int64_t total_parameters_without_mtp(const Model& model) {
   return total_parameters(model) - count_tensors(mtp_tensors(model)).total();

@@ -56,7 +56,8 @@ struct Tensor {
 
 // Every parameter tensor of one decoder layer of the given kind.
 std::vector<Tensor> layer_tensors(const Model& model, LayerKind kind);
-// Tensors outside the decoder layers: embedding, positions, final norm, LM head, MTP, AttnRes output.
+// Tensors outside the decoder layers: embedding, positions, final norm, LM head, MTP, AttnRes
+// output.
 std::vector<Tensor> embedding_tensors(const Model& model);
 std::vector<Tensor> head_tensors(const Model& model);  // final norm, LM head (untied), output mix
 std::vector<Tensor> mtp_tensors(const Model& model);   // all MTP layers, charged to Component::mtp
@@ -65,9 +66,9 @@ std::vector<Tensor> mtp_tensors(const Model& model);   // all MTP layers, charge
 // matrices, low-precision (fp8, MX) storage applies to linear-layer matrices only, and everything
 // else (embedding, head, norms, biases, vectors, convolution kernels) keeps the base precision.
 enum class TensorRole : std::uint8_t {
-  hidden_matrix,      // 2-D weight of a linear layer inside the network (attention, MLP, MTP eh_proj)
-  expert_matrix,      // a stack of routed-expert 2-D weights (gate, up, down per expert)
-  router_matrix,      // the MoE router's 2-D weight
+  hidden_matrix,  // 2-D weight of a linear layer inside the network (attention, MLP, MTP eh_proj)
+  expert_matrix,  // a stack of routed-expert 2-D weights (gate, up, down per expert)
+  router_matrix,  // the MoE router's 2-D weight
   embedding_or_head,  // vocabulary matrices and learned position tables
   vector,             // norm weights and biases, linear biases, A_log, dt_bias, AttnRes vectors
   convolution,        // depthwise short-convolution kernels [width, 1, kernel] (3-D)

@@ -5,8 +5,12 @@
 namespace stagemem {
 namespace {
 
-bool is_item(char c) { return c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_item(char c) {
+  return c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 std::string describe(char c) {
   if (c >= 0x21 && c <= 0x7e) return std::string("'") + c + "'";
@@ -60,8 +64,7 @@ class Parser {
         ++position_;
         if (!repeat_into(body, std::string(1, c), /*required=*/false)) return false;
       } else if (c == '*') {
-        fail("'*' at position " + std::to_string(position_) +
-             " must follow a layer letter or '|'");
+        fail("'*' at position " + std::to_string(position_) + " must follow a layer letter or '|'");
         return false;
       } else {
         fail("invalid character " + describe(c) + " at position " + std::to_string(position_) +
@@ -91,8 +94,8 @@ class Parser {
       while (position_ < text_.size() && is_digit(text_[position_])) {
         count = count * 10 + (text_[position_] - '0');
         if (count > max_layout_entries) {
-          fail("repetition count at position " + std::to_string(digits_start) +
-               " exceeds " + std::to_string(max_layout_entries));
+          fail("repetition count at position " + std::to_string(digits_start) + " exceeds " +
+               std::to_string(max_layout_entries));
           return false;
         }
         ++position_;
@@ -133,10 +136,12 @@ class Parser {
 
 }  // namespace
 
-std::optional<ParsedPipelineLayout> parse_pipeline_layout_string(
-    std::string_view text, Diagnostics& diagnostics, std::string_view field) {
+std::optional<ParsedPipelineLayout> parse_pipeline_layout_string(std::string_view text,
+                                                                 Diagnostics& diagnostics,
+                                                                 std::string_view field) {
   if (text.empty()) {
-    diagnostics.error(std::string(field), "the layout string is empty; expected e.g. 'Et*3|t*4|t*3L'");
+    diagnostics.error(std::string(field),
+                      "the layout string is empty; expected e.g. 'Et*3|t*4|t*3L'");
     return std::nullopt;
   }
   if (static_cast<std::int64_t>(text.size()) > max_layout_entries) {
@@ -160,12 +165,23 @@ std::optional<ParsedPipelineLayout> parse_pipeline_layout_string(
     if (c == 'm') seen_mtp = true;
     if (c == 't' && seen_mtp) parsed.decoder_after_mtp = true;
     switch (c) {
-      case '|': stages.emplace_back(); break;
-      case 'E': stages.back().embedding += 1; break;
-      case 't': stages.back().decoder += 1; break;
-      case 'm': stages.back().mtp += 1; break;
-      case 'L': stages.back().loss += 1; break;
-      default: break;
+      case '|':
+        stages.emplace_back();
+        break;
+      case 'E':
+        stages.back().embedding += 1;
+        break;
+      case 't':
+        stages.back().decoder += 1;
+        break;
+      case 'm':
+        stages.back().mtp += 1;
+        break;
+      case 'L':
+        stages.back().loss += 1;
+        break;
+      default:
+        break;
     }
   }
   parsed.starts_with_embedding = first_letter == 'E';

@@ -64,16 +64,16 @@ struct StageReport {
   std::vector<LayerRange> chunks;  // one per virtual stage on this rank (VPP), in order
   std::int64_t parameters_per_rank = 0;
   std::vector<Term> terms;
-  std::int64_t resident_bytes = 0;  // derived resident terms
-  std::int64_t gap_bytes = 0;       // measured gap rows
-  std::int64_t activation_bytes = 0;           // stored activations, all micro-batches in flight
-  std::int64_t largest_transient_bytes = 0;    // forward/backward phase
+  std::int64_t resident_bytes = 0;           // derived resident terms
+  std::int64_t gap_bytes = 0;                // measured gap rows
+  std::int64_t activation_bytes = 0;         // stored activations, all micro-batches in flight
+  std::int64_t largest_transient_bytes = 0;  // forward/backward phase
   std::string largest_transient;
-  std::int64_t optimizer_transient_bytes = 0;  // optimizer-step phase
-  bool optimizer_phase_binds = false;          // the optimizer step, not forward/backward, peaks
+  std::int64_t optimizer_transient_bytes = 0;     // optimizer-step phase
+  bool optimizer_phase_binds = false;             // the optimizer step, not forward/backward, peaks
   std::vector<std::int64_t> in_flight_per_chunk;  // micro-batches held at the peak, per chunk
-  std::int64_t peak_bytes = 0;      // resident + gaps + the larger phase
-  std::int64_t headroom_bytes = 0;  // device bytes - peak; 0 when no device is chosen
+  std::int64_t peak_bytes = 0;                    // resident + gaps + the larger phase
+  std::int64_t headroom_bytes = 0;                // device bytes - peak; 0 when no device is chosen
   // peak - resident - gaps: what a flat "non-parameter headroom" constant stands in for.
   std::int64_t non_parameter_bytes = 0;
   // flat constant - non_parameter_bytes (< 0: the flat constant under-provisions this stage);
@@ -84,10 +84,10 @@ struct StageReport {
 // A measured number next to the derived terms alive at its measurement point.
 struct CrossCheck {
   Measurement measurement;
-  std::int64_t derived_bytes = 0;  // sum of the derived terms alive at the point
-  std::int64_t gap_bytes = 0;      // measured - derived
-  bool has_ratio = false;          // false when derived is 0
-  double ratio = 0.0;              // measured / derived
+  std::int64_t derived_bytes = 0;         // sum of the derived terms alive at the point
+  std::int64_t gap_bytes = 0;             // measured - derived
+  bool has_ratio = false;                 // false when derived is 0
+  double ratio = 0.0;                     // measured / derived
   std::vector<std::string> alive_terms;   // the terms summed
   std::vector<std::string> explanations;  // what could explain the gap, most specific first
 };
@@ -103,7 +103,7 @@ struct Report {
   std::int64_t total_parameters = 0;
   std::int64_t data_parallel = 1;
   std::int64_t expert_data_parallel = 1;
-  std::int64_t micro_batches = 0;  // M per step
+  std::int64_t micro_batches = 0;        // M per step
   std::int64_t flat_headroom_bytes = 0;  // the flat constant compared against, 0: none
   std::vector<StageReport> stages;
   DeviceCapacity device;  // bytes 0: no device chosen

@@ -10,9 +10,11 @@ namespace stagemem {
 namespace {
 
 constexpr std::int64_t fp8_block_values = 128 * 128;  // one fp32 scale per 128 x 128 block
-constexpr std::int64_t mx_block_values = 32;           // one e8m0 scale per 32 values (OCP MX)
+constexpr std::int64_t mx_block_values = 32;          // one e8m0 scale per 32 values (OCP MX)
 
-std::string count(std::int64_t value) { return group_digits(value); }
+std::string count(std::int64_t value) {
+  return group_digits(value);
+}
 
 std::string bytes_text(double bytes_per_value) {
   char buffer[32];
@@ -26,21 +28,29 @@ std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
 
 std::string_view weight_dtype_label(WeightDtype dtype) {
   switch (dtype) {
-    case WeightDtype::bf16: return "bf16";
-    case WeightDtype::fp32: return "fp32";
-    case WeightDtype::fp8_tensor_scaled: return "fp8 e4m3, per-tensor scale";
-    case WeightDtype::fp8_block_scaled: return "fp8 e4m3, 128x128 block scales";
-    case WeightDtype::mxfp8: return "mxfp8";
-    case WeightDtype::mxfp4: return "mxfp4";
+    case WeightDtype::bf16:
+      return "bf16";
+    case WeightDtype::fp32:
+      return "fp32";
+    case WeightDtype::fp8_tensor_scaled:
+      return "fp8 e4m3, per-tensor scale";
+    case WeightDtype::fp8_block_scaled:
+      return "fp8 e4m3, 128x128 block scales";
+    case WeightDtype::mxfp8:
+      return "mxfp8";
+    case WeightDtype::mxfp4:
+      return "mxfp4";
   }
   return "unknown";
 }
 
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
-    TensorRole::hidden_matrix, TensorRole::expert_matrix, TensorRole::router_matrix,
-    TensorRole::embedding_or_head, TensorRole::vector, TensorRole::convolution};
+    TensorRole::hidden_matrix,     TensorRole::expert_matrix, TensorRole::router_matrix,
+    TensorRole::embedding_or_head, TensorRole::vector,        TensorRole::convolution};
 
-std::int64_t elements_of(const RoleCounts& counts, TensorRole role) { return counts[role]; }
+std::int64_t elements_of(const RoleCounts& counts, TensorRole role) {
+  return counts[role];
+}
 
 // Elements of `counts` whose role passes `keep`, and the role names joined for a term name.
 template <typename Keep>
@@ -115,7 +125,8 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
         scales.bytes = ceil_div(elements, mx_block_values);
         break;
       case WeightDtype::bf16:
-      case WeightDtype::fp32: break;
+      case WeightDtype::fp32:
+        break;
     }
     if (scales.bytes > 0) terms.push_back(scales);
   }
@@ -125,30 +136,43 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
 
 double weight_value_bytes(WeightDtype dtype) {
   switch (dtype) {
-    case WeightDtype::bf16: return 2.0;
-    case WeightDtype::fp32: return 4.0;
+    case WeightDtype::bf16:
+      return 2.0;
+    case WeightDtype::fp32:
+      return 4.0;
     case WeightDtype::fp8_tensor_scaled:
     case WeightDtype::fp8_block_scaled:
-    case WeightDtype::mxfp8: return 1.0;
-    case WeightDtype::mxfp4: return 0.5;
+    case WeightDtype::mxfp8:
+      return 1.0;
+    case WeightDtype::mxfp4:
+      return 0.5;
   }
   return 0.0;
 }
 
-std::int64_t grad_bytes(GradDtype dtype) { return dtype == GradDtype::fp32 ? 4 : 2; }
-std::int64_t master_bytes(MasterDtype dtype) { return dtype == MasterDtype::fp32 ? 4 : 2; }
+std::int64_t grad_bytes(GradDtype dtype) {
+  return dtype == GradDtype::fp32 ? 4 : 2;
+}
+std::int64_t master_bytes(MasterDtype dtype) {
+  return dtype == MasterDtype::fp32 ? 4 : 2;
+}
 
 std::int64_t moment_bytes(MomentDtype dtype) {
   switch (dtype) {
-    case MomentDtype::fp32: return 4;
+    case MomentDtype::fp32:
+      return 4;
     case MomentDtype::bf16:
-    case MomentDtype::fp16: return 2;
-    case MomentDtype::fp8: return 1;
+    case MomentDtype::fp16:
+      return 2;
+    case MomentDtype::fp8:
+      return 1;
   }
   return 4;
 }
 
-std::int64_t moments_per_element(bool muon) { return muon ? 1 : 2; }
+std::int64_t moments_per_element(bool muon) {
+  return muon ? 1 : 2;
+}
 
 bool is_distributed(OptimizerKind kind) {
   return kind == OptimizerKind::distributed_adam || kind == OptimizerKind::distributed_muon;
@@ -161,12 +185,17 @@ bool is_muon(OptimizerKind kind) {
 bool muon_covers(const OptimizerConfig& optimizer, TensorRole role) {
   if (!is_muon(optimizer.kind)) return false;
   switch (role) {
-    case TensorRole::hidden_matrix: return true;
-    case TensorRole::expert_matrix: return optimizer.muon_expert_matrices;
-    case TensorRole::router_matrix: return optimizer.muon_routers;
-    case TensorRole::embedding_or_head: return optimizer.muon_embedding_and_head;
+    case TensorRole::hidden_matrix:
+      return true;
+    case TensorRole::expert_matrix:
+      return optimizer.muon_expert_matrices;
+    case TensorRole::router_matrix:
+      return optimizer.muon_routers;
+    case TensorRole::embedding_or_head:
+      return optimizer.muon_embedding_and_head;
     case TensorRole::vector:
-    case TensorRole::convolution: return false;
+    case TensorRole::convolution:
+      return false;
   }
   return false;
 }
@@ -224,8 +253,8 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
       terms.push_back(Term{
           .name = master_name + " master weights: " + group,
           .formula = std::to_string(bytes) + " B x ceil(" + count(master_elements) + " / " +
-                     count(group_shards) + ") = " + std::to_string(bytes) + " B x " +
-                     count(shard) + " (" + sharding + ")",
+                     count(group_shards) + ") = " + std::to_string(bytes) + " B x " + count(shard) +
+                     " (" + sharding + ")",
           .scaling = state_scaling,
           .family = Family::resident,
           .tag = Tag::derived,
@@ -248,9 +277,9 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
         name = std::string(muon ? "AdamW" : "Adam") + " exp_avg + exp_avg_sq (" + moment_name +
                "): " + group + (muon ? " not updated by Muon (" + roles + ")" : "");
       }
-      const std::string per_text = muon_group ? std::to_string(moment) + " B"
-                                              : "(" + std::to_string(moment) + " + " +
-                                                    std::to_string(moment) + ") B";
+      const std::string per_text =
+          muon_group ? std::to_string(moment) + " B"
+                     : "(" + std::to_string(moment) + " + " + std::to_string(moment) + ") B";
       terms.push_back(Term{
           .name = name,
           .formula = per_text + " x ceil(" + count(elements) + " / " + count(group_shards) +
@@ -267,9 +296,8 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
 
   if (optimizer.cast_copy != CastCopy::none) {
     const bool muon_only = optimizer.cast_copy == CastCopy::muon_group;
-    const auto [elements, roles] = select(counts, [&](TensorRole r) {
-      return !muon_only || muon_covers(optimizer, r);
-    });
+    const auto [elements, roles] =
+        select(counts, [&](TensorRole r) { return !muon_only || muon_covers(optimizer, r); });
     if (elements > 0) {
       terms.push_back(Term{
           .name = std::string("bf16 cast copy kept by the optimizer: ") +

@@ -25,8 +25,8 @@ std::int64_t micro_batches_per_step(std::int64_t global_batch, std::int64_t micr
                                     std::int64_t data_parallel, Diagnostics& diagnostics);
 
 struct InFlight {
-  std::int64_t warmup_forwards = 0;       // forwards before the first backward
-  std::vector<std::int64_t> per_chunk;    // micro-batches of each virtual chunk alive at the peak
+  std::int64_t warmup_forwards = 0;     // forwards before the first backward
+  std::vector<std::int64_t> per_chunk;  // micro-batches of each virtual chunk alive at the peak
   std::int64_t total() const;
 };
 

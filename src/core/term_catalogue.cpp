@@ -18,24 +18,28 @@ struct Variant {
 
 constexpr Variant variants[] = {
     {"default options", [](Config&) {}},
-    {"optimizer=distributed-muon", [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_muon; }},
-    {"optimizer=distributed-adam", [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_adam; }},
-    {"weights=fp8-block", [](Config& c) { c.precision.dense_weights = WeightDtype::fp8_block_scaled; }},
+    {"optimizer=distributed-muon",
+     [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_muon; }},
+    {"optimizer=distributed-adam",
+     [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_adam; }},
+    {"weights=fp8-block",
+     [](Config& c) { c.precision.dense_weights = WeightDtype::fp8_block_scaled; }},
     {"expert_weights=mxfp4", [](Config& c) { c.precision.expert_weights = WeightDtype::mxfp4; }},
     {"cast_copy=all", [](Config& c) { c.optimizer.cast_copy = CastCopy::all; }},
-    {"recompute=selective", [](Config& c) {
+    {"recompute=selective",
+     [](Config& c) {
        c.training.recompute.policy = RecomputePolicy::selective;
        c.training.recompute.modules = (1u << recompute_module_count) - 1;
      }},
     {"recompute=full", [](Config& c) { c.training.recompute.policy = RecomputePolicy::full; }},
     {"kda_backend=eager", [](Config& c) { c.training.kernels.kda = KdaBackend::eager; }},
-    {"attention_kernel=materialized, dropout", [](Config& c) {
+    {"attention_kernel=materialized, dropout",
+     [](Config& c) {
        c.training.kernels.attention = AttentionKernel::materialized;
        c.training.dropout = true;
      }},
-    {"cross_entropy=fused-chunked", [](Config& c) {
-       c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked;
-     }},
+    {"cross_entropy=fused-chunked",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked; }},
     {"cp=2", [](Config& c) { c.parallel.context_parallel = 2; }},
 };
 

@@ -16,8 +16,8 @@ std::string format_scaled(double value, int decimals, const char* unit) {
 std::string group_digits(std::int64_t value) {
   const bool negative = value < 0;
   // Work in unsigned so the most negative int64 does not overflow on negation.
-  std::uint64_t magnitude = negative ? 0 - static_cast<std::uint64_t>(value)
-                                     : static_cast<std::uint64_t>(value);
+  std::uint64_t magnitude =
+      negative ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
   std::string digits = std::to_string(magnitude);
   std::string out;
   const auto n = digits.size();

@@ -71,19 +71,23 @@ std::string encode_fragment(const Config& config) {
     out += '=';
     out += percent_encode(format_field_text(field, config));
   }
-  for (const Measurement& m : config.measurements) out += "&measured=" + percent_encode(measurement_text(m));
+  for (const Measurement& m : config.measurements)
+    out += "&measured=" + percent_encode(measurement_text(m));
   for (const GapEntry& g : config.gaps) out += "&gap=" + percent_encode(gap_text(g));
   return out;
 }
 
-DecodedFragment decode_fragment(std::string_view text) { return decode_fragment(text, Config{}); }
+DecodedFragment decode_fragment(std::string_view text) {
+  return decode_fragment(text, Config{});
+}
 
 DecodedFragment decode_fragment(std::string_view text, const Config& base) {
   DecodedFragment result{.config = base, .diagnostics = {}};
   std::size_t measurements_seen = 0;
   std::size_t gaps_seen = 0;
   Diagnostics& d = result.diagnostics;
-  if (const auto hash = text.find('#'); hash != std::string_view::npos) text.remove_prefix(hash + 1);
+  if (const auto hash = text.find('#'); hash != std::string_view::npos)
+    text.remove_prefix(hash + 1);
   if (text.size() > max_fragment_length) {
     d.error("url", "the fragment is " + std::to_string(text.size()) + " characters; at most " +
                        std::to_string(max_fragment_length) + " are read");
@@ -110,8 +114,9 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
     if (key == "v") {
       saw_version = true;
       if (value != std::to_string(url_format_version)) {
-        d.error("url.v", "format version '" + shown(value) + "' is not supported; this build reads " +
-                             "version " + std::to_string(url_format_version));
+        d.error("url.v", "format version '" + shown(value) +
+                             "' is not supported; this build reads " + "version " +
+                             std::to_string(url_format_version));
         return result;
       }
       continue;
@@ -121,8 +126,10 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       const bool measured = key == "measured";
       std::size_t& occurrences = measured ? measurements_seen : gaps_seen;
       if (occurrences == 0) {
-        if (measured) result.config.measurements.clear();
-        else result.config.gaps.clear();
+        if (measured)
+          result.config.measurements.clear();
+        else
+          result.config.gaps.clear();
       }
       const std::string item = reported + "[" + std::to_string(occurrences) + "]";
       if (++occurrences > max_measurements) {
@@ -130,7 +137,8 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
           d.error(reported, "at most " + std::to_string(max_measurements) + " are read");
         }
       } else if (measured) {
-        if (auto m = parse_measurement_text(value, d, item)) result.config.measurements.push_back(*m);
+        if (auto m = parse_measurement_text(value, d, item))
+          result.config.measurements.push_back(*m);
       } else if (auto g = parse_gap_text(value, d, item)) {
         result.config.gaps.push_back(*g);
       }

@@ -79,7 +79,9 @@ TEST_CASE("Context-parallel exchange: ring attention K/V, KDA state") {
   const Model m = *find_preset("llama-3.1-8b");
   const TokenShape s = shape_of(8192, 1, {.context_parallel = 2});
   // 2 (send + receive) x 4096 tokens x 2 x 8 kv heads x 128 x 2 B.
-  CHECK(context_parallel_exchange_piece(m, s, AttentionKind::gqa).bytes == 2LL * 4096 * 2 * 8 * 128 * 2);
+  CHECK(context_parallel_exchange_piece(m, s, AttentionKind::gqa).bytes ==
+        2LL * 4096 * 2 * 8 * 128 * 2);
   const Model k3 = *find_preset("kimi-k3");
-  CHECK(context_parallel_exchange_piece(k3, s, AttentionKind::kda).bytes == 2LL * 96 * 128 * 128 * 4);
+  CHECK(context_parallel_exchange_piece(k3, s, AttentionKind::kda).bytes ==
+        2LL * 96 * 128 * 128 * 4);
 }

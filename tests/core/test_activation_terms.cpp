@@ -12,8 +12,9 @@ using namespace stagemem;
 
 namespace {
 
-StageActivationTerms terms_for(const Model& m, const ParallelLayout& layout, const TrainingConfig& t,
-                               std::int64_t rank, std::int64_t micro_batches) {
+StageActivationTerms terms_for(const Model& m, const ParallelLayout& layout,
+                               const TrainingConfig& t, std::int64_t rank,
+                               std::int64_t micro_batches) {
   Diagnostics d;
   const auto plan = plan_stages(m, layout, d);
   REQUIRE(plan);
@@ -46,7 +47,8 @@ TEST_CASE("Stored activations = per-layer pieces x layers x micro-batches in fli
   }
 }
 
-TEST_CASE("Full recompute keeps one input per checkpointed group; the group comes back as a transient") {
+TEST_CASE(
+    "Full recompute keeps one input per checkpointed group; the group comes back as a transient") {
   const Model m = *find_preset("llama-3.1-8b");
   TrainingConfig t;
   t.sequence_length = 4096;
@@ -96,11 +98,13 @@ TEST_CASE("kimi-k3 at PP 8 (AttnRes-aligned): AttnRes terms on every stage, the 
   CHECK(bytes_of(first.transients, "pipeline send/receive") == 234'881'024LL);
 }
 
-TEST_CASE("Property: activations are never negative, grow with seq, mbs and layers, shrink with CP and TP") {
+TEST_CASE(
+    "Property: activations are never negative, grow with seq, mbs and layers, shrink with CP and "
+    "TP") {
   std::mt19937_64 random(20261130);
-  const std::vector<std::string_view> models = {"llama-3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b",
-                                                "deepseek-v3", "kimi-linear-48b-a3b", "kimi-k3",
-                                                "gpt3-175b"};
+  const std::vector<std::string_view> models = {
+      "llama-3.1-8b",        "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3",
+      "kimi-linear-48b-a3b", "kimi-k3",      "gpt3-175b"};
   const auto pick = [&](std::initializer_list<std::int64_t> values) {
     return *(values.begin() + static_cast<std::ptrdiff_t>(random() % values.size()));
   };

@@ -22,7 +22,8 @@ struct PaperSetup {
   }
   std::int64_t layer_bytes(std::uint32_t dropped = 0) const {
     const TokenShape shape = token_shape(training, layout);
-    return stored_bytes(layer_activation_pieces(model, model.layers[0], shape, training, layout), dropped);
+    return stored_bytes(layer_activation_pieces(model, model.layers[0], shape, training, layout),
+                        dropped);
   }
 };
 
@@ -71,7 +72,8 @@ TEST_CASE("Llama-3.1-8B GQA + SwiGLU layer at seq 4096, TP 1") {
   const auto pieces = layer_activation_pieces(m, m.layers[0], s, t, layout);
   CHECK(stored_bytes(pieces, 0) == 4096LL * (139'264 + 128));
   // mlp recompute drops fc1 output and the SwiGLU output: 43,008 values.
-  CHECK(stored_bytes(pieces, module_bit(RecomputeModule::mlp)) == 4096LL * (139'264 + 128 - 86'016));
+  CHECK(stored_bytes(pieces, module_bit(RecomputeModule::mlp)) ==
+        4096LL * (139'264 + 128 - 86'016));
 }
 
 TEST_CASE("KDA fused pieces (kimi-k3: 96 heads x 128, chunk 64) at seq 8192") {
@@ -84,10 +86,10 @@ TEST_CASE("KDA fused pieces (kimi-k3: 96 heads x 128, chunk 64) at seq 8192") {
   // Per token (H d = 12,288): layer input + norm output 2 x 7168 x 2 = 28,672 B;
   // projections 3 x 12,288 x 2 = 73,728; chunk_kda q,k,v 73,728; rstd 2 x 96 x 4 = 768;
   // gate projection output 24,576; gate + cumsum fp32 2 x 12,288 x 4 = 98,304; beta 96 x 4 = 384;
-  // Aqk + Akk 2 x 96 x 64 x 2 = 24,576; g_a latent 128 x 2 = 256; o and gate 2 x 12,288 x 2 = 49,152;
-  // gated norm output 24,576 (full-rank gate: no f_a latent).
-  const std::int64_t per_token = 28'672 + 73'728 + 73'728 + 768 + 24'576 + 98'304 + 384 + 24'576 +
-                                 256 + 49'152 + 24'576;
+  // Aqk + Akk 2 x 96 x 64 x 2 = 24,576; g_a latent 128 x 2 = 256; o and gate 2 x 12,288 x 2 =
+  // 49,152; gated norm output 24,576 (full-rank gate: no f_a latent).
+  const std::int64_t per_token =
+      28'672 + 73'728 + 73'728 + 768 + 24'576 + 98'304 + 384 + 24'576 + 256 + 49'152 + 24'576;
   CHECK(stored_bytes(pieces, 0) == 8192 * per_token);
   // The eager backend adds per-chunk fp32 states: 128 chunks x 96 x 128^2 x 4 B, and five fp32
   // intermediates of 12,288 per token.

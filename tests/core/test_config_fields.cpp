@@ -47,7 +47,8 @@ TEST_CASE("A failed parse leaves the configuration unchanged and names the field
 TEST_CASE("Numbers format in fixed point and read back exactly") {
   // Found by fuzzing: 10 once formatted as "1e+01", which the parser rejected.
   const ConfigField& imbalance = *find_field_by_key("imbalance");
-  for (double value : {1.0, 1.25, 10.0, 100.0, 1000.0, 1024.0, 1.0000000000000002, 3.3333333333333335}) {
+  for (double value :
+       {1.0, 1.25, 10.0, 100.0, 1000.0, 1024.0, 1.0000000000000002, 3.3333333333333335}) {
     INFO(value);
     Config c;
     c.training.routing_imbalance = value;

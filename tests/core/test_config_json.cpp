@@ -30,14 +30,17 @@ TEST_CASE("JSON export writes every field and imports back to the same configura
 TEST_CASE("Numbers and name sets keep their JSON types") {
   Config c;
   c.training.routing_imbalance = 1.5;
-  c.training.recompute.modules = module_bit(RecomputeModule::core_attn) | module_bit(RecomputeModule::moe);
+  c.training.recompute.modules =
+      module_bit(RecomputeModule::core_attn) | module_bit(RecomputeModule::moe);
   const std::string text = config_to_json(c);
   CHECK(text.find("\"routing_imbalance\": 1.5") != std::string::npos);
   CHECK(text.find("\"core_attn\",") != std::string::npos);
   CHECK(config_from_json(text).config == c);
   CHECK(!config_from_json(R"({"training": {"routing_imbalance": 0.5}})").diagnostics.ok());
-  CHECK(!config_from_json(R"({"training": {"recompute": {"modules": ["warp"]}}})").diagnostics.ok());
-  CHECK(config_from_json(R"({"training": {"recompute": {"modules": []}}})").config.training.recompute.modules == 0);
+  CHECK(
+      !config_from_json(R"({"training": {"recompute": {"modules": ["warp"]}}})").diagnostics.ok());
+  CHECK(config_from_json(R"({"training": {"recompute": {"modules": []}}})")
+            .config.training.recompute.modules == 0);
 }
 
 TEST_CASE("A partial document takes the defaults for the rest") {
@@ -65,8 +68,10 @@ TEST_CASE("Bad JSON documents: each names the field by its JSON path") {
       {R"({"parallel": {"tensor_parallel": 4.0}})", "json.parallel.tensor_parallel"},
       {R"({"parallel": {"tensor_parallel": "4"}})", "json.parallel.tensor_parallel"},
       {R"({"parallel": {"tensor_parallel": 1e300}})", "json.parallel.tensor_parallel"},
-      {R"({"parallel": {"tensor_parallel": -9223372036854775808}})", "json.parallel.tensor_parallel"},
-      {R"({"parallel": {"tensor_parallel": 18446744073709551615}})", "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": -9223372036854775808}})",
+       "json.parallel.tensor_parallel"},
+      {R"({"parallel": {"tensor_parallel": 18446744073709551615}})",
+       "json.parallel.tensor_parallel"},
       {R"({"parallel": {"sequence_parallel": 1}})", "json.parallel.sequence_parallel"},
       {R"({"parallel": {"assignment": "diagonal"}})", "json.parallel.assignment"},
       {R"({"parallel": {"layers_per_stage": [1, "2"]}})", "json.parallel.layers_per_stage"},
@@ -93,9 +98,13 @@ TEST_CASE("Unknown JSON keys are warnings naming their path") {
 
 TEST_CASE("Measured values and gaps round-trip through JSON; amounts may be text") {
   Config c;
-  c.measurements = {{.point = MeasurementPoint::term, .stage = 1, .bytes = 7'100'000'000,
-                     .source = "run 17", .term = "weights (bf16)"}};
-  c.gaps = {{.kind = GapKind::communication_buffers, .stage = -1, .bytes = 1 << 30, .source = "NCCL"}};
+  c.measurements = {{.point = MeasurementPoint::term,
+                     .stage = 1,
+                     .bytes = 7'100'000'000,
+                     .source = "run 17",
+                     .term = "weights (bf16)"}};
+  c.gaps = {
+      {.kind = GapKind::communication_buffers, .stage = -1, .bytes = 1 << 30, .source = "NCCL"}};
   const DecodedConfig decoded = config_from_json(config_to_json(c));
   CHECK(decoded.diagnostics.ok());
   CHECK(decoded.config == c);
@@ -114,16 +123,25 @@ TEST_CASE("Bad measured values in JSON name the item and key") {
   const Case corpus[] = {
       {R"({"measurements": {}})", "json.measurements"},
       {R"({"measurements": [7]})", "json.measurements[0]"},
-      {R"({"measurements": [{"point": "lunch", "bytes": 1, "source": "x"}]})", "json.measurements[0].point"},
-      {R"({"measurements": [{"point": "term", "bytes": 1, "source": "x"}]})", "json.measurements[0].term"},
-      {R"({"measurements": [{"point": "term", "term": "a=b", "bytes": 1, "source": "x"}]})", "json.measurements[0].term"},
-      {R"({"measurements": [{"point": "after-model-init", "bytes": -1, "source": "x"}]})", "json.measurements[0].bytes"},
-      {R"({"measurements": [{"point": "after-model-init", "bytes": 1.5, "source": "x"}]})", "json.measurements[0].bytes"},
-      {R"({"measurements": [{"point": "after-model-init", "bytes": "NaN", "source": "x"}]})", "json.measurements[0].bytes"},
-      {R"({"measurements": [{"point": "after-model-init", "bytes": 1}]})", "json.measurements[0].source"},
-      {R"({"measurements": [{"point": "after-model-init", "stage": -1, "bytes": 1, "source": "x"}]})", "json.measurements[0].stage"},
+      {R"({"measurements": [{"point": "lunch", "bytes": 1, "source": "x"}]})",
+       "json.measurements[0].point"},
+      {R"({"measurements": [{"point": "term", "bytes": 1, "source": "x"}]})",
+       "json.measurements[0].term"},
+      {R"({"measurements": [{"point": "term", "term": "a=b", "bytes": 1, "source": "x"}]})",
+       "json.measurements[0].term"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": -1, "source": "x"}]})",
+       "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": 1.5, "source": "x"}]})",
+       "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": "NaN", "source": "x"}]})",
+       "json.measurements[0].bytes"},
+      {R"({"measurements": [{"point": "after-model-init", "bytes": 1}]})",
+       "json.measurements[0].source"},
+      {R"({"measurements": [{"point": "after-model-init", "stage": -1, "bytes": 1, "source": "x"}]})",
+       "json.measurements[0].stage"},
       {R"({"gaps": [{"kind": "leaks", "bytes": 1, "source": "x"}]})", "json.gaps[0].kind"},
-      {R"({"gaps": [{"kind": "runtime-context", "stage": -2, "bytes": 1, "source": "x"}]})", "json.gaps[0].stage"},
+      {R"({"gaps": [{"kind": "runtime-context", "stage": -2, "bytes": 1, "source": "x"}]})",
+       "json.gaps[0].stage"},
       {R"({"model": "gpt-9"})", "json.model"},
       {R"({"device": {"preset": "tpu"}})", "json.device.preset"},
       {R"({"custom_model": "h:0"})", "json.custom_model.h"},
@@ -142,7 +160,9 @@ TEST_CASE("An inline Hugging Face config becomes the custom model") {
   const auto hf = preset_hf_config("llama-3.1-8b");
   REQUIRE(hf);
   const DecodedConfig decoded = config_from_json(R"({"hf_config": )" + std::string(*hf) + "}");
-  INFO((decoded.diagnostics.ok() ? "" : decoded.diagnostics.errors[0].field + ": " + decoded.diagnostics.errors[0].message));
+  INFO((decoded.diagnostics.ok()
+            ? ""
+            : decoded.diagnostics.errors[0].field + ": " + decoded.diagnostics.errors[0].message));
   REQUIRE(decoded.diagnostics.ok());
   // The same shape as the preset (the name comes from the config's model_type).
   const std::string preset_text = model_to_text(*find_preset("llama-3.1-8b"));

@@ -27,15 +27,18 @@ bool mentions(const CrossCheck& c, std::string_view text) {
 }  // namespace
 
 TEST_CASE("Liveness: each measurement point sees exactly the terms allocated before it") {
-  CHECK(alive_at(Family::resident, AllocationPoint::model_init, MeasurementPoint::after_model_init));
+  CHECK(
+      alive_at(Family::resident, AllocationPoint::model_init, MeasurementPoint::after_model_init));
   CHECK(!alive_at(Family::resident, AllocationPoint::optimizer_init,
                   MeasurementPoint::after_model_init));
   CHECK(alive_at(Family::resident, AllocationPoint::optimizer_init,
                  MeasurementPoint::after_optimizer_init));
   CHECK(!alive_at(Family::resident, AllocationPoint::first_step,
                   MeasurementPoint::after_optimizer_init));
-  CHECK(alive_at(Family::resident, AllocationPoint::first_step, MeasurementPoint::after_first_step));
-  CHECK(!alive_at(Family::activation, AllocationPoint::forward, MeasurementPoint::after_first_step));
+  CHECK(
+      alive_at(Family::resident, AllocationPoint::first_step, MeasurementPoint::after_first_step));
+  CHECK(
+      !alive_at(Family::activation, AllocationPoint::forward, MeasurementPoint::after_first_step));
   CHECK(alive_at(Family::transient, AllocationPoint::forward, MeasurementPoint::steady_state_peak));
   CHECK(!alive_at(Family::gap, AllocationPoint::model_init, MeasurementPoint::steady_state_peak));
 }
@@ -79,8 +82,10 @@ TEST_CASE("The users' confound: a reading before the first step misses lazy Muon
 
 TEST_CASE("A single named term is compared with that term only") {
   // "weights (bf16)" on stage 0 is 2 B x 2,270,232,576 = 4,540,465,152 B.
-  const Report r = llama_with({{.point = MeasurementPoint::term, .bytes = 5'000'000'000,
-                                .source = "memory snapshot", .term = "weights (bf16)"}});
+  const Report r = llama_with({{.point = MeasurementPoint::term,
+                                .bytes = 5'000'000'000,
+                                .source = "memory snapshot",
+                                .term = "weights (bf16)"}});
   REQUIRE(r.diagnostics.ok());
   CHECK(r.cross_checks[0].derived_bytes == 4'540'465'152LL);
   CHECK(r.cross_checks[0].gap_bytes == 5'000'000'000LL - 4'540'465'152LL);
@@ -100,8 +105,8 @@ TEST_CASE("An unknown term or stage is an error naming the measurement field") {
 TEST_CASE("Measured gap rows are reported beside the gap, never in the derived sum") {
   Config c;
   c.gaps = {{.kind = GapKind::runtime_context, .bytes = 600'000'000, .source = "nvidia-smi idle"}};
-  c.measurements = {{.point = MeasurementPoint::after_model_init, .bytes = 14'000'000'000,
-                     .source = "s"}};
+  c.measurements = {
+      {.point = MeasurementPoint::after_model_init, .bytes = 14'000'000'000, .source = "s"}};
   const Report r = estimate(c);
   REQUIRE(r.diagnostics.ok());
   CHECK(r.cross_checks[0].derived_bytes == 6 * stage0_params);

@@ -65,7 +65,9 @@ TEST_CASE("The binding stage is the one with the least headroom on the device") 
 
 TEST_CASE("Gap rows appear on every stage and add to the peak only when measured") {
   Config c;
-  c.gaps = {{.kind = GapKind::allocator_fragmentation, .stage = 1, .bytes = 1'000'000'000,
+  c.gaps = {{.kind = GapKind::allocator_fragmentation,
+             .stage = 1,
+             .bytes = 1'000'000'000,
              .source = "torch.cuda.memory_reserved - memory_allocated, run 3"}};
   const Report r = estimate(c);
   REQUIRE(r.diagnostics.ok());

@@ -14,7 +14,7 @@ TEST_CASE("Even split gives earlier stages the remainder") {
 TEST_CASE("Megatron vocabulary padding: multiple of 128 x TP") {
   CHECK(padded_vocab(128'256, {.tensor_parallel = 1}) == 128'256);  // already 1002 x 128
   CHECK(padded_vocab(50'257, {.tensor_parallel = 1}) == 50'304);
-  CHECK(padded_vocab(50'257, {.tensor_parallel = 8}) == 51'200);   // multiple of 1024
+  CHECK(padded_vocab(50'257, {.tensor_parallel = 8}) == 51'200);  // multiple of 1024
 }
 
 TEST_CASE("Llama-3.1-8B stages at PP 4: per-stage sums equal the total") {
@@ -34,8 +34,10 @@ TEST_CASE("Llama-3.1-8B stages at PP 4: per-stage sums equal the total") {
 
 TEST_CASE("TP 2 halves split tensors and keeps norms whole") {
   const Model m = *find_preset("llama-3.1-8b");
-  const auto tp1 = stage_parameters(m, {.tensor_parallel = 1, .pipeline_parallel = 2}, even_split(32, 2));
-  const auto tp2 = stage_parameters(m, {.tensor_parallel = 2, .pipeline_parallel = 2}, even_split(32, 2));
+  const auto tp1 =
+      stage_parameters(m, {.tensor_parallel = 1, .pipeline_parallel = 2}, even_split(32, 2));
+  const auto tp2 =
+      stage_parameters(m, {.tensor_parallel = 2, .pipeline_parallel = 2}, even_split(32, 2));
   // Norms: 16 layers x 2 x 4096 on stage 1, plus the final norm; replicated on every TP rank.
   CHECK(tp2[1].per_rank[Component::norms] == tp1[1].per_rank[Component::norms]);
   CHECK(tp2[1].per_rank[Component::attention_gqa] * 2 == tp1[1].per_rank[Component::attention_gqa]);
@@ -63,8 +65,9 @@ std::int64_t unique_over_ranks(const std::vector<StageParameters>& stages,
                                const ParallelLayout& layout) {
   std::int64_t sum = 0;
   for (const auto& s : stages) {
-    sum += s.per_rank_split.replicated + layout.tensor_parallel * s.per_rank_split.tensor_parallel +
-           layout.expert_parallel * layout.expert_tensor_parallel * s.per_rank_split.expert_parallel;
+    sum +=
+        s.per_rank_split.replicated + layout.tensor_parallel * s.per_rank_split.tensor_parallel +
+        layout.expert_parallel * layout.expert_tensor_parallel * s.per_rank_split.expert_parallel;
   }
   return sum;
 }
@@ -102,15 +105,25 @@ TEST_CASE("Per-stage sums and the union over ranks equal the total for every sha
   const Case cases[] = {
       {"llama-3.1-70b", {.tensor_parallel = 8, .pipeline_parallel = 4}},
       {"llama-3.1-70b", {.tensor_parallel = 4, .pipeline_parallel = 4, .virtual_stages = 5}},
-      {"mixtral-8x7b", {.tensor_parallel = 2, .pipeline_parallel = 2, .expert_parallel = 4,
-                        .expert_tensor_parallel = 2}},
+      {"mixtral-8x7b",
+       {.tensor_parallel = 2,
+        .pipeline_parallel = 2,
+        .expert_parallel = 4,
+        .expert_tensor_parallel = 2}},
       {"qwen3-30b-a3b", {.tensor_parallel = 4, .pipeline_parallel = 3, .expert_parallel = 8}},
       {"deepseek-v3", {.tensor_parallel = 2, .pipeline_parallel = 8, .expert_parallel = 64}},
-      {"kimi-k2", {.tensor_parallel = 8, .pipeline_parallel = 4, .virtual_stages = 3,
-                   .expert_parallel = 32, .expert_tensor_parallel = 2}},
+      {"kimi-k2",
+       {.tensor_parallel = 8,
+        .pipeline_parallel = 4,
+        .virtual_stages = 3,
+        .expert_parallel = 32,
+        .expert_tensor_parallel = 2}},
       {"kimi-linear-48b-a3b", {.tensor_parallel = 4, .pipeline_parallel = 3, .expert_parallel = 8}},
-      {"kimi-k3", {.tensor_parallel = 2, .pipeline_parallel = 8, .expert_parallel = 28,
-                   .assignment = StageAssignment::attn_res_aligned}},
+      {"kimi-k3",
+       {.tensor_parallel = 2,
+        .pipeline_parallel = 8,
+        .expert_parallel = 28,
+        .assignment = StageAssignment::attn_res_aligned}},
       {"gpt3-175b", {.tensor_parallel = 8, .pipeline_parallel = 8, .virtual_stages = 3}},
   };
   for (const Case& c : cases) {
@@ -168,7 +181,8 @@ TEST_CASE("Megatron first/last-stage layer counts") {
 }
 
 TEST_CASE("AttnRes-aligned layout: whole blocks per stage, remainder last") {
-  CHECK(attn_res_aligned_split(93, 12, 8) == std::vector<std::int64_t>{12, 12, 12, 12, 12, 12, 12, 9});
+  CHECK(attn_res_aligned_split(93, 12, 8) ==
+        std::vector<std::int64_t>{12, 12, 12, 12, 12, 12, 12, 9});
   CHECK(attn_res_aligned_split(93, 12, 4) == std::vector<std::int64_t>{24, 24, 24, 21});
   CHECK(attn_res_aligned_split(93, 12, 3) == std::vector<std::int64_t>{36, 36, 21});
   CHECK(attn_res_aligned_split(93, 12, 16).empty());  // only 8 blocks
@@ -265,12 +279,15 @@ TEST_CASE("Layout string structural errors") {
 TEST_CASE("World size, DP, CP and expert groups") {
   const Model m = *find_preset("deepseek-v3");
   CHECK(data_parallel_size({.pipeline_parallel = 8, .expert_parallel = 64}) == 64);
-  CHECK(data_parallel_size({.tensor_parallel = 8, .pipeline_parallel = 8, .expert_parallel = 64}) == 8);
-  CHECK(world_size({.tensor_parallel = 2, .pipeline_parallel = 4, .context_parallel = 2,
+  CHECK(data_parallel_size({.tensor_parallel = 8, .pipeline_parallel = 8, .expert_parallel = 64}) ==
+        8);
+  CHECK(world_size({.tensor_parallel = 2,
+                    .pipeline_parallel = 4,
+                    .context_parallel = 2,
                     .data_parallel = 3}) == 48);
   Diagnostics d;
-  validate_layout(m, {.tensor_parallel = 2, .pipeline_parallel = 4, .data_parallel = 8,
-                      .world_size = 100}, d);
+  validate_layout(
+      m, {.tensor_parallel = 2, .pipeline_parallel = 4, .data_parallel = 8, .world_size = 100}, d);
   REQUIRE(has_error(d, "parallel.world_size"));
   CHECK(d.errors[0].message.find("= 64") != std::string::npos);
   Diagnostics d2;
@@ -301,8 +318,11 @@ TEST_CASE("Vocabulary padding multiple is configurable") {
 
 TEST_CASE("Per-rank role counts add up to the per-rank total") {
   const Model m = *find_preset("deepseek-v3");
-  const ParallelLayout layout{.tensor_parallel = 2, .pipeline_parallel = 16, .expert_parallel = 64,
-                              .data_parallel = 64, .sequence_parallel = true};
+  const ParallelLayout layout{.tensor_parallel = 2,
+                              .pipeline_parallel = 16,
+                              .expert_parallel = 64,
+                              .data_parallel = 64,
+                              .sequence_parallel = true};
   Diagnostics d;
   const auto plan = plan_stages(m, layout, d);
   REQUIRE(plan);

@@ -23,7 +23,8 @@ TEST_CASE("The 93-layer KDA/MLA hybrid (kimi-k3) fits in a few hundred character
   const std::string text = model_to_text(*find_preset("kimi-k3"));
   INFO(text);
   CHECK(text.size() < 600);
-  // Layer 1 is KDA + dense MLP; then (KDA MoE x3, MLA MoE) repeats, 1-based MLA ids 4, 8, ..., 92, 93.
+  // Layer 1 is KDA + dense MLP; then (KDA MoE x3, MLA MoE) repeats, 1-based MLA ids 4, 8, ...,
+  // 92, 93.
   CHECK(text.find("layers:kd,ke*2,me,ke*3,me") != std::string::npos);
   CHECK(text.find("moe:896,16,3072,2,3072,bias,latent=3584,lnorm") != std::string::npos);
 }

@@ -9,7 +9,8 @@ TEST_CASE("Llama-3.1-8B has exactly 8,030,261,248 parameters (HF safetensors tot
   const Model m = *find_preset("llama-3.1-8b");
   // Per layer: q 4096*4096 + k,v 2*4096*1024 + o 4096*4096 = 41,943,040 attention;
   // 3*4096*14336 = 176,160,768 SwiGLU; 2*4096 = 8,192 norms -> 218,112,000.
-  // 32 layers = 6,979,584,000; embedding + LM head 2*128,256*4,096 = 1,050,673,152; final norm 4,096.
+  // 32 layers = 6,979,584,000; embedding + LM head 2*128,256*4,096 = 1,050,673,152; final norm
+  // 4,096.
   const ParameterCounts counts = model_parameters(m);
   CHECK(counts[Component::attention_gqa] == 32 * 41'943'040LL);
   CHECK(counts[Component::dense_mlp] == 32 * 176'160'768LL);
@@ -44,16 +45,16 @@ TEST_CASE("Every component has a distinct name") {
 }
 
 TEST_CASE("Tensor roles: what Muon and low-precision storage key on") {
-  CHECK(tensor_role({"self_attn.q_proj.weight", Component::attention_gqa, Split::tensor_parallel, 1}) ==
-        TensorRole::hidden_matrix);
+  CHECK(tensor_role({"self_attn.q_proj.weight", Component::attention_gqa, Split::tensor_parallel,
+                     1}) == TensorRole::hidden_matrix);
   CHECK(tensor_role({"embed_tokens.weight", Component::embedding, Split::tensor_parallel, 1}) ==
         TensorRole::embedding_or_head);
   CHECK(tensor_role({"lm_head.weight", Component::lm_head, Split::tensor_parallel, 1}) ==
         TensorRole::embedding_or_head);
   CHECK(tensor_role({"mlp.gate.weight", Component::router, Split::replicated, 1}) ==
         TensorRole::router_matrix);
-  CHECK(tensor_role({"mlp.gate.e_score_correction_bias", Component::router, Split::replicated, 1}) ==
-        TensorRole::vector);
+  CHECK(tensor_role({"mlp.gate.e_score_correction_bias", Component::router, Split::replicated,
+                     1}) == TensorRole::vector);
   CHECK(tensor_role({"self_attn.A_log", Component::attention_kda, Split::tensor_parallel, 1}) ==
         TensorRole::vector);
   CHECK(tensor_role({"self_attn.q_conv1d.weight", Component::attention_kda, Split::tensor_parallel,

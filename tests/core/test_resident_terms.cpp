@@ -67,8 +67,8 @@ TEST_CASE("Worked number: Adam is 18 B/param, distributed Adam 6 + 12/dp (Megatr
 TEST_CASE("Distributed Muon terms: dense over DP x CP, experts over expert DP, AdamW split") {
   // hidden 1000, routed experts 2000, router 40, embedding 100, norms 10 elements on this rank.
   const RoleCounts c = roles(1000, 2000, 40, 100, 10);
-  const auto terms = resident_terms(c, {}, optimizer(OptimizerKind::distributed_muon),
-                                    {.dense = 8, .expert = 2});
+  const auto terms =
+      resident_terms(c, {}, optimizer(OptimizerKind::distributed_muon), {.dense = 8, .expert = 2});
   // Weights all bf16: one term, 2 B x 3,150.
   CHECK(find(terms, "weights (bf16)").bytes == 6'300);
   CHECK(find(terms, "weights (bf16)").allocated_at == AllocationPoint::model_init);
@@ -118,8 +118,8 @@ TEST_CASE("Adam is not sharded without the distributed optimizer") {
 
 TEST_CASE("State shards: DP x CP for dense parameters, expert DP for routed experts") {
   // TP 2, CP 2, DP 4, EP 4: dense state over DP x CP = 8; expert DP = TP x CP x DP / EP = 4.
-  const ParallelLayout layout{.tensor_parallel = 2, .context_parallel = 2, .expert_parallel = 4,
-                              .data_parallel = 4};
+  const ParallelLayout layout{
+      .tensor_parallel = 2, .context_parallel = 2, .expert_parallel = 4, .data_parallel = 4};
   const StateShards s = state_shards(OptimizerKind::distributed_adam, layout);
   CHECK(s.dense == 8);
   CHECK(s.expert == 4);
@@ -156,8 +156,8 @@ TEST_CASE("fp8 block-scaled and MXFP4 weights carry their scale tensors") {
 
 TEST_CASE("fp32 weights are their own master; precision-aware moments shrink the state") {
   const RoleCounts c = roles(1'000, 0, 0, 0, 0);
-  const auto fp32 = resident_terms(c, {.dense_weights = WeightDtype::fp32},
-                                   optimizer(OptimizerKind::adam), {});
+  const auto fp32 =
+      resident_terms(c, {.dense_weights = WeightDtype::fp32}, optimizer(OptimizerKind::adam), {});
   for (const Term& t : fp32) CHECK(!t.name.starts_with("fp32 master"));
   OptimizerConfig o = optimizer(OptimizerKind::adam);
   o.moments = MomentDtype::bf16;

@@ -1,9 +1,9 @@
 // Tests of url_fragment.h: round trips of every field, only non-default fields, escaping, and a
 // corpus of bad links that must each produce an error naming the field.
 #include "catch.h"
+#include "config_fields.h"
 #include "config_json.h"
 #include "corpus.h"
-#include "config_fields.h"
 #include "model_text.h"
 #include "presets.h"
 #include "url_fragment.h"
@@ -56,7 +56,8 @@ Config every_field_changed() {
   c.training.routing_imbalance = 1.25;
   c.training.flat_headroom_bytes = 82LL << 30;
   c.training.recompute.policy = RecomputePolicy::full;
-  c.training.recompute.modules = module_bit(RecomputeModule::moe_act) | module_bit(RecomputeModule::mla_up_proj);
+  c.training.recompute.modules =
+      module_bit(RecomputeModule::moe_act) | module_bit(RecomputeModule::mla_up_proj);
   c.training.recompute.method = FullRecomputeMethod::block;
   c.training.recompute.layers = 3;
   c.training.kernels.attention = AttentionKernel::materialized;
@@ -153,7 +154,8 @@ TEST_CASE("Bad links: each entry produces an error naming the field") {
 TEST_CASE("Range errors state the allowed range") {
   const DecodedFragment decoded = decode_fragment("v=1&tp=0");
   REQUIRE(!decoded.diagnostics.ok());
-  CHECK(decoded.diagnostics.errors[0].message == "0 is out of range: expected an integer in [1, 1024]");
+  CHECK(decoded.diagnostics.errors[0].message ==
+        "0 is out of range: expected an integer in [1, 1024]");
 }
 
 TEST_CASE("Unknown keys are warnings, not errors") {
@@ -184,18 +186,27 @@ TEST_CASE("Measured values and gaps travel in the link as readable repeated keys
   Config c;
   c.model = "kimi-k3";
   c.parallel.pipeline_parallel = 8;
-  c.measurements = {
-      {.point = MeasurementPoint::after_first_step, .stage = 0, .bytes = 151'504'971'366,
-       .source = "torch.cuda.memory_allocated run 17"},
-      {.point = MeasurementPoint::term, .stage = 3, .bytes = 7'100'000'000,
-       .source = "their run", .term = "AttnRes internal"}};
-  c.gaps = {{.kind = GapKind::runtime_context, .stage = -1, .bytes = 512LL << 20, .source = "nvidia-smi"},
-            {.kind = GapKind::allocator_fragmentation, .stage = 2, .bytes = 3LL << 30, .source = "a=b@c"}};
+  c.measurements = {{.point = MeasurementPoint::after_first_step,
+                     .stage = 0,
+                     .bytes = 151'504'971'366,
+                     .source = "torch.cuda.memory_allocated run 17"},
+                    {.point = MeasurementPoint::term,
+                     .stage = 3,
+                     .bytes = 7'100'000'000,
+                     .source = "their run",
+                     .term = "AttnRes internal"}};
+  c.gaps = {
+      {.kind = GapKind::runtime_context, .stage = -1, .bytes = 512LL << 20, .source = "nvidia-smi"},
+      {.kind = GapKind::allocator_fragmentation,
+       .stage = 2,
+       .bytes = 3LL << 30,
+       .source = "a=b@c"}};
   const std::string text = encode_fragment(c);
-  CHECK(text == "v=1&model=kimi-k3&pp=8"
-                "&measured=after-first-step/0=141.1GiB@torch.cuda.memory_allocated%20run%2017"
-                "&measured=term:AttnRes%20internal/3=7.1GB@their%20run"
-                "&gap=runtime-context=512MiB@nvidia-smi&gap=allocator-fragmentation/2=3GiB@a=b@c");
+  CHECK(text ==
+        "v=1&model=kimi-k3&pp=8"
+        "&measured=after-first-step/0=141.1GiB@torch.cuda.memory_allocated%20run%2017"
+        "&measured=term:AttnRes%20internal/3=7.1GB@their%20run"
+        "&gap=runtime-context=512MiB@nvidia-smi&gap=allocator-fragmentation/2=3GiB@a=b@c");
   const DecodedFragment decoded = decode_fragment(text);
   CHECK(decoded.diagnostics.ok());
   CHECK(decoded.config == c);
@@ -253,7 +264,8 @@ TEST_CASE("Link size budget: presets within 200 characters, custom kimi-k3 withi
   custom.training.sequence_length = 8192;
   custom.training.global_batch = 896;
   custom.device.preset = "h200";
-  custom.measurements = {{.point = MeasurementPoint::after_first_step, .bytes = 141LL << 30,
+  custom.measurements = {{.point = MeasurementPoint::after_first_step,
+                          .bytes = 141LL << 30,
                           .source = "torch.cuda.memory_allocated run 17"}};
   const std::string fragment = encode_fragment(custom);
   INFO(fragment);
