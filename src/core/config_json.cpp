@@ -200,7 +200,7 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
     ok = read_stage(object, 0, item, m.stage, d) && ok;
     ok = read_bytes(object, item, m.bytes, d) && ok;
     ok = read_clean_text(object, "source", max_source_length, true, item, m.source, d) && ok;
-    if (parsed == MeasurementPoint::term) {
+    if (parsed.has_value() && m.point == MeasurementPoint::term) {
       // The text form (URL, CLI) splits at '=' and '@': a term name may hold neither.
       if (read_clean_text(object, "term", max_term_name_length, true, item, m.term, d) &&
           m.term.find_first_of("=@") != std::string::npos) {
