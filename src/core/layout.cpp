@@ -1,8 +1,10 @@
 #include "layout.h"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "pipeline_layout_string.h"
@@ -311,6 +313,19 @@ void add_tensors(StageParameters& stage, const std::vector<Tensor>& tensors, con
   }
 }
 
+// Adds the counts of `delta` (one layer's contribution) to `stage`.
+void add_counts(StageParameters& stage, const StageParameters& delta) {
+  stage.logical += delta.logical;
+  stage.per_rank += delta.per_rank;
+  for (std::size_t i = 0; i < stage.per_rank_roles.elements.size(); ++i) {
+    stage.per_rank_roles.elements[i] += delta.per_rank_roles.elements[i];
+    stage.per_rank_roles.weight_tensors[i] += delta.per_rank_roles.weight_tensors[i];
+  }
+  stage.per_rank_split.replicated += delta.per_rank_split.replicated;
+  stage.per_rank_split.tensor_parallel += delta.per_rank_split.tensor_parallel;
+  stage.per_rank_split.expert_parallel += delta.per_rank_split.expert_parallel;
+}
+
 // The vocabulary-parallel matrices are padded; the padding rows are real memory on every rank.
 void add_vocab_padding(StageParameters& stage, Component component, const Model& model,
                        const ParallelLayout& layout) {
@@ -598,6 +613,17 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
   one_mtp_model.layers.clear();  // only the MTP layer shape is needed below
   one_mtp_model.mtp_layers = 1;
   const std::vector<Tensor> one_mtp_layer = mtp_tensors(one_mtp_model);
+  // A layer's counts depend on its kind only: classify each kind's tensors once (3 x 2 kinds).
+  std::array<std::optional<StageParameters>, 6> per_kind;
+  const auto counts_of = [&](LayerKind kind) -> const StageParameters& {
+    auto& entry = per_kind[static_cast<std::size_t>(static_cast<int>(kind.attention) * 2 +
+                                                    static_cast<int>(kind.mlp))];
+    if (!entry) {
+      entry.emplace();
+      add_tensors(*entry, layer_tensors(model, kind), model, layout);
+    }
+    return *entry;
+  };
   std::vector<bool> seen(stages.size(), false);
   for (const VirtualStage& v : plan.virtual_stages) {
     if (v.pipeline_rank < 0 || v.pipeline_rank >= plan.pipeline_ranks) continue;
@@ -611,7 +637,7 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
     for (std::int64_t i = 0; i < v.layer_count; ++i) {
       const auto index = static_cast<std::size_t>(v.first_layer + i);
       if (index >= model.layers.size()) break;
-      add_tensors(stage, layer_tensors(model, model.layers[index]), model, layout);
+      add_counts(stage, counts_of(model.layers[index]));
     }
     if (v.embedding) {
       add_tensors(stage, embedding_tensors(model), model, layout);
