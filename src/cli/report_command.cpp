@@ -11,6 +11,7 @@
 #include "cross_check.h"
 #include "devices.h"
 #include "report.h"
+#include "text_escaping.h"
 #include "units.h"
 
 namespace {
@@ -103,18 +104,6 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
                 ratio_text(c).c_str());
     for (const auto& e : c.explanations) std::printf("  - %s\n", e.c_str());
   }
-}
-
-std::string csv_field(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
-
-std::string markdown_cell(const std::string& text) {
-  std::string out;
-  for (char ch : text) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return out;
 }
 
 void print_table(const stagemem::Report& report, bool markdown) {

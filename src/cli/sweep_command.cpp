@@ -10,6 +10,7 @@
 
 #include "config_sources.h"
 #include "report.h"
+#include "text_escaping.h"
 #include "units.h"
 
 namespace {
@@ -52,20 +53,6 @@ std::string fits_text(const Point& p) {
 
 std::string axis_name(const stagemem_cli::SweepAxis& axis) {
   return axis.flag.substr(2);
-}
-
-// Quoted only when it must be (a comma, a quote or a line break inside).
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
-
-std::string markdown_cell(const std::string& text) {
-  std::string out;
-  for (char ch : text) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return out;
 }
 
 void print_table(const std::vector<stagemem_cli::SweepAxis>& axes, const std::vector<Point>& points,
