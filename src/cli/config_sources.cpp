@@ -96,7 +96,7 @@ std::string dashed(std::string_view key) {
   return out;
 }
 
-std::string_view placeholder(const ConfigField& field) {
+std::string_view value_name(const ConfigField& field) {
   switch (field.kind) {
     case FieldKind::integer:
       return "N";
@@ -186,7 +186,7 @@ std::string command_options_help(std::span<const CommandOption> options) {
   std::string out;
   for (const CommandOption& o : options) {
     std::string head =
-        std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder));
+        std::string(o.name) + (o.value_name.empty() ? "" : " " + std::string(o.value_name));
     if (head.size() < 23) head.resize(23, ' ');
     out += "  " + head + "  " + std::string(o.help) + "\n";
   }
@@ -198,7 +198,7 @@ std::string configuration_flags_help() {
   out += "configuration fields (the keys of links and of `--config` files' JSON paths):\n";
   const Config defaults;
   for (const ConfigField& field : stagemem::config_fields()) {
-    std::string head = "--" + dashed(field.key) + " " + std::string(placeholder(field));
+    std::string head = "--" + dashed(field.key) + " " + std::string(value_name(field));
     if (head.size() < 23) head.resize(23, ' ');
     std::string shown_default = stagemem::format_field_text(field, defaults);
     if (shown_default.empty()) shown_default = "(none)";
@@ -269,7 +269,7 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
     for (const CommandOption& o : rules.options) {
       if (o.name != flag) continue;
       command_option = true;
-      if (o.placeholder.empty()) {
+      if (o.value_name.empty()) {
         line.options.emplace_back(o.name, "");
       } else if (const auto value = next_value()) {
         line.options.emplace_back(o.name, std::string(*value));
