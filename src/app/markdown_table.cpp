@@ -1,4 +1,5 @@
 #include "markdown_table.h"
+#include "term_text.h"
 
 #include <algorithm>
 #include <string_view>
@@ -33,11 +34,12 @@ std::string markdown_table(const stagemem::Report& report) {
       out += "- `" + e.field + "`: " + e.message + "\n";
     return out;
   }
-  std::vector<std::string_view> term_names;
+  std::vector<std::string> term_names;
   for (const auto& stage : report.stages) {
     for (const auto& term : stage.terms) {
-      if (std::find(term_names.begin(), term_names.end(), term.name) == term_names.end()) {
-        term_names.push_back(term.name);
+      if (std::find(term_names.begin(), term_names.end(), stagemem::term_name(term)) ==
+          term_names.end()) {
+        term_names.push_back(stagemem::term_name(term));
       }
     }
   }
@@ -48,7 +50,7 @@ std::string markdown_table(const stagemem::Report& report) {
   append_cell(out, "stage");
   append_cell(out, "layers");
   append_cell(out, "params/rank");
-  for (const auto name : term_names) append_cell(out, name);
+  for (const auto& name : term_names) append_cell(out, name);
   append_cell(out, "peak");
   append_cell(out, "peak (bytes)");
   out += "\n|";
@@ -63,9 +65,10 @@ std::string markdown_table(const stagemem::Report& report) {
     append_cell(out, std::to_string(stage.first_layer) + "-" +
                          std::to_string(stage.first_layer + stage.layer_count - 1));
     append_cell(out, stagemem::group_digits(stage.parameters_per_rank));
-    for (const auto name : term_names) {
-      const auto term = std::find_if(stage.terms.begin(), stage.terms.end(),
-                                     [&](const stagemem::Term& t) { return t.name == name; });
+    for (const auto& name : term_names) {
+      const auto term =
+          std::find_if(stage.terms.begin(), stage.terms.end(),
+                       [&](const stagemem::Term& t) { return stagemem::term_name(t) == name; });
       append_cell(out, term == stage.terms.end() ? "0" : stagemem::format_gib(term->bytes));
     }
     append_cell(out, stagemem::format_gib(stage.peak_bytes));

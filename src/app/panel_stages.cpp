@@ -11,6 +11,7 @@
 
 #include "app.h"
 #include "imgui.h"
+#include "term_text.h"
 
 namespace {
 
@@ -69,14 +70,14 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
     const stagemem::Term& term = stage.terms[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    colour_swatch(term_colour(term.name));
-    ImGui::TextWrapped("%s", term.name.c_str());
+    colour_swatch(term_colour(stagemem::term_name(term)));
+    ImGui::TextWrapped("%s", stagemem::term_name(term).c_str());
     ImGui::TableNextColumn();
     mono_text(state, labels.terms[i].gib);
     ImGui::TableNextColumn();
     mono_text(state, labels.terms[i].exact_bytes);
     ImGui::TableNextColumn();
-    mono_text(state, term.formula, true);
+    mono_text(state, stagemem::term_formula(term), true);
     ImGui::TableNextColumn();
     text_view(stagemem::tag_name(term.tag));
     if (with_allocation) {
@@ -120,18 +121,22 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     const auto i = static_cast<std::size_t>(state.hovered_term);
     const stagemem::Term& term = stage.terms[i];
     ImGui::SeparatorText("under the mouse");
-    colour_swatch(term_colour(term.name));
-    ImGui::TextWrapped("%s (%s, %s)", term.name.c_str(), stagemem::family_name(term.family).data(),
+    colour_swatch(term_colour(stagemem::term_name(term)));
+    ImGui::TextWrapped("%s (%s, %s)", stagemem::term_name(term).c_str(),
+                       stagemem::family_name(term.family).data(),
                        stagemem::tag_name(term.tag).data());
     ImGui::Text("%s", labels.terms[i].gib.c_str());
     ImGui::SameLine();
     mono_text(state, labels.terms[i].exact_bytes);
     ImGui::TextDisabled("formula");
-    mono_text(state, term.formula, true);
+    mono_text(state, stagemem::term_formula(term), true);
     ImGui::TextDisabled("scales with");
     ImGui::SameLine();
-    ImGui::TextWrapped("%s", term.scaling.c_str());
-    if (!term.source.empty()) ImGui::TextWrapped("source: %s", term.source.c_str());
+    ImGui::TextWrapped("%s", stagemem::term_scaling(term).c_str());
+    const std::string_view source = stagemem::term_source(term, state.reported_config);
+    if (!source.empty()) {
+      ImGui::TextWrapped("source: %.*s", static_cast<int>(source.size()), source.data());
+    }
     ImGui::SeparatorText("largest terms of the stage");
   }
   // The largest terms only: a tooltip taller than the window would hide the rest anyway.

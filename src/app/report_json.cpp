@@ -1,4 +1,5 @@
 #include "report_json.h"
+#include "term_text.h"
 
 #include <cstdio>
 
@@ -63,16 +64,16 @@ void append_messages(std::string& out, const std::vector<stagemem::FieldMessage>
 void append_term(std::string& out, const stagemem::Term& term) {
   out += '{';
   append_key(out, "name");
-  append_string(out, term.name);
+  append_string(out, stagemem::term_name(term));
   out += ',';
   append_key(out, "bytes");
   append_number(out, term.bytes);
   out += ',';
   append_key(out, "formula");
-  append_string(out, term.formula);
+  append_string(out, stagemem::term_formula(term));
   out += ',';
   append_key(out, "scaling");
-  append_string(out, term.scaling);
+  append_string(out, stagemem::term_scaling(term));
   out += ',';
   append_key(out, "family");
   append_string(out, stagemem::family_name(term.family));

@@ -1,4 +1,5 @@
 #include "report_labels.h"
+#include "term_text.h"
 
 #include <algorithm>
 #include <array>
@@ -33,7 +34,7 @@ std::vector<BarSegment> stack_segments(const stagemem::StageReport& stage) {
   const auto add = [&](std::size_t i) {
     const stagemem::Term& term = stage.terms[i];
     if (term.bytes <= 0) return;
-    segments.push_back({i, height, height + term.bytes, term_colour(term.name)});
+    segments.push_back({i, height, height + term.bytes, term_colour(stagemem::term_name(term))});
     height += term.bytes;
   };
   using stagemem::Family;

@@ -1,4 +1,5 @@
 #include "report_command.h"
+#include "term_text.h"
 
 #include <array>
 #include <cstdio>
@@ -71,14 +72,14 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
   for (const auto& stage : report.stages) {
     const std::string layers = layers_text(stage);
     for (const auto& term : stage.terms) {
-      std::printf("%-6lld %-10s %-18s %-70s %s (%s B) [%s, %s, %s]\n",
-                  static_cast<long long>(stage.index), layers.c_str(),
-                  group_digits(stage.parameters_per_rank).c_str(), term.name.c_str(),
-                  format_gib(term.bytes).c_str(), group_digits(term.bytes).c_str(),
-                  std::string(stagemem::family_name(term.family)).c_str(),
-                  std::string(stagemem::tag_name(term.tag)).c_str(),
-                  std::string(stagemem::allocation_point_name(term.allocated_at)).c_str());
-      std::printf("%-36s = %s\n", "", term.formula.c_str());
+      std::printf(
+          "%-6lld %-10s %-18s %-70s %s (%s B) [%s, %s, %s]\n", static_cast<long long>(stage.index),
+          layers.c_str(), group_digits(stage.parameters_per_rank).c_str(),
+          stagemem::term_name(term).c_str(), format_gib(term.bytes).c_str(),
+          group_digits(term.bytes).c_str(), std::string(stagemem::family_name(term.family)).c_str(),
+          std::string(stagemem::tag_name(term.tag)).c_str(),
+          std::string(stagemem::allocation_point_name(term.allocated_at)).c_str());
+      std::printf("%-36s = %s\n", "", stagemem::term_formula(term).c_str());
     }
     std::printf("%-6lld total: resident %s, measured gaps %s, peak %s",
                 static_cast<long long>(stage.index), format_gib(stage.resident_bytes).c_str(),
@@ -125,13 +126,15 @@ void print_table(const stagemem::Report& report, bool markdown) {
                       static_cast<double>(t.bytes) / stagemem::bytes_per_gib);
         std::printf("| %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     static_cast<long long>(stage.index), layers_text(stage).c_str(),
-                    markdown_cell(t.name).c_str(), family.c_str(), tag.c_str(), at.c_str(),
-                    group_digits(t.bytes).c_str(), gib, markdown_cell(t.formula).c_str());
+                    markdown_cell(stagemem::term_name(t)).c_str(), family.c_str(), tag.c_str(),
+                    at.c_str(), group_digits(t.bytes).c_str(), gib,
+                    markdown_cell(stagemem::term_formula(t)).c_str());
       } else {
         std::printf("%lld,%s,%s,%s,%s,%s,%lld,%s\n", static_cast<long long>(stage.index),
-                    csv_field(layers_text(stage)).c_str(), csv_field(t.name).c_str(),
-                    family.c_str(), csv_field(tag).c_str(), csv_field(at).c_str(),
-                    static_cast<long long>(t.bytes), csv_field(t.formula).c_str());
+                    csv_field(layers_text(stage)).c_str(),
+                    csv_field(stagemem::term_name(t)).c_str(), family.c_str(),
+                    csv_field(tag).c_str(), csv_field(at).c_str(), static_cast<long long>(t.bytes),
+                    csv_field(stagemem::term_formula(t)).c_str());
       }
     }
     if (markdown) {
@@ -160,11 +163,11 @@ void print_json(const stagemem::Report& report, const Diagnostics& warnings) {
     for (const auto& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
     json terms = json::array();
     for (const auto& t : s.terms) {
-      json term = {{"name", t.name},
+      json term = {{"name", stagemem::term_name(t)},
                    {"family", std::string(stagemem::family_name(t.family))},
                    {"bytes", t.bytes},
-                   {"formula", t.formula},
-                   {"scaling", t.scaling},
+                   {"formula", stagemem::term_formula(t)},
+                   {"scaling", stagemem::term_scaling(t)},
                    {"tag", std::string(stagemem::tag_name(t.tag))},
                    {"allocated_at", std::string(stagemem::allocation_point_name(t.allocated_at))}};
       if (!t.source.empty()) term["source"] = t.source;

@@ -44,6 +44,7 @@
 #include "markdown_table.h"
 #include "report_json.h"
 #include "state.h"
+#include "term_text.h"
 #include "url_fragment.h"
 
 namespace {
@@ -175,7 +176,7 @@ val get_report() {
     val terms = val::array();
     for (const auto& t : s.terms) {
       val term = val::object();
-      term.set("name", t.name);
+      term.set("name", stagemem::term_name(t));
       term.set("bytes", static_cast<double>(t.bytes));
       term.set("tag", std::string(stagemem::tag_name(t.tag)));
       term.set("family", std::string(stagemem::family_name(t.family)));
