@@ -17,8 +17,10 @@
 
 namespace {
 
+using stagemem::csv_field;
 using stagemem::Diagnostics;
 using stagemem::group_digits;
+using stagemem::markdown_cell;
 
 using stagemem_cli::exit_bad_input;
 using stagemem_cli::print_diagnostics;

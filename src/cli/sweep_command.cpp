@@ -15,6 +15,8 @@
 
 namespace {
 
+using stagemem::csv_field;
+using stagemem::markdown_cell;
 using stagemem_cli::exit_bad_input;
 
 // Enough for any grid a person reads; each point is a full estimate (microseconds each).

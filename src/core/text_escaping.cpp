@@ -1,5 +1,7 @@
 #include "text_escaping.h"
 
+namespace stagemem {
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string out = "\"";
@@ -12,3 +14,5 @@ std::string markdown_cell(const std::string& text) {
   for (char ch : text) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
   return out;
 }
+
+}  // namespace stagemem
