@@ -126,22 +126,24 @@ void print_table(const stagemem::Report& report, bool markdown) {
         char gib[32];
         std::snprintf(gib, sizeof gib, "%.2f",
                       static_cast<double>(t.bytes) / stagemem::bytes_per_gib);
+        // Text cells through the escaper (text_escaping.h), numbers as numbers.
         std::printf("| %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                    static_cast<long long>(stage.index), layers_text(stage).c_str(),
-                    markdown_cell(stagemem::term_name(t)).c_str(), family.c_str(), tag.c_str(),
-                    at.c_str(), group_digits(t.bytes).c_str(), gib,
+                    static_cast<long long>(stage.index), markdown_cell(layers_text(stage)).c_str(),
+                    markdown_cell(stagemem::term_name(t)).c_str(), markdown_cell(family).c_str(),
+                    markdown_cell(tag).c_str(), markdown_cell(at).c_str(),
+                    group_digits(t.bytes).c_str(), gib,
                     markdown_cell(stagemem::term_formula(t)).c_str());
       } else {
         std::printf("%lld,%s,%s,%s,%s,%s,%lld,%s\n", static_cast<long long>(stage.index),
                     csv_field(layers_text(stage)).c_str(),
-                    csv_field(stagemem::term_name(t)).c_str(), family.c_str(),
+                    csv_field(stagemem::term_name(t)).c_str(), csv_field(family).c_str(),
                     csv_field(tag).c_str(), csv_field(at).c_str(), static_cast<long long>(t.bytes),
                     csv_field(stagemem::term_formula(t)).c_str());
       }
     }
     if (markdown) {
       std::printf("| %lld | %s | **peak** | | | | **%s** | **%.2f** | resident + measured gaps |\n",
-                  static_cast<long long>(stage.index), layers_text(stage).c_str(),
+                  static_cast<long long>(stage.index), markdown_cell(layers_text(stage)).c_str(),
                   group_digits(stage.peak_bytes).c_str(),
                   static_cast<double>(stage.peak_bytes) / stagemem::bytes_per_gib);
     }
