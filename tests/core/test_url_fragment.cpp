@@ -199,7 +199,7 @@ TEST_CASE("A key given twice in a link is an error naming both values") {
   CHECK(!decode_fragment("v=1&model=llama-3.1-8b&model=deepseek-v3").diagnostics.ok());
   CHECK(!decode_fragment("v=1&v=1").diagnostics.ok());
   // measured= and gap= repeat by design.
-  CHECK(decode_fragment("v=1&gap=runtime-context=1MiB@a&gap=runtime-context=2MiB@b")
+  CHECK(decode_fragment("v=1&gap=runtime-context=1MiB@a&gap=runtime-context/0=2MiB@b")
             .diagnostics.ok());
 }
 
