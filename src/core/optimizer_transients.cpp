@@ -103,12 +103,19 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
     });
   }
   if (is_muon(optimizer.kind)) {
+    // The distinct kinds in order of first appearance: repeats only re-offer the same matrices.
     std::vector<LayerKind> kinds;
+    const auto offer = [&](LayerKind kind) {
+      for (const LayerKind& k : kinds) {
+        if (k.attention == kind.attention && k.mlp == kind.mlp) return;
+      }
+      kinds.push_back(kind);
+    };
     for (const VirtualStage& chunk : stage.chunks) {
       for (std::int64_t i = chunk.first_layer; i < chunk.first_layer + chunk.layer_count; ++i) {
-        kinds.push_back(model.layers[static_cast<std::size_t>(i)]);
+        offer(model.layers[static_cast<std::size_t>(i)]);
       }
-      if (chunk.mtp_layers > 0) kinds.push_back(model.mtp_layer);
+      if (chunk.mtp_layers > 0) offer(model.mtp_layer);
     }
     const MatrixShape matrix = largest_muon_matrix(model, kinds, layout, optimizer);
     if (matrix.rows > 0) {
