@@ -86,6 +86,8 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   }
   stage.optimizer_phase_binds =
       stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
+  // Stored activations are part of the peak only when the forward/backward phase binds.
+  for (Term& t : activations.stored) t.counts_in_peak = !stage.optimizer_phase_binds;
   stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
   bool largest_marked = false;
   for (Term& t : activations.transients) {
@@ -119,34 +121,42 @@ FieldMessage overflow_error(const StageReport& stage) {
       break;
     }
   }
-  std::string drivers;
-  std::string field = "model";
-  const auto add = [&](std::string_view what, std::string_view what_field) {
-    if (drivers.find(what) != std::string::npos) return;
-    if (field == "model") field = std::string(what_field);
-    drivers += drivers.empty() ? "" : " x ";
-    drivers += what;
-  };
+  // Canonical order: seq, mbs, the model's widths, then the stage's layers and micro-batches.
+  bool seq = false, mbs = false, layers = false;
+  std::string widths;
   std::string name = "the sum of its terms";
   if (culprit != nullptr) {
     name = term_name(*culprit);
     const Formula& f = culprit->formula;
     for (int i = 0; i < f.size(); ++i) {
       const std::string_view label = label_text(f.label(i));
-      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes) continue;
+      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes || label.empty()) continue;
       if (label == "S/CP" || label == "S") {
-        add("seq", "training.sequence_length");
+        seq = true;
       } else if (label == "B") {
-        add("mbs", "training.micro_batch");
-      } else if (!label.empty()) {
-        add(label, "model");
+        mbs = true;
+      } else if (widths.find(label) == std::string::npos) {
+        widths += widths.empty() ? "" : " x ";
+        widths += label;
       }
     }
-    if (culprit->copies > 0) add("layers on the stage x micro-batches in flight", "parallel");
-    if (drivers.empty()) add("parameters on the stage", "model");
+    layers = culprit->copies > 0;
   }
+  std::string drivers;
+  const auto add = [&](std::string_view what) {
+    drivers += drivers.empty() ? "" : " x ";
+    drivers += what;
+  };
+  if (seq) add("seq");
+  if (mbs) add("mbs");
+  if (!widths.empty()) add(widths);
+  if (layers) add("layers on the stage x micro-batches in flight");
+  if (drivers.empty()) add("parameters on the stage");
+  const std::string field = seq   ? "training.sequence_length"
+                            : mbs ? "training.micro_batch"
+                                  : "model";
   return {.field = field,
-          .message = (drivers.empty() ? name : drivers + " (" + name + ")") +
+          .message = drivers + " (" + name + ")" +
                      " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
                      "; no device holds that: lower the driving fields"};
 }
@@ -166,11 +176,38 @@ Report estimate(const Config& config) {
 }
 
 Report estimate(const Config& config, const Model& model) {
+  EstimateCache cache;
+  return estimate(config, model, cache);
+}
+
+Report estimate(const Config& config, const Model& model, EstimateCache& cache) {
   Report report;
   report.model = model.name;
-  report.diagnostics = validate(config, model);
+  if (cache.model != &model) {
+    cache = EstimateCache{.model = &model, .total_parameters = total_parameters(model)};
+    cache.layout.pipeline_parallel = -1;  // no layout cached yet
+  }
+  if (!(cache.layout == config.parallel)) {
+    cache.layout = config.parallel;
+    cache.layout_diagnostics = {};
+    validate_layout(model, config.parallel, cache.layout_diagnostics);
+    cache.plan.reset();
+    cache.parameters.clear();
+    if (cache.layout_diagnostics.ok()) {
+      Diagnostics repeated;  // validate_layout already reported the plan's warnings
+      cache.plan = plan_stages(model, config.parallel, repeated);
+      if (!cache.plan) {
+        cache.layout_diagnostics.errors.insert(cache.layout_diagnostics.errors.end(),
+                                               repeated.errors.begin(), repeated.errors.end());
+      } else {
+        cache.parameters = stage_parameters(model, config.parallel, *cache.plan);
+      }
+    }
+  }
+  report.diagnostics = cache.layout_diagnostics;
+  validate_beyond_layout(config, model, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
-  report.total_parameters = total_parameters(model);
+  report.total_parameters = cache.total_parameters;
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
   report.flat_headroom_bytes = config.training.flat_headroom_bytes;
@@ -179,24 +216,20 @@ Report estimate(const Config& config, const Model& model) {
                              report.data_parallel, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
 
-  Diagnostics repeated;  // validate() already reported the plan's warnings
-  const auto plan = plan_stages(model, config.parallel, repeated);
-  if (!plan) {
-    report.diagnostics.errors.insert(report.diagnostics.errors.end(), repeated.errors.begin(),
-                                     repeated.errors.end());
-    return report;
-  }
+  const StagePlan& plan = *cache.plan;
   if (config.device.bytes > 0) {
     report.device = {.name = "custom",
                      .bytes = config.device.bytes,
                      .source = "entered by the user (device.bytes)"};
   } else if (const auto device = find_device(config.device.preset)) {
-    report.device = {.name = std::string(device->name), .bytes = device->bytes, .source = device->source};
+    report.device = {
+        .name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
-  LayerPieceCache cache;
+  LayerPieceCache piece_cache;
   std::int64_t largest = -1;
-  for (const StageParameters& parameters : stage_parameters(model, config.parallel, *plan)) {
+  report.stages.reserve(cache.parameters.size());
+  for (const StageParameters& parameters : cache.parameters) {
     StageReport stage;
     stage.index = parameters.pipeline_rank;
     stage.first_layer = parameters.first_layer;
@@ -209,8 +242,8 @@ Report estimate(const Config& config, const Model& model) {
         resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
     bool fits = true;
     for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
-    fits = add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches,
-                                 cache) &&
+    fits = add_activation_phases(stage, model, config, plan, parameters, report.micro_batches,
+                                 piece_cache) &&
            fits;
     for (const Term& gap : gap_terms(stage.index, config.gaps)) {
       fits = fits && add_bytes(stage.gap_bytes, gap.bytes);

@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config.h"
 #include "formula.h"
+#include "layout.h"
 
 namespace stagemem {
 
@@ -149,8 +151,24 @@ struct Report {
   Diagnostics diagnostics;  // errors mean `stages` is empty
 };
 
+// What estimates of one model share while the parallel layout stays the same: the layout's
+// validation, the stage plan and every stage's per-rank parameters (none depend on sequence,
+// micro-batch, recompute, kernels, precision or optimizer). A sweep or search keeps one cache per
+// model and passes it to every estimate; a changed layout or model refills it.
+// Limitation: the model is recognised by address: do not change a Model while a cache built from
+// it is in use.
+struct EstimateCache {
+  const Model* model = nullptr;
+  ParallelLayout layout{};
+  Diagnostics layout_diagnostics{};
+  std::optional<StagePlan> plan{};
+  std::vector<StageParameters> parameters{};
+  std::int64_t total_parameters = 0;
+};
+
 Report estimate(const Config& config);
 // With the model already resolved (resolve_model in config.h): sweeps resolve it once.
 Report estimate(const Config& config, const Model& model);
+Report estimate(const Config& config, const Model& model, EstimateCache& cache);
 
 }  // namespace stagemem
