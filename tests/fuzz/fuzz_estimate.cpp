@@ -9,7 +9,8 @@
 //   - every term's text (name, formula, scaling, source) through the CSV text-cell escaper reads
 //     back as RFC 4180 to the text (plus the formula-injection apostrophe) and through the
 //     Markdown cell escaper keeps no raw HTML-significant character, line break or bare '|';
-//   - a JSON rendering of the report parses back with the same peaks and term bytes.
+//   - the core's report JSON (report_json.h) parses back with the same peaks, term names and
+//     bytes, and its counts_in_peak terms sum to each peak.
 // A broken oracle traps (libFuzzer reports it as a crash with the input saved).
 // Build and run: scripts/fuzz.sh SECONDS (clang, -DSTAGEMEM_FUZZ=ON).
 #include <cstddef>
@@ -22,6 +23,7 @@
 
 #include "config_json.h"
 #include "report.h"
+#include "report_json.h"
 #include "report_oracles.h"
 #include "term_text.h"
 #include "text_escaping.h"
@@ -79,11 +81,9 @@ void check_writers(const stagemem::Config& config, const stagemem::Report& repor
   const auto from_json = stagemem::config_from_json(stagemem::config_to_json(config));
   require(from_json.diagnostics.ok() && from_json.config == config);
 
-  // The report: each term's text through the table escapers, and a JSON rendering read back.
-  using json = nlohmann::json;
-  json stages = json::array();
+  // The report: each term's text through the table escapers, and the core's JSON writer
+  // (report_json.h, what the CLI, the app and the web bindings write) read back.
   for (const stagemem::StageReport& s : report.stages) {
-    json terms = json::array();
     for (const stagemem::Term& t : s.terms) {
       const std::string texts[] = {stagemem::term_name(t), stagemem::term_formula(t),
                                    stagemem::term_scaling(t),
@@ -92,19 +92,26 @@ void check_writers(const stagemem::Config& config, const stagemem::Report& repor
         check_csv(text);
         check_markdown(text);
       }
-      terms.push_back({{"name", texts[0]}, {"formula", texts[1]}, {"bytes", t.bytes}});
     }
-    stages.push_back({{"index", s.index}, {"peak_bytes", s.peak_bytes}, {"terms", terms}});
   }
-  const std::string text =
-      json{{"stages", stages}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  const json back = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  require(!back.is_discarded() && back["stages"].size() == report.stages.size());
+  using json = nlohmann::json;
+  const std::string link = stagemem::encode_fragment(config);
+  const json back = json::parse(stagemem::report_json(report, config, link, {}), nullptr, false);
+  require(!back.is_discarded() && back.is_object());
+  const json& stages = back["stages"];
+  require(stages.is_array() && stages.size() == report.stages.size());
   for (std::size_t i = 0; i < report.stages.size(); ++i) {
-    const json& stage = back["stages"][i];
-    require(stage["peak_bytes"].get<std::int64_t>() == report.stages[i].peak_bytes);
-    for (std::size_t k = 0; k < report.stages[i].terms.size(); ++k)
-      require(stage["terms"][k]["bytes"].get<std::int64_t>() == report.stages[i].terms[k].bytes);
+    const stagemem::StageReport& s = report.stages[i];
+    require(stages[i]["peak_bytes"].get<std::int64_t>() == s.peak_bytes);
+    const json& terms = stages[i]["terms"];
+    require(terms.is_array() && terms.size() == s.terms.size());
+    std::int64_t in_peak = 0;
+    for (std::size_t k = 0; k < s.terms.size(); ++k) {
+      require(terms[k]["bytes"].get<std::int64_t>() == s.terms[k].bytes);
+      require(terms[k]["name"].get<std::string>() == stagemem::term_name(s.terms[k]));
+      if (terms[k]["counts_in_peak"].get<bool>()) in_peak += terms[k]["bytes"].get<std::int64_t>();
+    }
+    require(in_peak == s.peak_bytes);  // the schema's promise, read back from the text
   }
 }
 
