@@ -60,12 +60,13 @@ for target in $targets; do
   status=$?
   set -e
   tail -n 8 "$log"
-  executions=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
+  # Fork mode reports "#EXECUTIONS: cov: N ft: N corp: N ..." lines; the last one is the total.
   last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+  executions=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
   found=$(find "$findings" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
-  echo "fuzz $target: ${executions} executions, cov ${cov:-?}, ft ${ft:-?}, corpus $(count "$corpus") inputs, findings $found (in $findings)"
+  echo "fuzz $target: ${executions:-0} executions, cov ${cov:-?}, ft ${ft:-?}, corpus $(count "$corpus") inputs, findings $found (in $findings)"
   if [[ ${FUZZ_MERGE:-0} == 1 ]]; then
     # Minimise: the smallest set of inputs with the same coverage replaces the kept corpus.
     merged="$build/merged-$target"
