@@ -62,20 +62,33 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   return std::strtoull(text, nullptr, 10);
 }
 
+// The engine is standard (mt19937_64 gives the same numbers everywhere); the standard
+// distributions are not (libstdc++ and Emscripten's libc++ map them differently), so the draws
+// below are integer arithmetic on the engine's output: seed S is the same configuration natively
+// and under wasm32.
 using Random = std::mt19937_64;
 
 std::int64_t uniform(Random& r, std::int64_t low, std::int64_t high) {
-  return std::uniform_int_distribution<std::int64_t>(low, high)(r);
+  const auto span = static_cast<std::uint64_t>(high - low) + 1;  // ranges here are < 2^62
+  return low + static_cast<std::int64_t>(r() % span);
+}
+// In [0, 1): the top 53 bits of one draw.
+double unit(Random& r) {
+  return static_cast<double>(r() >> 11) * 0x1.0p-53;
 }
 bool chance(Random& r, double p) {
-  return std::uniform_real_distribution<double>(0.0, 1.0)(r) < p;
+  return unit(r) < p;
 }
-// Log-uniform over [low, high] (low >= 1): every order of magnitude of the range is drawn.
+// Log-uniform over [low, high] (low >= 1): a power of two, then a value inside it, so every
+// order of magnitude of the range is drawn as often as any other.
 std::int64_t log_uniform(Random& r, std::int64_t low, std::int64_t high) {
-  const double a = std::log(static_cast<double>(low));
-  const double b = std::log(static_cast<double>(high) + 1.0);
-  const double x = std::exp(std::uniform_real_distribution<double>(a, b)(r));
-  return std::clamp(static_cast<std::int64_t>(x), low, high);
+  int low_bit = 0, high_bit = 0;
+  while ((std::int64_t{2} << low_bit) <= low) ++low_bit;
+  while (high_bit < 62 && (std::int64_t{2} << high_bit) <= high) ++high_bit;
+  const auto bit = static_cast<int>(uniform(r, low_bit, high_bit));
+  const std::int64_t first = std::max(low, std::int64_t{1} << bit);
+  const std::int64_t last = bit >= 62 ? high : std::min(high, (std::int64_t{2} << bit) - 1);
+  return uniform(r, first, last);
 }
 
 bool is_parallel_size(std::string_view key) {
@@ -104,7 +117,7 @@ std::string random_value(const ConfigField& f, Random& r) {
           uniform(r, 0, static_cast<std::int64_t>(f.choices.size()) - 1))]);
     case FieldKind::number: {
       // Biased toward the low end, where real imbalance factors are; the whole range is reached.
-      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(r);
+      const double u = unit(r);
       const double x = static_cast<double>(f.min) +
                        (static_cast<double>(f.max) - static_cast<double>(f.min)) * u * u * u * u;
       char text[32];
