@@ -68,41 +68,39 @@ namespace {
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const StageParameters& parameters,
                            std::int64_t micro_batches, LayerPieceCache& cache) {
-  StageActivationTerms activations = stage_activation_terms(
-      model, config.parallel, config.training, plan, stage.index, micro_batches, cache);
-  std::vector<Term> optimizer =
-      optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
+  const StageActivationTerms activations =
+      stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
+                             micro_batches, cache, &stage.terms);
+  const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
+  append_optimizer_step_transients(model, parameters, config.parallel, config.optimizer,
+                                   stage.terms);
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
-  stage.largest_transient =
-      activations.largest_transient < 0
-          ? -1
-          : static_cast<std::int64_t>(stage.terms.size() + activations.stored.size()) +
-                activations.largest_transient;
+  stage.largest_transient = activations.largest_transient;
   stage.in_flight_per_chunk = activations.in_flight_per_chunk;
-  for (const Term& t : optimizer) {
-    if (!checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes))
-      stage.optimizer_transient_bytes = std::numeric_limits<std::int64_t>::max();
+  bool fits = activations.fits;
+  for (auto i = static_cast<std::size_t>(first_optimizer); i < stage.terms.size(); ++i) {
+    fits = fits && checked_add(stage.optimizer_transient_bytes, stage.terms[i].bytes,
+                               &stage.optimizer_transient_bytes);
   }
-  stage.optimizer_phase_binds =
-      stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
-  // Stored activations are part of the peak only when the forward/backward phase binds.
-  for (Term& t : activations.stored) t.counts_in_peak = !stage.optimizer_phase_binds;
-  stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
-  bool largest_marked = false;
-  for (Term& t : activations.transients) {
-    // Only the single largest transient of the phase is co-live with the stored activations.
+  std::int64_t forward_backward = 0;
+  fits =
+      fits && checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
+  stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
+  // Stored activations are part of the peak only when the forward/backward phase binds; of the
+  // phase's transients only the single largest is co-live with them.
+  const auto end = static_cast<std::size_t>(first_optimizer);
+  for (auto i = static_cast<std::size_t>(activations.first_stored); i < end; ++i) {
+    Term& t = stage.terms[i];
     t.counts_in_peak =
-        !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
-    largest_marked |= t.counts_in_peak;
-    stage.terms.push_back(t);
+        !stage.optimizer_phase_binds &&
+        (t.family == Family::activation || static_cast<std::int64_t>(i) == stage.largest_transient);
   }
-  for (Term& t : optimizer) {
-    t.allocated_at = AllocationPoint::optimizer_step;
-    t.counts_in_peak = stage.optimizer_phase_binds;
-    stage.terms.push_back(t);
+  for (auto i = end; i < stage.terms.size(); ++i) {
+    stage.terms[i].allocated_at = AllocationPoint::optimizer_step;
+    stage.terms[i].counts_in_peak = stage.optimizer_phase_binds;
   }
-  return activations.fits;
+  return fits;
 }
 
 bool add_bytes(std::int64_t& total, std::int64_t bytes) {
@@ -156,8 +154,8 @@ FieldMessage overflow_error(const StageReport& stage) {
                             : mbs ? "training.micro_batch"
                                   : "model";
   return {.field = field,
-          .message = drivers + " (" + name + ")" +
-                     " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
+          .message = drivers + " (" + name + ")" + " exceeds 2^63 bytes on stage " +
+                     std::to_string(stage.index) +
                      "; no device holds that: lower the driving fields"};
 }
 
@@ -184,7 +182,9 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
   Report report;
   report.model = model.name;
   if (cache.model != &model) {
-    cache = EstimateCache{.model = &model, .total_parameters = total_parameters(model)};
+    cache.model = &model;
+    cache.total_parameters = total_parameters(model);
+    cache.layout = ParallelLayout{};
     cache.layout.pipeline_parallel = -1;  // no layout cached yet
   }
   if (!(cache.layout == config.parallel)) {
@@ -238,16 +238,18 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    stage.terms =
-        resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
+    stage.terms.reserve(48);
+    append_resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards,
+                          stage.terms);
     bool fits = true;
     for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
     fits = add_activation_phases(stage, model, config, plan, parameters, report.micro_batches,
                                  piece_cache) &&
            fits;
-    for (const Term& gap : gap_terms(stage.index, config.gaps)) {
-      fits = fits && add_bytes(stage.gap_bytes, gap.bytes);
-      stage.terms.push_back(gap);
+    const auto first_gap = stage.terms.size();
+    append_gap_terms(stage.index, config.gaps, stage.terms);
+    for (auto i = first_gap; i < stage.terms.size(); ++i) {
+      fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
     }
     std::int64_t phase = stage.optimizer_transient_bytes;
     if (!stage.optimizer_phase_binds) {

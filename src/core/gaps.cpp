@@ -49,6 +49,12 @@ AllocationPoint gap_allocation_point(GapKind kind) {
 
 std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries) {
   std::vector<Term> terms;
+  append_gap_terms(stage, entries, terms);
+  return terms;
+}
+
+void append_gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
+                      std::vector<Term>& terms) {
   for (int k = 0; k < gap_kind_count; ++k) {
     const auto kind = static_cast<GapKind>(k);
     const GapEntry* chosen = nullptr;
@@ -74,7 +80,6 @@ std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& ent
     }
     terms.push_back(t);
   }
-  return terms;
 }
 
 }  // namespace stagemem
