@@ -20,10 +20,11 @@ constexpr TermInfo term_pipeline_buffers_attn_res{
     "pipeline send/receive buffers (hidden state + AttnRes slots)",
     "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers};
 constexpr TermInfo term_recompute_group{"recompute working set (one checkpointed group, backward)",
-                                        "S/CP, B, recompute group size", TermText::recompute_group};
+                                        "S/CP, B, recompute group size", TermText::recompute_group,
+                                        true};
 constexpr TermInfo term_recompute_selective{"selective recompute working set (backward)",
                                             "S/CP, B, recompute group size",
-                                            TermText::recompute_selective};
+                                            TermText::recompute_selective, true};
 
 TermGroup attention_group(AttentionKind kind, bool mtp) {
   switch (kind) {
@@ -49,7 +50,7 @@ TermGroup mlp_group(MlpKind kind, bool mtp) {
 // keeps the bytes of its first occurrence.
 class StoredSums {
  public:
-  explicit StoredSums(std::uint32_t dropped) : dropped_(dropped) {}
+  explicit StoredSums(std::uint32_t dropped) : dropped_(dropped) { blocks_.reserve(16); }
   void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies,
                std::uint32_t dropped) {
     if (copies <= 0) return;
@@ -74,24 +75,29 @@ class StoredSums {
     }
     blocks_.push_back({group, nullptr, piece, copies, 0});
   }
-  // Appends the sums as terms; false when one does not fit in int64 bytes.
-  bool append_terms(std::vector<Term>& out, std::int64_t& total) const {
+  // Appends the sums as terms (or, with `out` null, only adds up their bytes); false when one does
+  // not fit in int64 bytes.
+  bool append_terms(std::vector<Term>* out, std::int64_t& total) const {
     bool fits = true;
     const auto emit = [&](TermGroup group, const ActivationPiece& p, std::int64_t copies) {
-      Term t{.info = p.info,
-             .bytes = 0,
-             .copies = copies,
-             .name_value = p.name_value,
-             .formula = p.formula,
-             .group = group,
-             .family = Family::activation,
-             .tag = Tag::derived,
-             .allocated_at = AllocationPoint::forward};
+      if (out == nullptr) {
+        std::int64_t bytes = 0;
+        fits = !p.formula.overflowed() && checked_mul(p.bytes, copies, &bytes) &&
+               checked_add(total, bytes, &total) && fits;
+        return;
+      }
+      Term& t = out->emplace_back();
+      t.info = p.info;
+      t.copies = copies;
+      t.name_value = p.name_value;
+      t.formula = p.formula;
+      t.group = group;
+      t.family = Family::activation;
+      t.allocated_at = AllocationPoint::forward;
       if (p.formula.overflowed() || !checked_mul(p.bytes, copies, &t.bytes) ||
           !checked_add(total, t.bytes, &total)) {
         fits = false;
       }
-      out.push_back(t);
     };
     for (const Block& b : blocks_) {
       if (b.pieces == nullptr) {
@@ -118,16 +124,12 @@ class StoredSums {
   std::vector<Block> blocks_;
 };
 
-Term transient_term(const ActivationPiece& p) {
-  const bool backward = p.info->name.find("gradient") != std::string_view::npos ||
-                        p.info->name.find("recompute") != std::string_view::npos;
-  return Term{.info = p.info,
-              .bytes = p.bytes,
-              .name_value = p.name_value,
-              .formula = p.formula,
-              .family = Family::transient,
-              .tag = Tag::derived,
-              .allocated_at = backward ? AllocationPoint::backward : AllocationPoint::forward};
+// Sum of ceil(i / block) over i in [0, n): the values k = 1, 2, ... each cover `block` layers.
+std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
+  if (n <= 1 || block <= 0) return 0;
+  const std::int64_t q = (n - 1) / block;
+  const std::int64_t r = (n - 1) % block;
+  return block * q * (q + 1) / 2 + r * (q + 1);
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
@@ -167,13 +169,14 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches,
-                                            LayerPieceCache& cache, std::vector<Term>* into) {
+                                            LayerPieceCache& cache, std::vector<Term>* into,
+                                            bool peaks_only) {
   StageActivationTerms result;
   result.into = into;
   const TokenShape shape = token_shape(training, layout);
-  const InFlight in_flight =
+  InFlight in_flight =
       in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, rank, micro_batches);
-  result.in_flight_per_chunk = in_flight.per_chunk;
+  result.in_flight_per_chunk = std::move(in_flight.per_chunk);
   const RecomputeConfig& recompute = training.recompute;
   const std::uint32_t dropped =
       recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
@@ -204,6 +207,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
+      entry->kept_bytes = layer_bytes(*entry, dropped);
     }
     return *entry;
   };
@@ -211,7 +215,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
-    const std::int64_t copies = in_flight.per_chunk[static_cast<std::size_t>(chunk.chunk)];
+    const std::int64_t copies = result.in_flight_per_chunk[static_cast<std::size_t>(chunk.chunk)];
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
     // Which layers of this chunk keep everything and which keep only a checkpointed input.
     std::int64_t checkpointed_groups = 0;
@@ -266,7 +270,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       fits = checked_mul(layers, copies, &layer_copies) && fits;
       sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
       sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
-      const std::int64_t recomputed = pieces.all_bytes - layer_bytes(pieces, dropped);
+      const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
         working_set_piece.info = &term_recompute_selective;
@@ -285,10 +289,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     if (block > 0) {
       const std::int64_t slots = attn_res_slots_before(end, block);
       sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), copies);
-      std::int64_t slot_sites = 0;
-      for (std::int64_t i = chunk.first_layer; i < end; ++i) {
-        slot_sites += model.attn_res.sites_per_layer * (1 + attn_res_slots_before(i, block));
-      }
+      // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
+      std::int64_t slot_sites =
+          model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
+                                            attn_res_slot_sum(chunk.first_layer, block));
       std::int64_t last_site_slots =
           attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
       if (chunk.head) {
@@ -324,10 +328,13 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         chunk.embedding ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
     const std::int64_t send_slots = chunk.head ? 0 : 1 + attn_res_slots_before(end, block);
     std::int64_t buffers = 0;
+    // Each direction: [S/CP] x [B] x [width] x [1 + slots] x 2 B (pipeline_buffer_formula).
     for (const std::int64_t slots : {receive_slots, send_slots}) {
       if (slots == 0) continue;
-      const Formula one = pipeline_buffer_formula(model, shape, slots - 1);
-      fits = !one.overflowed() && checked_add(buffers, one.value(), &buffers) && fits;
+      std::int64_t one = 2;
+      fits = checked_mul(one, shape.sequence, &one) && checked_mul(one, shape.micro_batch, &one) &&
+             checked_mul(one, boundary_width, &one) && checked_mul(one, slots, &one) &&
+             checked_add(buffers, one, &buffers) && fits;
     }
     if (buffers > largest_pipeline_buffers) {
       largest_pipeline_buffers = buffers;
@@ -364,14 +371,28 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     keep_transient(working_set_piece);
   }
 
+  if (peaks_only) {
+    result.fits = sums.append_terms(nullptr, result.stored_bytes) && fits;
+    for (const ActivationPiece& p : transients) {
+      result.fits = result.fits && !p.formula.overflowed();
+      result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
+    }
+    return result;
+  }
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
   std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
   result.first_stored = static_cast<std::int64_t>(stored.size());
-  result.fits = sums.append_terms(stored, result.stored_bytes) && fits;
+  result.fits = sums.append_terms(&stored, result.stored_bytes) && fits;
   result.first_transient = static_cast<std::int64_t>(out.size());
   for (const ActivationPiece& p : transients) {
     result.fits = result.fits && !p.formula.overflowed();
-    out.push_back(transient_term(p));
+    Term& t = out.emplace_back();
+    t.info = p.info;
+    t.bytes = p.bytes;
+    t.name_value = p.name_value;
+    t.formula = p.formula;
+    t.family = Family::transient;
+    t.allocated_at = p.info->in_backward ? AllocationPoint::backward : AllocationPoint::forward;
     if (p.bytes > result.largest_transient_bytes) {
       result.largest_transient_bytes = p.bytes;
       result.largest_transient = static_cast<std::int64_t>(out.size()) - 1;

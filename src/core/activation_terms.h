@@ -52,7 +52,8 @@ struct StageActivationTerms {
 struct LayerPieces {
   std::vector<ActivationPiece> attention;
   std::vector<ActivationPiece> mlp;
-  std::int64_t all_bytes = 0;  // every piece, nothing recomputed
+  std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps (the estimate's modules)
 };
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
 // and shared by its stages; StageActivationTerms' sums point into it.
@@ -63,13 +64,16 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
 };
 
+// With `peaks_only`, no terms are built: only stored_bytes, largest_transient_bytes,
+// in_flight_per_chunk and fits are set (the same sums, for sweeps).
 // Requires a validated configuration: `plan` from plan_stages, M >= 1. `cache` must be used with
 // one (model, layout, training) only.
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches,
                                             LayerPieceCache& cache,
-                                            std::vector<Term>* into = nullptr);
+                                            std::vector<Term>* into = nullptr,
+                                            bool peaks_only = false);
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches);

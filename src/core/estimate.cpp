@@ -66,27 +66,29 @@ namespace {
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
 // False when a term's bytes do not fit in int64.
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
-                           const StagePlan& plan, const StageParameters& parameters,
-                           std::int64_t micro_batches, LayerPieceCache& cache) {
-  const StageActivationTerms activations =
+                           const StagePlan& plan, const std::vector<Term>& optimizer_step,
+                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only) {
+  StageActivationTerms activations =
       stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
-                             micro_batches, cache, &stage.terms);
+                             micro_batches, cache, &stage.terms, peaks_only);
   const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
-  append_optimizer_step_transients(model, parameters, config.parallel, config.optimizer,
-                                   stage.terms);
+  if (!peaks_only) {
+    stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
+  }
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
   stage.largest_transient = activations.largest_transient;
-  stage.in_flight_per_chunk = activations.in_flight_per_chunk;
+  stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
   bool fits = activations.fits;
-  for (auto i = static_cast<std::size_t>(first_optimizer); i < stage.terms.size(); ++i) {
-    fits = fits && checked_add(stage.optimizer_transient_bytes, stage.terms[i].bytes,
+  for (const Term& t : optimizer_step) {
+    fits = fits && checked_add(stage.optimizer_transient_bytes, t.bytes,
                                &stage.optimizer_transient_bytes);
   }
   std::int64_t forward_backward = 0;
-  fits =
-      fits && checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
+  fits = fits &&
+         checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
   stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
+  if (peaks_only) return fits;
   // Stored activations are part of the peak only when the forward/backward phase binds; of the
   // phase's transients only the single largest is co-live with them.
   const auto end = static_cast<std::size_t>(first_optimizer);
@@ -178,7 +180,9 @@ Report estimate(const Config& config, const Model& model) {
   return estimate(config, model, cache);
 }
 
-Report estimate(const Config& config, const Model& model, EstimateCache& cache) {
+Report estimate(const Config& config, const Model& model, EstimateCache& cache,
+                EstimateDetail detail) {
+  const bool peaks_only = detail == EstimateDetail::peaks;
   Report report;
   report.model = model.name;
   if (cache.model != &model) {
@@ -193,6 +197,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     validate_layout(model, config.parallel, cache.layout_diagnostics);
     cache.plan.reset();
     cache.parameters.clear();
+    cache.state_terms_valid = false;
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
       cache.plan = plan_stages(model, config.parallel, repeated);
@@ -225,7 +230,21 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     report.device = {
         .name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
-  const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+  if (!cache.state_terms_valid || !(cache.precision == config.precision) ||
+      !(cache.optimizer == config.optimizer)) {
+    const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+    cache.precision = config.precision;
+    cache.optimizer = config.optimizer;
+    cache.resident_terms.assign(cache.parameters.size(), {});
+    cache.optimizer_step_terms.assign(cache.parameters.size(), {});
+    for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
+                            shards, cache.resident_terms[i]);
+      append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
+                                       config.optimizer, cache.optimizer_step_terms[i]);
+    }
+    cache.state_terms_valid = true;
+  }
   LayerPieceCache piece_cache;
   std::int64_t largest = -1;
   report.stages.reserve(cache.parameters.size());
@@ -238,18 +257,25 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    stage.terms.reserve(48);
-    append_resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards,
-                          stage.terms);
+    const std::size_t stage_slot = report.stages.size();
+    const std::vector<Term>& resident = cache.resident_terms[stage_slot];
+    if (!peaks_only) {
+      stage.terms.reserve(48);
+      stage.terms.insert(stage.terms.end(), resident.begin(), resident.end());
+    }
     bool fits = true;
-    for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
-    fits = add_activation_phases(stage, model, config, plan, parameters, report.micro_batches,
-                                 piece_cache) &&
+    for (const Term& t : resident) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    fits = add_activation_phases(stage, model, config, plan, cache.optimizer_step_terms[stage_slot],
+                                 report.micro_batches, piece_cache, peaks_only) &&
            fits;
-    const auto first_gap = stage.terms.size();
-    append_gap_terms(stage.index, config.gaps, stage.terms);
-    for (auto i = first_gap; i < stage.terms.size(); ++i) {
-      fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
+    if (peaks_only) {
+      fits = fits && add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps));
+    } else {
+      const auto first_gap = stage.terms.size();
+      append_gap_terms(stage.index, config.gaps, stage.terms);
+      for (auto i = first_gap; i < stage.terms.size(); ++i) {
+        fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
+      }
     }
     std::int64_t phase = stage.optimizer_transient_bytes;
     if (!stage.optimizer_phase_binds) {
@@ -260,6 +286,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     fits =
         fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
     if (!fits) {
+      // The terms name what overflows: build them to say so.
+      if (peaks_only) return estimate(config, model, cache, EstimateDetail::terms);
       report.diagnostics.errors.push_back(overflow_error(stage));
       report.stages.clear();
       report.binding_stage = -1;
@@ -276,7 +304,9 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     }
     report.stages.push_back(std::move(stage));
   }
-  report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  if (!peaks_only) {
+    report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  }
   return report;
 }
 

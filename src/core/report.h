@@ -164,11 +164,23 @@ struct EstimateCache {
   std::optional<StagePlan> plan{};
   std::vector<StageParameters> parameters{};
   std::int64_t total_parameters = 0;
+  // Per stage, the resident and optimizer-step terms: they depend on the layout, `precision` and
+  // `optimizer` only, so a sweep over sequence, batch or recompute computes them once.
+  bool state_terms_valid = false;
+  Precision precision{};
+  OptimizerConfig optimizer{};
+  std::vector<std::vector<Term>> resident_terms{};
+  std::vector<std::vector<Term>> optimizer_step_terms{};
 };
 
 Report estimate(const Config& config);
 // With the model already resolved (resolve_model in config.h): sweeps resolve it once.
 Report estimate(const Config& config, const Model& model);
-Report estimate(const Config& config, const Model& model, EstimateCache& cache);
+// How much of a report to build: every term (what every front end shows), or only the per-stage
+// numbers (peak, phases, headroom, binding stage) with empty term lists and no cross-checks, for
+// sweeps and searches. Both come from the same sums, so the numbers are identical (tested).
+enum class EstimateDetail : std::uint8_t { terms, peaks };
+Report estimate(const Config& config, const Model& model, EstimateCache& cache,
+                EstimateDetail detail = EstimateDetail::terms);
 
 }  // namespace stagemem

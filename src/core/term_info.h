@@ -36,6 +36,7 @@ struct TermInfo {
   std::string_view name;
   std::string_view scaling;
   TermText text = TermText::generic;
+  bool in_backward = false;  // a transient allocated in backward (else forward)
 };
 
 }  // namespace stagemem
