@@ -159,10 +159,21 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
 
 }  // namespace
 
+void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training) {
+  TrainingConfig inputs = training;
+  inputs.global_batch = 0;
+  inputs.flat_headroom_bytes = 0;
+  inputs.recompute = {};
+  if (cache.built_for && *cache.built_for == inputs) return;
+  cache = LayerPieceCache{};
+  cache.built_for = inputs;
+}
+
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches) {
   LayerPieceCache cache;
+  prepare_piece_cache(cache, training);
   return stage_activation_terms(model, layout, training, plan, rank, micro_batches, cache);
 }
 
@@ -208,6 +219,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
       entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
+    } else if (entry->kept_mask != dropped) {
+      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
     }
     return *entry;
   };

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "activation_pieces.h"
 #include "config.h"
 #include "formula.h"
 #include "layout.h"
@@ -171,6 +172,9 @@ struct EstimateCache {
   OptimizerConfig optimizer{};
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
+  // Per micro-batch activation pieces (they depend on the layout and the training inputs
+  // LayerPieceCache names, not on recompute, batch, optimizer or device).
+  LayerPieceCache pieces{};
 };
 
 Report estimate(const Config& config);
