@@ -93,6 +93,15 @@ struct LayerPieces {
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
 };
+// One group of stored pieces summed over a stage's layers and micro-batches (activation_terms.cpp).
+struct StoredBlock {
+  TermGroup group;
+  const std::vector<ActivationPiece>* pieces;  // a group's list (in the piece cache)
+  ActivationPiece single;                      // or one piece, when `pieces` is null
+  std::int64_t copies;
+  std::uint32_t dropped;
+};
+
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
 // and shared by its stages; StageActivationTerms' sums point into it.
 struct LayerPieceCache {
@@ -104,6 +113,9 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
+  // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
+  std::vector<StoredBlock> stored_blocks;
+  std::vector<ActivationPiece> transients;
 };
 
 // Resets `cache` unless it was built for the same piece inputs of `training`.

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "formula.h"
 #include "layout.h"
+#include "term_info.h"
 
 namespace stagemem {
 
@@ -45,28 +46,6 @@ std::string_view allocation_point_name(AllocationPoint point);
 // What a term is: an entry of the static term catalogue (term_info.cpp). Its text is rendered on
 // demand from the entry and the term's numbers (term_text.h).
 struct TermInfo;
-
-// The decoder-layer part a stored activation belongs to; rendered as the name's prefix
-// ("MoE: dispatched tokens ...").
-enum class TermGroup : std::uint8_t {
-  none,
-  gqa,
-  mla,
-  kda,
-  dense_mlp,
-  moe,
-  mtp,
-  mtp_gqa,
-  mtp_mla,
-  mtp_kda,
-  mtp_dense_mlp,
-  mtp_moe,
-  all_layers,
-  embedding,
-  attn_res,
-  output,
-  mtp_output,
-};
 
 // One named piece of device memory: a compact value (no heap memory).
 struct Term {
