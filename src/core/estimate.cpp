@@ -239,6 +239,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     cache.resident_terms.assign(cache.parameters.size(), {});
     cache.optimizer_step_terms.assign(cache.parameters.size(), {});
     for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      cache.resident_terms[i].reserve(12);
+      cache.optimizer_step_terms[i].reserve(2);
       append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
                             shards, cache.resident_terms[i]);
       append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
