@@ -4,6 +4,7 @@
 
 #include "embedded_fonts.h"
 #include "imgui.h"
+#include "model.h"
 #include "url_fragment.h"
 
 namespace {
@@ -57,18 +58,28 @@ void apply_fragment(AppState& state, std::string_view fragment) {
   stagemem::DecodedFragment decoded = stagemem::decode_fragment(fragment);
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
-  // A link is applied whole or not at all: half a configuration is nobody's configuration.
-  state.config = decoded.diagnostics.ok() ? decoded.config : stagemem::Config{};
-  if (decoded.diagnostics.ok()) {
-    const stagemem::Diagnostics semantic = stagemem::validate(state.config);
-    if (!semantic.ok()) {
-      for (const auto& e : semantic.errors) state.link_problems.push_back(e);
-      state.config = stagemem::Config{};
-    }
+  // Every good field of the link is kept (a bad one keeps its default and is named in the
+  // banner): one typo must not throw the rest of someone's setup away. A name that refers to
+  // nothing (an unknown preset or device, a custom model that does not parse) falls back to the
+  // default so that the rest can still be estimated.
+  const stagemem::Config defaults;
+  for (const auto& e : decoded.diagnostics.errors) {
+    if (e.field == "url.model") decoded.config.model = defaults.model;
+    if (e.field == "url.device") decoded.config.device.preset = defaults.device.preset;
+    if (e.field.starts_with("url.custom")) decoded.config.custom_model.clear();
   }
+  state.config = decoded.config;
+  // What only the whole configuration can check (e.g. MoE with TP needs sequence parallelism)
+  // is not a link problem: those fields are marked in place, with a fix where there is one.
   state.link_banner_visible = !state.link_problems.empty();
   state.location_config = state.config;
   state.selected_stage = -1;
+}
+
+bool load_link(AppState& state, std::string_view link) {
+  apply_fragment(state, link);
+  platform_push_link(state);
+  return state.link_problems.empty();
 }
 
 void initialize_state(AppState& state) {
@@ -79,9 +90,26 @@ void initialize_state(AppState& state) {
 }
 
 void refresh_report(AppState& state) {
-  if (state.report_valid && state.reported_config == state.config) return;
+  if (state.checked && state.checked_config == state.config) return;
   sync_field_texts(state);
-  state.report = stagemem::estimate(state.config);
+  stagemem::Report report = stagemem::estimate(state.config);
+  state.diagnostics = report.diagnostics;
+  state.checked_config = state.config;
+  state.checked = true;
+  stagemem::Diagnostics ignored;
+  const auto model = stagemem::resolve_model(state.config, ignored);
+  state.model_traits = ModelTraits{.known = model.has_value()};
+  if (model) {
+    for (const stagemem::LayerKind& k : model->layers) {
+      state.model_traits.moe |= k.mlp == stagemem::MlpKind::moe;
+      state.model_traits.kda |= k.attention == stagemem::AttentionKind::kda;
+    }
+    state.model_traits.attn_res = model->attn_res.block_size > 0;
+  }
+  // An invalid configuration keeps the last valid report on screen (marked stale) until it is
+  // valid again: the user's work stays visible while a field is being fixed.
+  if (!report.diagnostics.ok()) return;
+  state.report = std::move(report);
   state.report_labels = make_report_labels(state.report);
   state.bar_rects.assign(state.report.stages.size(), WidgetRect{});
   state.reported_config = state.config;
@@ -91,11 +119,17 @@ void refresh_report(AppState& state) {
   }
 }
 
+bool report_stale(const AppState& state) {
+  return !state.diagnostics.ok();
+}
+
 void configure_imgui(AppState& state, float scale) {
   state.ui_scale = scale;
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // the URL is the only persisted state
   io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+  // A blinking cursor would need a frame every half second while a field is focused.
+  io.ConfigInputTextCursorBlink = false;
   io.Fonts->Clear();
   // The first font added is the default one.
   add_embedded_font(dejavu_sans, "DejaVu Sans", text_size * scale);

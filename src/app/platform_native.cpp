@@ -102,6 +102,34 @@ std::string platform_save_text(AppState&, const std::string& file_name, const st
                      : "Could not write " + file_name;
 }
 
+std::string platform_link(const AppState&, const std::string& fragment) {
+  return "#" + fragment;
+}
+
+std::string platform_open_file(AppState&) {
+  return "Drop a config.json or stagemem JSON onto the window to load it";
+}
+
+void platform_push_link(AppState&) {}
+
+namespace {
+
+// A file dropped onto the window: read it and load it like a pasted text.
+void on_drop(GLFWwindow* window, int count, const char** paths) {
+  auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
+  if (state == nullptr || count < 1) return;
+  std::ifstream file(paths[0], std::ios::binary);
+  std::string text;
+  constexpr std::size_t limit = std::size_t{1} << 20;  // what config_from_json reads at most
+  text.resize(limit);
+  file.read(text.data(), static_cast<std::streamsize>(limit));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  const std::string_view path(paths[0]);
+  show_message(*state, load_text(*state, path.substr(path.find_last_of("/\\") + 1), text));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Options options;
   if (!parse_options(argc, argv, options)) return 2;
@@ -130,7 +158,10 @@ int main(int argc, char** argv) {
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   initialize_state(state);
-  if (!options.url.empty()) apply_fragment(state, options.url);
+  glfwSetWindowUserPointer(window, &state);
+  glfwSetDropCallback(window, on_drop);
+  apply_fragment(state, options.url.empty() ? default_link : std::string_view(options.url));
+  state.history.committed = state.config;  // the first undo step is the first edit
   for (const auto& problem : state.link_problems) {
     std::fprintf(stderr, "link: %s: %s\n", problem.field.c_str(), problem.message.c_str());
   }
