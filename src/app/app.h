@@ -16,8 +16,13 @@ inline constexpr std::string_view default_link =
     "v=1&model=llama-3.1-70b&tp=8&pp=4&dp=2&sp=1&seq=8192&optimizer=distributed-adam&device="
     "h100-80gb";
 
-// Applies a link's fragment: on errors keeps defaults and raises the banner; warnings too.
-void apply_fragment(AppState& state, std::string_view fragment);
+// Applies a link (whole, or its fragment): every good field is applied, each bad one keeps its
+// default and is named in the banner (warnings too). The view pairs (view.tab, view.x, view.y:
+// the open tab and the sweep's axes) are the app's own and never reach the core's decoder.
+void apply_fragment(AppState& state, std::string_view link);
+// The fragment of what is on screen: the configuration's (url_fragment.h) + the view pairs.
+std::string link_fragment(const AppState& state);
+std::string view_fragment(const AppState& state);  // "" or "&view.tab=sweep&view.x=seq:1024,2048"
 // Start-up work done once: the field editors' labels, the term catalogue, the sweep's axes.
 void initialize_state(AppState& state);
 // Recomputes the report (and its display strings) if the config changed since the last frame.

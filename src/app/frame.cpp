@@ -38,13 +38,15 @@ constexpr Tab tabs[] = {
     {"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
     {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
     {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
-    {"Model", MainTab::model, Widget::tab_model, draw_model}};
+    {"Term catalogue", MainTab::model, Widget::tab_model, draw_model}};
 
 // The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
 void draw_main_tabs(AppState& state) {
   if (!ImGui::BeginTabBar("main_tabs")) return;
   for (const Tab& tab : tabs) {
-    const bool open = ImGui::BeginTabItem(tab.title);
+    const ImGuiTabItemFlags flags =
+        state.requested_tab == tab.tab ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+    const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);
     record_widget_rect(state, tab.widget);
     if (!open) continue;
     state.main_tab = tab.tab;
@@ -54,6 +56,7 @@ void draw_main_tabs(AppState& state) {
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();
+  state.requested_tab = MainTab::count;
 }
 
 void draw_panels(AppState& state) {

@@ -83,7 +83,7 @@ void frame(void* argument) {
 std::string platform_copy_link(AppState& state) {
   // Exactly the configuration on screen (edits made earlier in this frame included).
   sync_location_fragment(state);
-  copy_text_to_clipboard(platform_link(state, stagemem::encode_fragment(state.config)));
+  copy_text_to_clipboard(platform_link(state, link_fragment(state)));
   return "Link copied";
 }
 
@@ -97,8 +97,9 @@ std::string platform_open_file(AppState&) {
 }
 
 void platform_push_link(AppState& state) {
-  push_location_fragment(stagemem::encode_fragment(state.config));
+  push_location_fragment(link_fragment(state));
   state.location_config = state.config;
+  state.location_view = view_fragment(state);
 }
 
 std::string platform_copy_text(AppState&, const std::string& text) {
@@ -141,7 +142,7 @@ int main() {
   // link at once; links keep decoding against the core's defaults.
   const std::string fragment = read_location_fragment();
   apply_fragment(app->state, fragment.empty() ? std::string(default_link) : fragment);
-  if (fragment.empty()) app->state.location_config = stagemem::Config{};
+  if (fragment.empty()) app->state.location_config = stagemem::Config{};  // write it at once
   app->state.history.committed = app->state.config;  // the first undo step is the first edit
   register_app_state(&app->state);
   listen_for_hash_changes();

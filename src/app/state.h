@@ -88,6 +88,7 @@ struct AppState {
   // The configuration the page's URL currently describes (web): the fragment is rewritten only
   // when `config` differs from it, so an untouched bad link stays as the user pasted it.
   stagemem::Config location_config;
+  std::string location_view;  // and the view pairs it carries (app.h view_fragment)
 
   // The configuration panel, generated from config_fields().
   std::vector<FieldEditor> field_editors;  // parallel to config_fields()
@@ -96,9 +97,10 @@ struct AppState {
   std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
   std::string hf_import_message;                         // "Imported: 1,234 parameters"
 
-  MainTab main_tab = MainTab::stages;  // the tab shown last frame
-  std::int64_t selected_stage = -1;    // stage whose table is open; -1 none
-  std::int64_t hovered_stage = -1;     // stage whose bar is under the mouse this frame; -1 none
+  MainTab main_tab = MainTab::stages;      // the tab shown last frame
+  MainTab requested_tab = MainTab::count;  // a link's view.tab, selected in the next frame
+  std::int64_t selected_stage = -1;        // stage whose table is open; -1 none
+  std::int64_t hovered_stage = -1;         // stage whose bar is under the mouse this frame; -1 none
   std::int64_t hovered_term = -1;    // term (index into its stage's terms) under the mouse; -1 none
   bool stacked_layout = false;       // narrow window: configuration above the chart
   bool chart_scrolls = false;        // too many stages for the width: the bars scroll sideways

@@ -10,8 +10,9 @@
 //                                       errors[]}; each stage has its peak, headroom, phases and
 //                                       terms[] of {name, bytes, tag, family, countsInPeak}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
-//                                       peak, headroom, bindingStage}], sweepMs, sweeps,
-//                                       heatMapDraws}: the Sweep tab's grid (computed on demand)
+//                                       peak, headroom, bindingStage, current, gpus, label,
+//                                       detail}], sweepMs, sweeps, heatMapDraws}: the Sweep
+//                                       tab's grid (computed on demand)
 //   Module.setSweepAxis(axis, key, values)  axis 0 (columns) or 1 (rows); "" or the error
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
 //   Module.heatStripDraws()             times our own shader ran
@@ -378,6 +379,10 @@ val get_sweep() {
     cell.set("peak", static_cast<double>(c.peak_bytes));
     cell.set("headroom", static_cast<double>(c.headroom_bytes));
     cell.set("bindingStage", static_cast<double>(c.binding_stage));
+    cell.set("current", c.current);
+    cell.set("gpus", static_cast<double>(c.gpus));
+    cell.set("label", c.label);
+    cell.set("detail", c.detail);
     cells.call<void>("push", cell);
   }
   out.set("cells", cells);

@@ -3,6 +3,7 @@
 #include <emscripten.h>
 #include <emscripten/html5.h>
 
+#include "app.h"
 #include "state.h"
 #include "url_fragment.h"
 
@@ -199,9 +200,11 @@ void canvas_css_size(double& width, double& height) {
 }
 
 void sync_location_fragment(AppState& state) {
-  if (state.config == state.location_config) return;
+  std::string view = view_fragment(state);
+  if (state.config == state.location_config && view == state.location_view) return;
   // Whatever is on screen, valid or not: the link reproduces it, errors marked in place, so
   // reloading or sharing never loses the user's work.
-  replace_location_fragment(stagemem::encode_fragment(state.config));
+  replace_location_fragment(stagemem::encode_fragment(state.config) + view);
   state.location_config = state.config;
+  state.location_view = std::move(view);
 }

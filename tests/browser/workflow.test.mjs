@@ -311,3 +311,42 @@ describe("stagemem as a user lives in it", () => {
     });
   }
 });
+
+describe("the sweep tab from a link", () => {
+  test("axes and tab come from the link; invalid cells say why; the current cell is marked; GPUs per cell", async () => {
+    const { context, page } = await openApp(
+      "v=1&model=llama-3.1-70b&tp=8&pp=4&dp=2&sp=1&device=h100-80gb" +
+      "&view.tab=sweep&view.x=tp:1,2,4,8,16&view.y=pp:1,2,4,8");
+    await waitUntil(page, async () => (await uiState(page)).mainTab === "sweep", { what: "the sweep tab" });
+    assert.deepEqual(await page.evaluate(() => Module.getLinkProblems()), []);
+    const sweep = await page.evaluate(() => Module.getSweep());
+    assert.deepEqual(sweep.axes.map((a) => a.key), ["tp", "pp"]);
+    assert.deepEqual(sweep.axes[0].values, ["1", "2", "4", "8", "16"]);
+    const current = sweep.cells.filter((c) => c.current);
+    assert.deepEqual(current.map((c) => [c.x, c.y]), [[3, 2]], "tp 8 x pp 4 is marked");
+    for (const cell of sweep.cells) {
+      const tp = Number(sweep.axes[0].values[cell.x]);
+      const pp = Number(sweep.axes[1].values[cell.y]);
+      assert.equal(cell.gpus, tp * pp * 2, `GPUs of tp ${tp} x pp ${pp} x dp 2`);
+      if (!cell.valid) {
+        assert.match(cell.label, /^invalid: \w+/);
+        assert.match(cell.detail, /: /, "the tooltip has the error");
+      }
+    }
+    // TP 16 does not divide Llama-3.1-70B's 8 KV heads: those cells are invalid, and say so.
+    assert.ok(sweep.cells.filter((c) => c.x === 4).every((c) => !c.valid));
+    await waitFrames(page, 3);
+    await page.screenshot({ path: join(artifacts, "browser-sweep-tp-pp.png") });
+    // An axis over mbs by default offers only sizes dividing the batch per DP rank (1024 / 2).
+    assert.equal(await page.evaluate(() => Module.setSweepAxis(1, "mbs", "")), "");
+    const mbs = (await page.evaluate(() => Module.getSweep())).axes[1].values.map(Number);
+    assert.ok(mbs.length > 1 && mbs.every((v) => 512 % v === 0), JSON.stringify(mbs));
+    await waitFrames(page, 3);
+    assert.match(await page.evaluate(() => location.hash), /&view\.tab=sweep&view\.x=tp:1,2,4,8,16&view\.y=mbs:/);
+    // Back to the Stages tab with a real click: the link drops view.tab.
+    await clickWidget(page, "tab_stages");
+    await waitUntil(page, async () => !(await page.evaluate(() => location.hash)).includes("view.tab"),
+                    { what: "view.tab leaves the link" });
+    await context.close();
+  });
+});
