@@ -1,7 +1,8 @@
 // Input that arrives from outside the widgets: a link or a JSON document pasted anywhere on the
 // page, dropped onto it, or opened with the file picker. What it is, is read from the text:
 //   - a stagemem link (whole, or just its fragment "v=1&...") -> applied like opening the link;
-//   - a stagemem report JSON (it carries its configuration's "fragment") -> that link;
+//   - a stagemem report JSON (it carries its configuration's "link", or "fragment" in the
+//     earlier draft format) -> that link;
 //   - a stagemem configuration JSON ("format": "stagemem-config") -> config_from_json;
 //   - any other JSON object -> a Hugging Face config.json: its model becomes the custom model and
 //     the rest of the configuration (layout, device, ...) stays as it is.
@@ -33,9 +34,9 @@ bool looks_like_link(std::string_view text) {
   return fragment.starts_with("v=");
 }
 
-// The string value of `"key": "..."` at the document's top level, read without a JSON parser:
-// stagemem's report writer puts "fragment" near the start, and a fragment holds no quotes
-// (they are percent-encoded). Empty when absent.
+// The string value of `"key": "..."` in the document, read without a JSON parser (the first
+// occurrence): a link holds no quotes (they are percent-encoded), and what is read is then
+// decoded as a link, which checks every field. Empty when absent.
 std::string string_value(std::string_view json, std::string_view key) {
   const std::string quoted = "\"" + std::string(key) + "\"";
   auto at = json.find(quoted);
@@ -73,7 +74,9 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
                   {{from, "not a stagemem link, a stagemem JSON or a Hugging Face config.json"}});
     return "Nothing loaded from " + from;
   }
-  if (const std::string fragment = string_value(text, "fragment"); !fragment.empty()) {
+  std::string fragment = string_value(text, "link");
+  if (!looks_like_link(fragment)) fragment = string_value(text, "fragment");
+  if (looks_like_link(fragment)) {
     load_link(state, fragment);
     state.link_problems_title =
         "The report's configuration has problems; its other fields are applied:";

@@ -377,9 +377,12 @@ void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field, 
   const float own = label_width(editor);
   editor.label_above = !draws_own_label(field) && own > room;
   const float width = std::max(own, column);
+  // A label that ends past the panel's edge is cut off: counted for the tests (never expected).
+  const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x + 1.0f;
   if (editor.label_above) {
     ImGui::TextUnformatted(editor.label.c_str());
     help_tooltip(field);
+    if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
   }
   ImGui::PushItemWidth(editor.label_above ? -1.0f : -width);
   if (field.key == "model") {
@@ -416,6 +419,7 @@ void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field, 
         break;
     }
   }
+  if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
   ImGui::PopItemWidth();
   ImGui::PopID();
 }
@@ -479,6 +483,7 @@ void draw_config(AppState& state, const stagemem::Report& report) {
   show_field_errors(state.diagnostics, nullptr);
   const auto fields = stagemem::config_fields();
   std::size_t hidden = 0;
+  state.truncated_labels = 0;
   for (const Group& group : groups) {
     ImGui::SetNextItemOpen(group.open, ImGuiCond_FirstUseEver);
     if (!ImGui::CollapsingHeader(group.title)) continue;

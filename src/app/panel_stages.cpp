@@ -166,7 +166,7 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
   ImGui::TableSetupColumn("headroom");
   ImGui::TableSetupColumn("non-parameter");
   ImGui::TableSetupColumn("phase that binds");
-  ImGui::TableSetupColumn("micro-batches in flight");
+  ImGui::TableSetupColumn("in flight");
   if (flat) ImGui::TableSetupColumn("flat headroom margin");
   ImGui::TableHeadersRow();
   for (const auto& stage : report.stages) {

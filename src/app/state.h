@@ -72,6 +72,7 @@ struct AppState {
   stagemem::Diagnostics diagnostics;
   ModelTraits model_traits;      // of `config`'s model, refreshed with `diagnostics`
   bool show_all_fields = false;  // also the fields that do not apply to this model
+  int truncated_labels = 0;      // field labels drawn past the panel's edge last frame (tests)
   Redraw redraw;
   EditHistory history;
   int gpus_per_node = 8;          // for the node count of the first screen (not part of the config)

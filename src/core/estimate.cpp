@@ -1,6 +1,7 @@
 // estimate.cpp — the orchestration: plan the stages, then collect each stage's terms from the
 // modules that own their physics (resident_terms, gaps), then the device check and cross-checks.
 #include <algorithm>
+#include <limits>
 
 #include "activation_terms.h"
 #include "cross_check.h"
@@ -11,6 +12,7 @@
 #include "report.h"
 #include "resident_terms.h"
 #include "schedule.h"
+#include "term_text.h"
 
 namespace stagemem {
 
@@ -62,7 +64,8 @@ namespace {
 
 // Appends the stage's activation and transient terms and decides which phase peaks: forward/
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
-void add_activation_phases(StageReport& stage, const Model& model, const Config& config,
+// False when a term's bytes do not fit in int64.
+bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const StageParameters& parameters,
                            std::int64_t micro_batches, LayerPieceCache& cache) {
   StageActivationTerms activations = stage_activation_terms(
@@ -71,25 +74,91 @@ void add_activation_phases(StageReport& stage, const Model& model, const Config&
       optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
-  stage.largest_transient = activations.largest_transient;
+  stage.largest_transient =
+      activations.largest_transient < 0
+          ? -1
+          : static_cast<std::int64_t>(stage.terms.size() + activations.stored.size()) +
+                activations.largest_transient;
   stage.in_flight_per_chunk = activations.in_flight_per_chunk;
-  for (const Term& t : optimizer) stage.optimizer_transient_bytes += t.bytes;
+  for (const Term& t : optimizer) {
+    if (!checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes))
+      stage.optimizer_transient_bytes = std::numeric_limits<std::int64_t>::max();
+  }
   stage.optimizer_phase_binds =
       stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
-  for (Term& t : activations.stored) stage.terms.push_back(std::move(t));
+  // Stored activations are part of the peak only when the forward/backward phase binds.
+  for (Term& t : activations.stored) t.counts_in_peak = !stage.optimizer_phase_binds;
+  stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
   bool largest_marked = false;
   for (Term& t : activations.transients) {
     // Only the single largest transient of the phase is co-live with the stored activations.
     t.counts_in_peak =
         !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
     largest_marked |= t.counts_in_peak;
-    stage.terms.push_back(std::move(t));
+    stage.terms.push_back(t);
   }
   for (Term& t : optimizer) {
     t.allocated_at = AllocationPoint::optimizer_step;
     t.counts_in_peak = stage.optimizer_phase_binds;
-    stage.terms.push_back(std::move(t));
+    stage.terms.push_back(t);
   }
+  return activations.fits;
+}
+
+bool add_bytes(std::int64_t& total, std::int64_t bytes) {
+  return bytes >= 0 && bytes != std::numeric_limits<std::int64_t>::max() &&
+         checked_add(total, bytes, &total);
+}
+
+// Names what drives the first term that does not fit: its formula's factors, as the fields a user
+// changes ("seq x mbs x layers on the stage x micro-batches in flight").
+FieldMessage overflow_error(const StageReport& stage) {
+  const Term* culprit = nullptr;
+  for (const Term& t : stage.terms) {
+    if (t.formula.overflowed() || t.bytes < 0 ||
+        t.bytes == std::numeric_limits<std::int64_t>::max()) {
+      culprit = &t;
+      break;
+    }
+  }
+  // Canonical order: seq, mbs, the model's widths, then the stage's layers and micro-batches.
+  bool seq = false, mbs = false, layers = false;
+  std::string widths;
+  std::string name = "the sum of its terms";
+  if (culprit != nullptr) {
+    name = term_name(*culprit);
+    const Formula& f = culprit->formula;
+    for (int i = 0; i < f.size(); ++i) {
+      const std::string_view label = label_text(f.label(i));
+      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes || label.empty()) continue;
+      if (label == "S/CP" || label == "S") {
+        seq = true;
+      } else if (label == "B") {
+        mbs = true;
+      } else if (widths.find(label) == std::string::npos) {
+        widths += widths.empty() ? "" : " x ";
+        widths += label;
+      }
+    }
+    layers = culprit->copies > 0;
+  }
+  std::string drivers;
+  const auto add = [&](std::string_view what) {
+    drivers += drivers.empty() ? "" : " x ";
+    drivers += what;
+  };
+  if (seq) add("seq");
+  if (mbs) add("mbs");
+  if (!widths.empty()) add(widths);
+  if (layers) add("layers on the stage x micro-batches in flight");
+  if (drivers.empty()) add("parameters on the stage");
+  const std::string field = seq   ? "training.sequence_length"
+                            : mbs ? "training.micro_batch"
+                                  : "model";
+  return {.field = field,
+          .message = drivers + " (" + name + ")" +
+                     " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
+                     "; no device holds that: lower the driving fields"};
 }
 
 }  // namespace
@@ -107,11 +176,38 @@ Report estimate(const Config& config) {
 }
 
 Report estimate(const Config& config, const Model& model) {
+  EstimateCache cache;
+  return estimate(config, model, cache);
+}
+
+Report estimate(const Config& config, const Model& model, EstimateCache& cache) {
   Report report;
   report.model = model.name;
-  report.diagnostics = validate(config, model);
+  if (cache.model != &model) {
+    cache = EstimateCache{.model = &model, .total_parameters = total_parameters(model)};
+    cache.layout.pipeline_parallel = -1;  // no layout cached yet
+  }
+  if (!(cache.layout == config.parallel)) {
+    cache.layout = config.parallel;
+    cache.layout_diagnostics = {};
+    validate_layout(model, config.parallel, cache.layout_diagnostics);
+    cache.plan.reset();
+    cache.parameters.clear();
+    if (cache.layout_diagnostics.ok()) {
+      Diagnostics repeated;  // validate_layout already reported the plan's warnings
+      cache.plan = plan_stages(model, config.parallel, repeated);
+      if (!cache.plan) {
+        cache.layout_diagnostics.errors.insert(cache.layout_diagnostics.errors.end(),
+                                               repeated.errors.begin(), repeated.errors.end());
+      } else {
+        cache.parameters = stage_parameters(model, config.parallel, *cache.plan);
+      }
+    }
+  }
+  report.diagnostics = cache.layout_diagnostics;
+  validate_beyond_layout(config, model, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
-  report.total_parameters = total_parameters(model);
+  report.total_parameters = cache.total_parameters;
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
   report.flat_headroom_bytes = config.training.flat_headroom_bytes;
@@ -120,26 +216,20 @@ Report estimate(const Config& config, const Model& model) {
                              report.data_parallel, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
 
-  Diagnostics repeated;  // validate() already reported the plan's warnings
-  const auto plan = plan_stages(model, config.parallel, repeated);
-  if (!plan) {
-    report.diagnostics.errors.insert(report.diagnostics.errors.end(), repeated.errors.begin(),
-                                     repeated.errors.end());
-    return report;
-  }
+  const StagePlan& plan = *cache.plan;
   if (config.device.bytes > 0) {
     report.device = {.name = "custom",
                      .bytes = config.device.bytes,
                      .source = "entered by the user (device.bytes)"};
   } else if (const auto device = find_device(config.device.preset)) {
-    report.device = {.name = std::string(device->name),
-                     .bytes = device->bytes,
-                     .source = std::string(device->source)};
+    report.device = {
+        .name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
-  LayerPieceCache cache;
+  LayerPieceCache piece_cache;
   std::int64_t largest = -1;
-  for (const StageParameters& parameters : stage_parameters(model, config.parallel, *plan)) {
+  report.stages.reserve(cache.parameters.size());
+  for (const StageParameters& parameters : cache.parameters) {
     StageReport stage;
     stage.index = parameters.pipeline_rank;
     stage.first_layer = parameters.first_layer;
@@ -150,16 +240,29 @@ Report estimate(const Config& config, const Model& model) {
     stage.parameters_per_rank = parameters.per_rank.total();
     stage.terms =
         resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
-    for (const Term& t : stage.terms) stage.resident_bytes += t.bytes;
-    add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches, cache);
-    for (Term& gap : gap_terms(stage.index, config.gaps)) {
-      stage.gap_bytes += gap.bytes;
-      stage.terms.push_back(std::move(gap));
+    bool fits = true;
+    for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    fits = add_activation_phases(stage, model, config, plan, parameters, report.micro_batches,
+                                 piece_cache) &&
+           fits;
+    for (const Term& gap : gap_terms(stage.index, config.gaps)) {
+      fits = fits && add_bytes(stage.gap_bytes, gap.bytes);
+      stage.terms.push_back(gap);
     }
-    const std::int64_t phase = stage.optimizer_phase_binds
-                                   ? stage.optimizer_transient_bytes
-                                   : stage.activation_bytes + stage.largest_transient_bytes;
-    stage.peak_bytes = stage.resident_bytes + stage.gap_bytes + phase;
+    std::int64_t phase = stage.optimizer_transient_bytes;
+    if (!stage.optimizer_phase_binds) {
+      phase = stage.activation_bytes;
+      fits = fits && add_bytes(phase, stage.largest_transient_bytes);
+    }
+    stage.peak_bytes = stage.resident_bytes;
+    fits =
+        fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
+    if (!fits) {
+      report.diagnostics.errors.push_back(overflow_error(stage));
+      report.stages.clear();
+      report.binding_stage = -1;
+      return report;
+    }
     stage.non_parameter_bytes = phase;
     if (config.training.flat_headroom_bytes > 0) {
       stage.flat_headroom_margin = config.training.flat_headroom_bytes - phase;

@@ -333,6 +333,7 @@ val get_ui_state() {
   out.set("version", std::string(app_version()));
   out.set("commit", std::string(app_commit()));
   out.set("gpusPerNode", app_state->gpus_per_node);
+  out.set("truncatedLabels", app_state->truncated_labels);
   out.set("showFrameTimes", app_state->show_frame_times);
   out.set("chartScrolls", app_state->chart_scrolls);
   out.set("axisLabelStep", static_cast<double>(app_state->axis_label_step));
@@ -411,7 +412,8 @@ std::string get_markdown_table() {
 std::string get_report_json() {
   if (!app_state) return "";
   refresh_report(*app_state);
-  return report_json(app_state->report, stagemem::encode_fragment(app_state->config));
+  return stagemem::report_json(app_state->report, app_state->reported_config,
+                               "#" + stagemem::encode_fragment(app_state->reported_config), {});
 }
 
 }  // namespace

@@ -152,6 +152,18 @@ describe("stagemem as a user lives in it", () => {
     assert.equal(config.parallel.pipeline_parallel, 8);
     assert.equal(config.model, "llama-3.1-8b");
     assert.equal(config.custom_model, "");
+    // A report saved with Download JSON loads its configuration back.
+    const reportJson = await page.evaluate(() => Module.getReportJson());
+    assert.equal(await page.evaluate(() => Module.setConfigValue("pp", 2)), "");
+    await waitFrames(page, 2);
+    const saved_report = await page.evaluateHandle((text) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([text], "stagemem-report.json", { type: "application/json" }));
+      return transfer;
+    }, reportJson);
+    await page.dispatchEvent("#canvas", "drop", { dataTransfer: saved_report });
+    await waitUntil(page, async () => (await getConfig(page)).parallel.pipeline_parallel === 8,
+                    { what: "the dropped report's configuration" });
     // A broken file names its field and changes nothing.
     const broken = await page.evaluateHandle(() => {
       const transfer = new DataTransfer();
@@ -349,4 +361,25 @@ describe("the sweep tab from a link", () => {
                     { what: "view.tab leaves the link" });
     await context.close();
   });
+});
+
+describe("readable from 1024 to 2560 px", () => {
+  for (const width of [1024, 2560]) {
+    test(`${width} px: no field label cut off, every bar inside the window`, async () => {
+      const { context, page } = await openApp("v=1&model=deepseek-v3&tp=2&sp=1&pp=16&ep=64&device=h200",
+                                              { viewport: { width, height: 900 } });
+      // DeepSeek-V3 (MoE, MLA) shows the expert fields with the longest labels.
+      await waitFrames(page, 3);
+      assert.equal((await uiState(page)).truncatedLabels, 0, "labels drawn past the panel's edge");
+      const report = await getReport(page);
+      for (let i = 0; i < report.stages.length; ++i) {
+        const r = await widgetRect(page, `stage_bar_${i}`);
+        assert.ok(r.x >= 0 && r.x + r.width <= width, `bar ${i} inside ${width} px`);
+      }
+      await page.mouse.move(5, 890);
+      await waitFrames(page, 3);
+      await page.screenshot({ path: join(artifacts, `browser-width-${width}.png`) });
+      await context.close();
+    });
+  }
 });
