@@ -96,23 +96,35 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
 }
 
 void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
-                      const StageLabels& labels, float chart_bottom, float chart_top) {
-  // Placed by hand, under the chart (over the summary table) so that it hides no bar; above the
-  // chart when there is no room below. ImGui would leave a tooltip wider than either side of
-  // the mouse hanging off the screen. Kept inside the window using the height it had last frame.
+                      const StageLabels& labels, float chart_bottom, float bar_left,
+                      float bar_right) {
+  // Placed by hand so that it never hides the bar being explained: under the chart (over the
+  // summary table) when it fits there, else beside the bar (right of it, or left when the bar is
+  // near the right edge). Kept inside the window using the height it had last frame.
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float margin = 8.0f * state.ui_scale;
-  const float width = std::min(viewport->WorkSize.x - 2.0f * margin, 720.0f * state.ui_scale);
+  float width = std::min(viewport->WorkSize.x - 2.0f * margin, 720.0f * state.ui_scale);
   const ImVec2 mouse = ImGui::GetMousePos();
+  const float left = viewport->WorkPos.x + margin;
   const float right = viewport->WorkPos.x + viewport->WorkSize.x - margin;
   const float bottom = viewport->WorkPos.y + viewport->WorkSize.y - margin;
-  const float x = std::clamp(mouse.x - width * 0.5f, viewport->WorkPos.x + margin,
-                             std::max(viewport->WorkPos.x + margin, right - width));
+  float x = std::clamp(mouse.x - width * 0.5f, left, std::max(left, right - width));
   float y = chart_bottom + margin;
-  if (y + state.tooltip_height > bottom && chart_top - state.tooltip_height - margin >= 0.0f) {
-    y = chart_top - state.tooltip_height - margin;
+  if (y + state.tooltip_height > bottom) {
+    // Beside the bar, on the side with room (narrower, down to 360 px, rather than over it).
+    const float room_right = right - (bar_right + margin);
+    const float room_left = bar_left - margin - left;
+    const float narrowest = std::min(width, 360.0f * state.ui_scale);
+    if (room_right >= width || (room_right >= room_left && room_right >= narrowest)) {
+      width = std::min(width, room_right);
+      x = bar_right + margin;
+    } else if (room_left >= narrowest) {
+      width = std::min(width, room_left);
+      x = bar_left - margin - width;
+    }
+    y = std::clamp(mouse.y - state.tooltip_height * 0.5f, viewport->WorkPos.y + margin,
+                   std::max(viewport->WorkPos.y + margin, bottom - state.tooltip_height));
   }
-  y = std::max(viewport->WorkPos.y + margin, std::min(y, bottom - state.tooltip_height));
   ImGui::SetNextWindowPos(ImVec2(x, y));
   ImGui::SetNextWindowSize(ImVec2(width, 0.0f));
   if (!ImGui::BeginTooltip()) return;
@@ -143,7 +155,7 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     ImGui::SeparatorText("largest terms of the stage");
   }
   // The largest terms only: a tooltip taller than the window would hide the rest anyway.
-  constexpr std::size_t tooltip_rows = 8;
+  constexpr std::size_t tooltip_rows = 6;
   draw_terms_table(state, "tooltip_terms", stage, labels, false, 0.0f, tooltip_rows);
   if (stage.terms.size() > tooltip_rows) {
     ImGui::TextDisabled("the %d largest of %d terms; click for the stage's table",
@@ -152,6 +164,10 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     ImGui::TextDisabled("click for the stage's table");
   }
   state.tooltip_height = ImGui::GetWindowHeight();
+  const ImVec2 at = ImGui::GetWindowPos();
+  const ImVec2 size = ImGui::GetWindowSize();
+  state.widget_rects[static_cast<std::size_t>(Widget::bar_tooltip)] = {
+      at.x, at.y, at.x + size.x, at.y + size.y, state.frame_count, true};
   ImGui::EndTooltip();
 }
 
@@ -318,6 +334,7 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   const ImVec2 mouse = ImGui::GetMousePos();
   const stagemem::StageReport* tooltip_stage = nullptr;
   const StageLabels* tooltip_labels = nullptr;
+  float tooltip_bar_left = 0.0f, tooltip_bar_right = 0.0f;
 
   for (const auto& stage : report.stages) {
     const auto index = static_cast<std::size_t>(stage.index);
@@ -386,6 +403,8 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
     if (hovered && state.hovered_term >= 0) {
       tooltip_stage = &stage;
       tooltip_labels = &labels;
+      tooltip_bar_left = x0;
+      tooltip_bar_right = x1;
     }
   }
   if (report.device.bytes > 0) {
@@ -418,7 +437,8 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   ImGui::Dummy(ImVec2(chart_width, chart_height));
   ImGui::EndChild();
   if (tooltip_stage != nullptr) {
-    draw_bar_tooltip(state, *tooltip_stage, *tooltip_labels, origin.y + chart_height, origin.y);
+    draw_bar_tooltip(state, *tooltip_stage, *tooltip_labels, origin.y + chart_height,
+                     tooltip_bar_left, tooltip_bar_right);
   }
 
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + chart_height + scrollbar));

@@ -315,6 +315,17 @@ describe("stagemem as a user lives in it", () => {
       const digits = String(pp - 1).length;
       assert.ok(ui.axisLabelStep * slot >= digits * 9 + 6, `label step ${ui.axisLabelStep} x ${slot} px`);
       if (pp === 128) assert.ok(ui.axisLabelStep > 1, "PP 128 labels every few stages");
+      // The tooltip over a segment never hides the bar it explains.
+      const hovered = drawn.length > 1 ? 1 : 0;
+      const bar = rects[hovered];
+      await page.mouse.move(bar.x + bar.width / 2, bar.y + bar.height - 3);
+      await waitUntil(page, async () => (await uiState(page)).hoveredTerm >= 0, { what: "segment hovered" });
+      await waitFrames(page, 4);
+      const tip = await widgetRect(page, "bar_tooltip");
+      const overlaps = tip.x < bar.x + bar.width && bar.x < tip.x + tip.width &&
+                       tip.y < bar.y + bar.height && bar.y < tip.y + tip.height;
+      assert.ok(!overlaps, `tooltip ${JSON.stringify(tip)} over bar ${JSON.stringify(bar)}`);
+      if (pp === 4) await page.screenshot({ path: join(artifacts, "browser-pp4-tooltip.png") });
       t.diagnostic(`PP ${pp}: ${drawn.length} bars on screen, label every ${ui.axisLabelStep}, scrolls ${ui.chartScrolls}`);
       await page.mouse.move(5, 790);
       await waitFrames(page, 3);
