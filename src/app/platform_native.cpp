@@ -128,6 +128,22 @@ void on_drop(GLFWwindow* window, int count, const char** paths) {
   show_message(*state, load_text(*state, path.substr(path.find_last_of("/\\") + 1), text));
 }
 
+// Input callbacks installed before ImGui's backend, which chains to them: they only wake the
+// idle loop (ImGui receives the events itself).
+void wake(GLFWwindow* window) {
+  if (auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window))) note_input(*state);
+}
+void install_wake_callbacks(GLFWwindow* window) {
+  glfwSetCursorPosCallback(window, [](GLFWwindow* w, double, double) { wake(w); });
+  glfwSetMouseButtonCallback(window, [](GLFWwindow* w, int, int, int) { wake(w); });
+  glfwSetScrollCallback(window, [](GLFWwindow* w, double, double) { wake(w); });
+  glfwSetKeyCallback(window, [](GLFWwindow* w, int, int, int, int) { wake(w); });
+  glfwSetCharCallback(window, [](GLFWwindow* w, unsigned int) { wake(w); });
+  glfwSetWindowFocusCallback(window, [](GLFWwindow* w, int) { wake(w); });
+  glfwSetCursorEnterCallback(window, [](GLFWwindow* w, int) { wake(w); });
+  glfwSetFramebufferSizeCallback(window, [](GLFWwindow* w, int, int) { wake(w); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,10 +171,11 @@ int main(int argc, char** argv) {
   float scale_x = 1.0f, scale_y = 1.0f;
   glfwGetWindowContentScale(window, &scale_x, &scale_y);
   configure_imgui(state, scale_x);
+  glfwSetWindowUserPointer(window, &state);
+  install_wake_callbacks(window);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   initialize_state(state);
-  glfwSetWindowUserPointer(window, &state);
   glfwSetDropCallback(window, on_drop);
   apply_fragment(state, options.url.empty() ? default_link : std::string_view(options.url));
   state.history.committed = state.config;  // the first undo step is the first edit
@@ -168,6 +185,11 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
+    // Interactive: idle costs nothing, as on the web (a smoke run with --frames draws every one).
+    if (options.frames == 0 && !frame_needed(state)) {
+      glfwWaitEventsTimeout(0.1);  // wakes on input (the callbacks above) or for timed redraws
+      continue;
+    }
     run_frame(state, window);
     const bool last_frame =
         options.frames > 0 && static_cast<std::int64_t>(state.frame_count) >= options.frames;
