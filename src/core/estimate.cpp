@@ -66,43 +66,43 @@ namespace {
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
 // False when a term's bytes do not fit in int64.
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
-                           const StagePlan& plan, const StageParameters& parameters,
-                           std::int64_t micro_batches, LayerPieceCache& cache) {
-  StageActivationTerms activations = stage_activation_terms(
-      model, config.parallel, config.training, plan, stage.index, micro_batches, cache);
-  std::vector<Term> optimizer =
-      optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
+                           const StagePlan& plan, const std::vector<Term>& optimizer_step,
+                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only) {
+  StageActivationTerms activations =
+      stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
+                             micro_batches, cache, &stage.terms, peaks_only);
+  const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
+  if (!peaks_only) {
+    stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
+  }
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
-  stage.largest_transient =
-      activations.largest_transient < 0
-          ? -1
-          : static_cast<std::int64_t>(stage.terms.size() + activations.stored.size()) +
-                activations.largest_transient;
-  stage.in_flight_per_chunk = activations.in_flight_per_chunk;
-  for (const Term& t : optimizer) {
-    if (!checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes))
-      stage.optimizer_transient_bytes = std::numeric_limits<std::int64_t>::max();
+  stage.largest_transient = activations.largest_transient;
+  stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
+  bool fits = activations.fits;
+  for (const Term& t : optimizer_step) {
+    fits = fits &&
+           checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes);
   }
-  stage.optimizer_phase_binds =
-      stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
-  // Stored activations are part of the peak only when the forward/backward phase binds.
-  for (Term& t : activations.stored) t.counts_in_peak = !stage.optimizer_phase_binds;
-  stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
-  bool largest_marked = false;
-  for (Term& t : activations.transients) {
-    // Only the single largest transient of the phase is co-live with the stored activations.
+  std::int64_t forward_backward = 0;
+  fits =
+      fits && checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
+  stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
+  if (peaks_only) return fits;
+  // Stored activations are part of the peak only when the forward/backward phase binds; of the
+  // phase's transients only the single largest is co-live with them.
+  const auto end = static_cast<std::size_t>(first_optimizer);
+  for (auto i = static_cast<std::size_t>(activations.first_stored); i < end; ++i) {
+    Term& t = stage.terms[i];
     t.counts_in_peak =
-        !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
-    largest_marked |= t.counts_in_peak;
-    stage.terms.push_back(t);
+        !stage.optimizer_phase_binds &&
+        (t.family == Family::activation || static_cast<std::int64_t>(i) == stage.largest_transient);
   }
-  for (Term& t : optimizer) {
-    t.allocated_at = AllocationPoint::optimizer_step;
-    t.counts_in_peak = stage.optimizer_phase_binds;
-    stage.terms.push_back(t);
+  for (auto i = end; i < stage.terms.size(); ++i) {
+    stage.terms[i].allocated_at = AllocationPoint::optimizer_step;
+    stage.terms[i].counts_in_peak = stage.optimizer_phase_binds;
   }
-  return activations.fits;
+  return fits;
 }
 
 bool add_bytes(std::int64_t& total, std::int64_t bytes) {
@@ -156,8 +156,8 @@ FieldMessage overflow_error(const StageReport& stage) {
                             : mbs ? "training.micro_batch"
                                   : "model";
   return {.field = field,
-          .message = drivers + " (" + name + ")" +
-                     " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
+          .message = drivers + " (" + name + ")" + " exceeds 2^63 bytes on stage " +
+                     std::to_string(stage.index) +
                      "; no device holds that: lower the driving fields"};
 }
 
@@ -180,11 +180,15 @@ Report estimate(const Config& config, const Model& model) {
   return estimate(config, model, cache);
 }
 
-Report estimate(const Config& config, const Model& model, EstimateCache& cache) {
+Report estimate(const Config& config, const Model& model, EstimateCache& cache,
+                EstimateDetail detail) {
+  const bool peaks_only = detail == EstimateDetail::peaks;
   Report report;
   report.model = model.name;
   if (cache.model != &model) {
-    cache = EstimateCache{.model = &model, .total_parameters = total_parameters(model)};
+    cache.model = &model;
+    cache.total_parameters = total_parameters(model);
+    cache.layout = ParallelLayout{};
     cache.layout.pipeline_parallel = -1;  // no layout cached yet
   }
   if (!(cache.layout == config.parallel)) {
@@ -193,6 +197,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     validate_layout(model, config.parallel, cache.layout_diagnostics);
     cache.plan.reset();
     cache.parameters.clear();
+    cache.state_terms_valid = false;
+    cache.pieces = {};
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
       cache.plan = plan_stages(model, config.parallel, repeated);
@@ -225,8 +231,25 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     report.device = {
         .name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
-  const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
-  LayerPieceCache piece_cache;
+  if (!cache.state_terms_valid || !(cache.precision == config.precision) ||
+      !(cache.optimizer == config.optimizer)) {
+    const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+    cache.precision = config.precision;
+    cache.optimizer = config.optimizer;
+    cache.resident_terms.assign(cache.parameters.size(), {});
+    cache.optimizer_step_terms.assign(cache.parameters.size(), {});
+    for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      cache.resident_terms[i].reserve(12);
+      cache.optimizer_step_terms[i].reserve(2);
+      append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
+                            shards, cache.resident_terms[i]);
+      append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
+                                       config.optimizer, cache.optimizer_step_terms[i]);
+    }
+    cache.state_terms_valid = true;
+  }
+  prepare_piece_cache(cache.pieces, config.training);
+  LayerPieceCache& piece_cache = cache.pieces;
   std::int64_t largest = -1;
   report.stages.reserve(cache.parameters.size());
   for (const StageParameters& parameters : cache.parameters) {
@@ -238,16 +261,25 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    stage.terms =
-        resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
+    const std::size_t stage_slot = report.stages.size();
+    const std::vector<Term>& resident = cache.resident_terms[stage_slot];
+    if (!peaks_only) {
+      stage.terms.reserve(48);
+      stage.terms.insert(stage.terms.end(), resident.begin(), resident.end());
+    }
     bool fits = true;
-    for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
-    fits = add_activation_phases(stage, model, config, plan, parameters, report.micro_batches,
-                                 piece_cache) &&
+    for (const Term& t : resident) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    fits = add_activation_phases(stage, model, config, plan, cache.optimizer_step_terms[stage_slot],
+                                 report.micro_batches, piece_cache, peaks_only) &&
            fits;
-    for (const Term& gap : gap_terms(stage.index, config.gaps)) {
-      fits = fits && add_bytes(stage.gap_bytes, gap.bytes);
-      stage.terms.push_back(gap);
+    if (peaks_only) {
+      fits = fits && add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps));
+    } else {
+      const auto first_gap = stage.terms.size();
+      append_gap_terms(stage.index, config.gaps, stage.terms);
+      for (auto i = first_gap; i < stage.terms.size(); ++i) {
+        fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
+      }
     }
     std::int64_t phase = stage.optimizer_transient_bytes;
     if (!stage.optimizer_phase_binds) {
@@ -258,6 +290,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     fits =
         fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
     if (!fits) {
+      // The terms name what overflows: build them to say so.
+      if (peaks_only) return estimate(config, model, cache, EstimateDetail::terms);
       report.diagnostics.errors.push_back(overflow_error(stage));
       report.stages.clear();
       report.binding_stage = -1;
@@ -274,7 +308,9 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache) 
     }
     report.stages.push_back(std::move(stage));
   }
-  report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  if (!peaks_only) {
+    report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  }
   return report;
 }
 

@@ -15,6 +15,8 @@ namespace stagemem {
 // How a term's formula (and, for resident terms, its name) is rendered from its factors.
 enum class TermText : std::uint8_t {
   generic,              // the factors as "[label=value] x ... x N B (dtype)"
+  pipeline_buffers,     // factors: S/CP, B, width, SP (0/1), 1 + receive slots (0: none),
+                        //          1 + send slots (0: none)
   recompute_group,      // factors: layers, first layer, last layer
   recompute_selective,  // factors: attention kind, MLP kind
   weights,              // factors: dtype, elements, roles in the name (0: single dtype)
@@ -30,10 +32,33 @@ enum class TermText : std::uint8_t {
   gap,                   // factors: gap kind, measured (0/1)
 };
 
+// The decoder-layer part a stored activation belongs to; rendered as the name's prefix
+// ("MoE: dispatched tokens ...").
+enum class TermGroup : std::uint8_t {
+  none,
+  gqa,
+  mla,
+  kda,
+  dense_mlp,
+  moe,
+  mtp,
+  mtp_gqa,
+  mtp_mla,
+  mtp_kda,
+  mtp_dense_mlp,
+  mtp_moe,
+  all_layers,
+  embedding,
+  attn_res,
+  output,
+  mtp_output,
+};
+
 struct TermInfo {
   std::string_view name;
   std::string_view scaling;
   TermText text = TermText::generic;
+  bool in_backward = false;  // a transient allocated in backward (else forward)
 };
 
 }  // namespace stagemem
