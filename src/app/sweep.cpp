@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "config_fields.h"
+#include "layout.h"
 #include "report.h"
 #include "units.h"
 
@@ -29,6 +30,19 @@ std::string default_values(const stagemem::ConfigField& field, const stagemem::C
   }
   const std::int64_t current = *field.integer(const_cast<stagemem::Config&>(config));
   std::vector<std::int64_t> values;
+  if (field.key == "mbs") {
+    // Only sizes that divide the global batch per data-parallel rank can be valid.
+    const std::int64_t per_rank =
+        config.training.global_batch /
+        std::max<std::int64_t>(1, stagemem::data_parallel_size(config.parallel));
+    for (std::int64_t v = 1; v <= per_rank && v <= 64; v *= 2) {
+      if (per_rank % v == 0) values.push_back(v);
+    }
+    if (!values.empty()) {
+      for (const std::int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+      return text;
+    }
+  }
   for (const std::int64_t v : {current / 4, current / 2, current, current * 2, current * 4}) {
     if (v >= std::max<std::int64_t>(1, field.min) && v <= field.max &&
         std::find(values.begin(), values.end(), v) == values.end()) {
@@ -124,9 +138,13 @@ void update_sweep(Sweep& sweep, const stagemem::Config& config) {
       const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
                                 sweep.axes[1].key + "=" + sweep.axes[1].values[y];
       const stagemem::Report report = stagemem::estimate(cell_config, *model);
+      cell.current = cell_config == config;
+      cell.gpus = stagemem::world_size(cell_config.parallel);
       if (!parse.ok() || !report.diagnostics.ok() || report.binding_stage < 0) {
         const auto& errors = parse.ok() ? report.diagnostics.errors : parse.errors;
-        cell.label = "invalid";
+        // The cell says why: the last part of the field its first error names.
+        const std::string field = errors.empty() ? std::string("no stages") : errors.front().field;
+        cell.label = "invalid: " + field.substr(field.rfind('.') + 1);
         cell.detail = where + "\n" +
                       (errors.empty() ? std::string("no stages")
                                       : errors.front().field + ": " + errors.front().message);

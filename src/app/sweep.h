@@ -7,7 +7,8 @@
 // grid is recomputed only when the configuration or the axes change, never per frame.
 // Units: bytes (int64) per rank; time in milliseconds.
 // Limitations: at most max_values values per axis; a cell whose configuration is invalid shows the
-// first error instead of numbers.
+// field its first error names, and the error in its tooltip. An empty values text picks values
+// around the current one that can be valid (micro-batch sizes dividing the batch per DP rank).
 #pragma once
 
 #include <array>
@@ -34,8 +35,11 @@ struct SweepCell {
   std::int64_t peak_bytes = 0;      // of the binding stage
   std::int64_t headroom_bytes = 0;  // device bytes - peak (0 without a device)
   std::int64_t binding_stage = -1;
-  std::string label;   // drawn in the cell: headroom (or peak without a device) in GiB
-  std::string detail;  // the tooltip: values, peak, headroom, binding stage; or the error
+  bool current = false;   // both values are the configuration's own (the cell is marked)
+  std::int64_t gpus = 0;  // world size of the cell's layout (shown when an axis is a parallel size)
+  std::string label;      // drawn in the cell: headroom (or peak without a device) in GiB, or why
+                          // the cell is invalid (the field the error names)
+  std::string detail;     // the tooltip: values, peak, headroom, binding stage; or the error
 };
 
 struct Sweep {
