@@ -167,11 +167,23 @@ LayoutAdvice advise_layout(const Config& config, const Model& model,
       Candidate best_move;
       Evaluation best_eval;
       bool improved = false;
-      for (std::int64_t i = 0; i + 1 < stages; ++i) {
-        for (const std::int64_t delta : {step_size, -step_size}) {
+      // Sources: the virtual stages of the two ranks with the largest peaks (a layer must leave
+      // the worst rank to lower the maximum; the runner-up breaks ties at the top).
+      std::vector<std::int64_t> order(now.peaks.size());
+      for (std::size_t r = 0; r < order.size(); ++r) order[r] = static_cast<std::int64_t>(r);
+      std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+        return now.peaks[static_cast<std::size_t>(a)] > now.peaks[static_cast<std::size_t>(b)];
+      });
+      order.resize(std::min<std::size_t>(2, order.size()));
+      for (std::int64_t i = 0; i < stages; ++i) {
+        if (std::find(order.begin(), order.end(), i % p.pipeline_parallel) == order.end()) continue;
+        for (std::int64_t j = 0; j < stages; ++j) {
+          if (j == i) continue;
+          // One layer (or block) leaves stage i for stage j; the stages between keep their
+          // counts and shift by one layer.
           Candidate next = current;
-          next.decoder[static_cast<std::size_t>(i)] -= delta;
-          next.decoder[static_cast<std::size_t>(i + 1)] += delta;
+          next.decoder[static_cast<std::size_t>(i)] -= step_size;
+          next.decoder[static_cast<std::size_t>(j)] += step_size;
           if (!acceptable(next, model)) continue;
           Evaluation e = evaluate(next);
           if (!e.ok) continue;

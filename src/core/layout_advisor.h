@@ -13,8 +13,9 @@
 // MTP layers on the last stage and, with PP > 1, on the stage before it (the last stage then holds
 // only the loss, as in DeepSeek-V3's "...|m|L"). Every stage keeps at least one letter.
 //
-// Search: steepest descent from the even split. A move shifts one layer (or one whole AttnRes
-// block with `align_attn_res`) across one boundary between adjacent virtual stages; a move is
+// Search: steepest descent from the even split. A move takes one layer (or one whole AttnRes
+// block with `align_attn_res`) from a virtual stage of one of the two ranks with the largest
+// peaks and gives it to any other virtual stage (the stages between keep their counts); a move is
 // taken when it lowers the per-rank peaks sorted from largest down, compared lexicographically (the
 // worst first, then the next worst, ...), so ties at the top do not stall it. It stops when no move
 // improves, or after max_moves. Each candidate is a full estimate (the same core as `report`).
