@@ -1,3 +1,4 @@
+#include "term_text.h"
 #include "check_command.h"
 
 #include <algorithm>
@@ -57,7 +58,7 @@ void print_json(const stagemem::Report& report, bool fits) {
   for (const auto& s : report.stages) {
     json terms = json::array();
     for (const stagemem::Term* t : largest_terms(s)) {
-      terms.push_back({{"name", t->name},
+      terms.push_back({{"name", stagemem::term_name(*t)},
                        {"family", std::string(stagemem::family_name(t->family))},
                        {"bytes", t->bytes}});
     }
@@ -110,7 +111,7 @@ void print_text(const stagemem::Report& report, bool markdown) {
                 format_gib(-s.headroom_bytes).c_str(), group_digits(-s.headroom_bytes).c_str());
     for (const stagemem::Term* t : largest_terms(s)) {
       std::printf(markdown ? "1. %s: %s (%s B, %s)\n" : "    %-66s %12s  %s B  [%s]\n",
-                  t->name.c_str(), format_gib(t->bytes).c_str(), group_digits(t->bytes).c_str(),
+                  stagemem::term_name(*t).c_str(), format_gib(t->bytes).c_str(), group_digits(t->bytes).c_str(),
                   std::string(stagemem::family_name(t->family)).c_str());
     }
   }

@@ -67,7 +67,7 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
   if (report.device.bytes > 0) {
     std::printf("device %s: %s B (%s); source: %s\n", report.device.name.c_str(),
                 group_digits(report.device.bytes).c_str(), format_gib(report.device.bytes).c_str(),
-                report.device.source.c_str());
+                std::string(report.device.source).c_str());
   }
   std::printf("\n%-6s %-10s %-18s %-70s %s\n", "stage", "layers", "params/rank", "term",
               "bytes/rank");

@@ -40,8 +40,8 @@ ActivationPiece attn_res_internal_piece(const Model& model, const TokenShape& sh
                                         const TrainingConfig& training,
                                         std::int64_t completed_blocks);
 
-ActivationPiece pipeline_buffer_piece(const Model& model, const TokenShape& shape, std::string name,
-                                      std::int64_t slots);
+// One direction of a pipeline boundary: the hidden state and the AttnRes slots it carries.
+Formula pipeline_buffer_formula(const Model& model, const TokenShape& shape, std::int64_t slots);
 ActivationPiece context_parallel_exchange_piece(const Model& model, const TokenShape& shape,
                                                 AttentionKind kind);
 ActivationPiece moe_dispatch_piece(const Model& model, const TokenShape& shape);

@@ -2,7 +2,7 @@
 // backward, and the transients that sit on top of them, for one micro-batch on one rank.
 //
 // Purpose: the physics of activation memory, piece by piece, each with the tensor it is, its
-// shape and dtype substituted into a formula, and the recompute modules that drop it. Files by
+// shape and dtype as formula factors (formula.h), and the recompute modules that drop it. Files by
 // physics: activations_attention.cpp (GQA, MLA, KDA), activations_mlp.cpp (dense MLP, MoE),
 // activations_model.cpp (embedding, final norm, logits and loss, MTP, AttnRes, pipeline and
 // context-parallel buffers). The stage-level sums (layers x micro-batches in flight) live in
@@ -26,33 +26,20 @@
 #include <string_view>
 #include <vector>
 
+#include "formula.h"
 #include "layout.h"
 #include "model.h"
+#include "term_info.h"
 #include "training.h"
 
 namespace stagemem {
 
-// Builds "[S/CP=8192] x [B=1] x [h=7168] x 2 B" and its value, exactly, in int64.
-class Formula {
- public:
-  Formula& times(std::string_view label, std::int64_t value);
-  // Exact division (validation guarantees divisibility, e.g. S by CP x TP under SP).
-  Formula& per(std::string_view label, std::int64_t divisor);
-  Formula& bytes(std::int64_t bytes_per_element, std::string_view dtype);
-  std::int64_t value() const { return value_; }
-  const std::string& text() const { return text_; }
-
- private:
-  std::int64_t value_ = 1;
-  std::string text_;
-};
-
 struct ActivationPiece {
-  std::string name;     // what the memory is, e.g. "q, k, v (flash-attention inputs)"
-  std::string formula;  // per layer and micro-batch, numbers substituted
-  std::string_view scaling;
-  std::int64_t bytes = 0;        // per layer and micro-batch, one rank
-  std::uint32_t dropped_by = 0;  // RecomputeModule bits whose recompute means it is not stored
+  const TermInfo* info = nullptr;  // name and scaling (static)
+  Formula formula;                 // per layer and micro-batch, one rank
+  std::int64_t bytes = 0;          // formula.value()
+  std::uint32_t dropped_by = 0;    // RecomputeModule bits whose recompute means it is not stored
+  std::int64_t name_value = 0;     // the number a name with "{}" carries
 };
 
 // The per-rank token geometry every piece needs.
@@ -69,12 +56,12 @@ TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& lay
 
 // Shape helpers shared by the piece files (implemented in activations_attention.cpp).
 // A token-wise tensor of full hidden width: whole on every TP rank, 1/TP under sequence parallel.
-Formula hidden_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
+Formula hidden_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
 // A token-wise tensor split by heads or width over TP.
-Formula split_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
+Formula split_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
 // A token-wise tensor every TP rank holds whole (output of a duplicated projection).
-Formula full_tokens(const TokenShape& shape, std::int64_t width, std::string_view width_label);
-ActivationPiece make_piece(std::string name, const Formula& formula, std::string_view scaling,
+Formula full_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
+ActivationPiece make_piece(const TermInfo& info, const Formula& formula,
                            std::uint32_t dropped_by = 0);
 std::uint32_t module_bits(std::initializer_list<RecomputeModule> modules);
 

@@ -11,77 +11,96 @@
 namespace stagemem {
 namespace {
 
-std::string_view attention_label(AttentionKind kind) {
+constexpr TermInfo term_checkpoint_input{"checkpointed group input (full recompute)",
+                                         "S/CP, B, h (/TP with SP), checkpointed groups"};
+constexpr TermInfo term_pipeline_buffers{"pipeline send/receive buffers (hidden state)",
+                                         "S/CP, B, h (/TP with SP), AttnRes slots at the boundary"};
+constexpr TermInfo term_pipeline_buffers_attn_res{
+    "pipeline send/receive buffers (hidden state + AttnRes slots)",
+    "S/CP, B, h (/TP with SP), AttnRes slots at the boundary"};
+constexpr TermInfo term_recompute_group{"recompute working set (one checkpointed group, backward)",
+                                        "S/CP, B, recompute group size", TermText::recompute_group};
+constexpr TermInfo term_recompute_selective{"selective recompute working set (backward)",
+                                            "S/CP, B, recompute group size",
+                                            TermText::recompute_selective};
+
+TermGroup attention_group(AttentionKind kind, bool mtp) {
   switch (kind) {
     case AttentionKind::gqa:
-      return "GQA";
+      return mtp ? TermGroup::mtp_gqa : TermGroup::gqa;
     case AttentionKind::mla:
-      return "MLA";
+      return mtp ? TermGroup::mtp_mla : TermGroup::mla;
     case AttentionKind::kda:
-      return "KDA";
+      return mtp ? TermGroup::mtp_kda : TermGroup::kda;
   }
-  return "attention";
+  return TermGroup::none;
 }
 
-std::string_view mlp_label(MlpKind kind) {
-  return kind == MlpKind::dense ? "dense MLP" : "MoE";
+TermGroup mlp_group(MlpKind kind, bool mtp) {
+  if (kind == MlpKind::dense) return mtp ? TermGroup::mtp_dense_mlp : TermGroup::dense_mlp;
+  return mtp ? TermGroup::mtp_moe : TermGroup::moe;
 }
 
 // Sums identical pieces over layers and micro-batches: one term per (group, piece).
 class StoredSums {
  public:
-  void add(std::string_view group, const ActivationPiece& piece, std::int64_t copies) {
+  void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
     if (copies <= 0 || piece.bytes == 0) return;
-    std::string name = std::string(group) + ": " + piece.name;
     for (Entry& e : entries_) {
-      if (e.name == name) {
+      if (e.group == group && e.piece.info == piece.info) {
         e.copies += copies;
         return;
       }
     }
-    entries_.push_back({std::move(name), piece.scaling, piece.formula, piece.bytes, copies});
+    entries_.push_back({group, piece, copies});
   }
-  void add_all(std::string_view group, const std::vector<ActivationPiece>& pieces,
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces,
                std::uint32_t dropped_modules, std::int64_t copies) {
     for (const ActivationPiece& p : pieces) {
       if ((p.dropped_by & dropped_modules) == 0) add(group, p, copies);
     }
   }
-  std::vector<Term> terms() const {
-    std::vector<Term> out;
+  // Appends the sums as terms; false when one does not fit in int64 bytes.
+  bool append_terms(std::vector<Term>& out, std::int64_t& total) const {
+    bool fits = true;
     for (const Entry& e : entries_) {
-      out.push_back(Term{
-          .name = e.name,
-          .formula = e.formula + " x [layer-micro-batches alive=" + group_digits(e.copies) + "]",
-          .scaling = std::string(e.scaling) + ", layers on stage, micro-batches in flight",
-          .family = Family::activation,
-          .tag = Tag::derived,
-          .allocated_at = AllocationPoint::forward,
-          .bytes = e.bytes * e.copies,
-      });
+      Term t{.info = e.piece.info,
+             .bytes = 0,
+             .copies = e.copies,
+             .name_value = e.piece.name_value,
+             .formula = e.piece.formula,
+             .group = e.group,
+             .family = Family::activation,
+             .tag = Tag::derived,
+             .allocated_at = AllocationPoint::forward};
+      if (e.piece.formula.overflowed() || !checked_mul(e.piece.bytes, e.copies, &t.bytes) ||
+          !checked_add(total, t.bytes, &total)) {
+        fits = false;
+      }
+      out.push_back(t);
     }
-    return out;
+    return fits;
   }
 
  private:
   struct Entry {
-    std::string name;
-    std::string_view scaling;  // a string literal's view: static storage
-    std::string formula;
-    std::int64_t bytes;
+    TermGroup group;
+    ActivationPiece piece;
     std::int64_t copies;
   };
   std::vector<Entry> entries_;
 };
 
-Term transient_term(const ActivationPiece& p, AllocationPoint when) {
-  return Term{.name = p.name,
+Term transient_term(const ActivationPiece& p) {
+  const bool backward = p.info->name.find("gradient") != std::string_view::npos ||
+                        p.info->name.find("recompute") != std::string_view::npos;
+  return Term{.info = p.info,
+              .bytes = p.bytes,
+              .name_value = p.name_value,
               .formula = p.formula,
-              .scaling = std::string(p.scaling),
               .family = Family::transient,
               .tag = Tag::derived,
-              .allocated_at = when,
-              .bytes = p.bytes};
+              .allocated_at = backward ? AllocationPoint::backward : AllocationPoint::forward};
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
@@ -100,17 +119,13 @@ LayerKind kind_of(int slot) {
 
 ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
   Formula f;
-  f.times("S/CP", s.sequence).times("B", s.micro_batch);
+  f.times(label_id("S/CP"), s.sequence).times(label_id("B"), s.micro_batch);
   if (s.sequence_parallel && s.tensor_parallel > 1) {
-    f.times("h/TP (SP)", m.hidden / s.tensor_parallel);
+    f.times_tp_sp(label_id("h"), m.hidden / s.tensor_parallel);
   } else {
-    f.times("h", m.hidden);
+    f.times(label_id("h"), m.hidden);
   }
-  f.bytes(2, "bf16");
-  return {.name = "checkpointed group input (full recompute)",
-          .formula = f.text(),
-          .scaling = "S/CP, B, h (/TP with SP), checkpointed groups",
-          .bytes = f.value()};
+  return make_piece(term_checkpoint_input, f.bytes(2, label_id("bf16")));
 }
 
 }  // namespace
@@ -140,16 +155,16 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
   StoredSums sums;
   std::vector<ActivationPiece> transients;
-  const auto keep_transient = [&](ActivationPiece p) {
-    if (p.bytes > 0) transients.push_back(std::move(p));
+  const auto keep_transient = [&](const ActivationPiece& p) {
+    if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
   };
   std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
-  std::string working_set_formula;
+  ActivationPiece working_set_piece;
   bool has_moe = false;
   bool attention_kinds[3] = {false, false, false};
   std::int64_t largest_slots = 0;  // AttnRes K at the rank's last mixing site
   std::int64_t largest_pipeline_buffers = 0;
-  std::string pipeline_formula;
+  Formula pipeline_formula;
   const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
     auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
@@ -198,10 +213,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (group_layers == group_size || i + 1 == first_full_layer || i + 1 == end) {
         if (group_bytes > working_set) {
           working_set = group_bytes;
-          working_set_formula = "every piece of " + std::to_string(group_layers) +
-                                " recomputed layer(s) (layers " +
-                                std::to_string(i + 1 - group_layers) + "-" + std::to_string(i) +
-                                ") for one micro-batch";
+          working_set_piece.info = &term_recompute_group;
+          working_set_piece.formula = Formula()
+                                          .number(group_layers)
+                                          .number(i + 1 - group_layers)
+                                          .number(i)
+                                          .number(group_bytes);
         }
         group_bytes = 0;
         group_layers = 0;
@@ -212,25 +229,28 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (layers == 0) continue;
       const LayerKind kind = kind_of(slot);
       const LayerPieces& pieces = pieces_for(kind);
-      sums.add_all(attention_label(kind.attention), pieces.attention, dropped, layers * copies);
-      sums.add_all(mlp_label(kind.mlp), pieces.mlp, dropped, layers * copies);
+      sums.add_all(attention_group(kind.attention, false), pieces.attention, dropped,
+                   layers * copies);
+      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, dropped, layers * copies);
       const std::int64_t recomputed = pieces.all_bytes - layer_bytes(pieces, dropped);
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
-        working_set_formula = "the selectively recomputed pieces of one " +
-                              std::string(attention_label(kind.attention)) + " + " +
-                              std::string(mlp_label(kind.mlp)) + " layer for one micro-batch";
+        working_set_piece.info = &term_recompute_selective;
+        working_set_piece.formula = Formula()
+                                        .number(static_cast<std::int64_t>(kind.attention))
+                                        .number(static_cast<std::int64_t>(kind.mlp))
+                                        .number(recomputed);
       }
     }
     if (checkpointed_groups > 0)
-      sums.add("all layers", checkpoint_input, checkpointed_groups * copies);
+      sums.add(TermGroup::all_layers, checkpoint_input, checkpointed_groups * copies);
 
     if (chunk.embedding && training.dropout) {
-      sums.add("embedding", embedding_dropout_piece(model, shape), copies);
+      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), copies);
     }
     if (block > 0) {
       const std::int64_t slots = attn_res_slots_before(end, block);
-      sums.add("AttnRes", attn_res_slots_piece(model, shape, slots), copies);
+      sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), copies);
       std::int64_t slot_sites = 0;
       for (std::int64_t i = chunk.first_layer; i < end; ++i) {
         slot_sites += model.attn_res.sites_per_layer * (1 + attn_res_slots_before(i, block));
@@ -241,25 +261,23 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         slot_sites += 1 + attn_res_slots_before(total_layers, block);
         last_site_slots = attn_res_slots_before(total_layers, block);
       }
-      sums.add("AttnRes", attn_res_weights_piece(shape, slot_sites), copies);
+      sums.add(TermGroup::attn_res, attn_res_weights_piece(shape, slot_sites), copies);
       largest_slots = std::max(largest_slots, last_site_slots);
     }
     if (chunk.head) {
       for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
-        sums.add("output", p, copies);
+        sums.add(TermGroup::output, p, copies);
       }
-      for (ActivationPiece p : head_transients(shape, training, padded))
-        keep_transient(std::move(p));
+      for (const ActivationPiece& p : head_transients(shape, training, padded)) keep_transient(p);
     }
     for (std::int64_t i = 0; i < chunk.mtp_layers; ++i) {
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      sums.add_all("MTP", mtp_extra_pieces(model, shape), 0, copies);
-      sums.add_all("MTP " + std::string(attention_label(model.mtp_layer.attention)),
-                   pieces.attention, dropped, copies);
-      sums.add_all("MTP " + std::string(mlp_label(model.mtp_layer.mlp)), pieces.mlp, dropped,
+      sums.add_all(TermGroup::mtp, mtp_extra_pieces(model, shape), 0, copies);
+      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, dropped,
                    copies);
+      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, dropped, copies);
       for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
-        sums.add("MTP output", p, copies);
+        sums.add(TermGroup::mtp_output, p, copies);
       }
       has_moe |= model.mtp_layer.mlp == MlpKind::moe;
     }
@@ -267,21 +285,16 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     // output leaving for the next one (both alive while a step sends and receives).
     const bool first_virtual = chunk.embedding;
     const bool last_virtual = chunk.head;
-    std::int64_t buffers = 0;
-    std::string formula;
+    Formula formula;
     if (!first_virtual) {
-      const ActivationPiece in = pipeline_buffer_piece(
-          model, shape, "receive", attn_res_slots_before(chunk.first_layer, block));
-      buffers += in.bytes;
-      formula = "receive " + in.formula;
+      formula.receive().add(
+          pipeline_buffer_formula(model, shape, attn_res_slots_before(chunk.first_layer, block)));
     }
     if (!last_virtual) {
-      const ActivationPiece out =
-          pipeline_buffer_piece(model, shape, "send", attn_res_slots_before(end, block));
-      buffers += out.bytes;
-      formula += (formula.empty() ? "send " : " + send ") + out.formula;
+      formula.send().add(pipeline_buffer_formula(model, shape, attn_res_slots_before(end, block)));
     }
-    if (buffers > largest_pipeline_buffers) {
+    const std::int64_t buffers = formula.size() > 0 ? formula.value() : 0;
+    if (buffers > largest_pipeline_buffers || (formula.overflowed() && buffers != 0)) {
       largest_pipeline_buffers = buffers;
       pipeline_formula = formula;
     }
@@ -290,12 +303,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   if (has_moe) keep_transient(moe_dispatch_piece(model, shape));
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
-    keep_transient({.name = block > 0
-                                ? "pipeline send/receive buffers (hidden state + AttnRes slots)"
-                                : "pipeline send/receive buffers (hidden state)",
-                    .formula = pipeline_formula,
-                    .scaling = "S/CP, B, h (/TP with SP), AttnRes slots at the boundary",
-                    .bytes = largest_pipeline_buffers});
+    keep_transient(make_piece(block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers,
+                              pipeline_formula));
   }
   if (shape.context_parallel > 1) {
     ActivationPiece largest;
@@ -303,29 +312,22 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (!attention_kinds[k]) continue;
       ActivationPiece p =
           context_parallel_exchange_piece(model, shape, static_cast<AttentionKind>(k));
-      if (p.bytes > largest.bytes) largest = std::move(p);
+      if (p.bytes > largest.bytes) largest = p;
     }
-    keep_transient(std::move(largest));
+    if (largest.info != nullptr) keep_transient(largest);
   }
   if (working_set > 0) {
-    keep_transient({.name = recompute.policy == RecomputePolicy::full
-                                ? "recompute working set (one checkpointed group, backward)"
-                                : "selective recompute working set (backward)",
-                    .formula = working_set_formula + " = " + group_digits(working_set) + " B",
-                    .scaling = "S/CP, B, recompute group size",
-                    .bytes = working_set});
+    working_set_piece.bytes = working_set;
+    keep_transient(working_set_piece);
   }
 
-  result.stored = sums.terms();
-  for (const Term& t : result.stored) result.stored_bytes += t.bytes;
+  result.fits = sums.append_terms(result.stored, result.stored_bytes);
   for (const ActivationPiece& p : transients) {
-    const bool backward = p.name.find("gradient") != std::string::npos ||
-                          p.name.find("recompute") != std::string::npos;
-    result.transients.push_back(
-        transient_term(p, backward ? AllocationPoint::backward : AllocationPoint::forward));
+    result.fits = result.fits && !p.formula.overflowed();
+    result.transients.push_back(transient_term(p));
     if (p.bytes > result.largest_transient_bytes) {
       result.largest_transient_bytes = p.bytes;
-      result.largest_transient = p.name;
+      result.largest_transient = static_cast<std::int64_t>(result.transients.size()) - 1;
     }
   }
   return result;

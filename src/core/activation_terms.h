@@ -36,8 +36,9 @@ struct StageActivationTerms {
   std::vector<Term> transients;  // Family::transient, forward/backward phase
   std::int64_t stored_bytes = 0;
   std::int64_t largest_transient_bytes = 0;
-  std::string largest_transient;  // its name; empty when there is none
+  std::int64_t largest_transient = -1;  // its index in `transients`; -1 when there is none
   std::vector<std::int64_t> in_flight_per_chunk;
+  bool fits = true;  // false: some term's bytes do not fit in int64 (they are saturated)
 };
 
 // A layer's pieces depend only on its kind and the training and layout inputs, so one estimate

@@ -8,16 +8,75 @@
 namespace stagemem {
 namespace {
 
+constexpr TermInfo term_attention_output_dropout_mask{"attention output dropout mask",
+                                                      "S/CP, B, h (/TP with SP)"};
+constexpr TermInfo term_layer_input_residual_stream_saved_by_the_attenti{
+    "layer input (residual stream, saved by the attention norm)", "S/CP, B, h (/TP with SP)"};
+constexpr TermInfo term_attention_norm_output_input_of_the_attention_pro{
+    "attention norm output (input of the attention projections)", "S/CP, B, h (/TP with SP)"};
+constexpr TermInfo term_softmax_log_sum_exp_flash_attention_statistics{
+    "softmax log-sum-exp (flash-attention statistics)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_attention_softmax_output_b_heads_s_s{
+    "attention softmax output [B, heads, S, S]", "S/CP x S, B, heads/TP"};
+constexpr TermInfo term_attention_probability_dropout_mask{"attention-probability dropout mask",
+                                                           "S/CP x S, B, heads/TP"};
+constexpr TermInfo term_attention_probabilities_after_dropout{
+    "attention probabilities after dropout", "S/CP x S, B, heads/TP"};
+constexpr TermInfo term_attention_output_also_the_output_projection_s_in{
+    "attention output (also the output projection's input)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_q_k_v_attention_inputs_after_rope{"q, k, v (attention inputs, after RoPE)",
+                                                          "S/CP, B, (heads + 2 kv_heads)/TP"};
+constexpr TermInfo term_q_latent_q_down_projection_output_its_norm_s_inp{
+    "q latent (q down-projection output, its norm's input)", "S/CP, B, q_lora_rank"};
+constexpr TermInfo term_q_latent_after_its_norm_q_up_projection_input{
+    "q latent after its norm (q up-projection input)", "S/CP, B, q_lora_rank"};
+constexpr TermInfo term_kv_latent_and_rope_key_kv_down_projection_output{
+    "kv latent and RoPE key (kv down-projection output)", "S/CP, B, kv_lora_rank + rope_dim"};
+constexpr TermInfo term_kv_latent_after_its_norm_kv_up_projection_input{
+    "kv latent after its norm (kv up-projection input)", "S/CP, B, kv_lora_rank"};
+constexpr TermInfo term_up_projected_q_k_v_attention_inputs{
+    "up-projected q, k, v (attention inputs)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_output_gate_sigmoid_of_the_gate_projection{
+    "output gate (sigmoid of the gate projection)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_gated_attention_output_output_projection_input{
+    "gated attention output (output projection input)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_q_k_v_projection_outputs_short_convolution_input{
+    "q, k, v projection outputs (short-convolution inputs)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_q_k_v_after_convolution_and_q_k_l2_norm_chunk_kd{
+    "q, k, v after convolution and q/k l2-norm (chunk_kda inputs)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_q_k_l2_norm_reciprocal_std_fp32{"q, k l2-norm reciprocal std (fp32)",
+                                                        "S/CP, B, heads/TP"};
+constexpr TermInfo term_decay_gate_latent_f_a_output_duplicated{
+    "decay-gate latent (f_a output, duplicated)", "S/CP, B, head_dim"};
+constexpr TermInfo term_decay_gate_projection_output_gate_activation_inp{
+    "decay-gate projection output (gate activation input)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_decay_gate_and_its_chunk_local_cumulative_sum_fp{
+    "decay gate and its chunk-local cumulative sum (fp32)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_beta_sigmoid_of_the_beta_projection_fp32{
+    "beta (sigmoid of the beta projection, fp32)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_intra_chunk_aqk_and_akk_matrices{"intra-chunk Aqk and Akk matrices",
+                                                         "S/CP, B, heads/TP, KDA chunk size"};
+constexpr TermInfo term_per_chunk_recurrent_states_eager_backend_fp32{
+    "per-chunk recurrent states (eager backend, fp32)", "S/CP / chunk, B, heads/TP, head_dim^2"};
+constexpr TermInfo term_w_u_gated_q_gated_k_new_v_eager_backend_fp32{
+    "w, u, gated q, gated k, new v (eager backend, fp32)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_output_gate_latent_g_a_output_duplicated{
+    "output-gate latent (g_a output, duplicated)", "S/CP, B, head_dim"};
+constexpr TermInfo term_chunk_kda_output_and_output_gate_gated_rmsnorm_i{
+    "chunk_kda output and output gate (gated RMSNorm inputs)", "S/CP, B, heads/TP"};
+constexpr TermInfo term_gated_rmsnorm_output_output_projection_input{
+    "gated RMSNorm output (output projection input)", "S/CP, B, heads/TP"};
+
 constexpr std::int64_t bf16 = 2;
 constexpr std::int64_t fp32 = 4;
 
 void add_attention_norm(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s) {
-  out.push_back(make_piece("layer input (residual stream, saved by the attention norm)",
-                           hidden_tokens(s, m.hidden, "h").bytes(bf16, "bf16"),
-                           "S/CP, B, h (/TP with SP)"));
-  out.push_back(make_piece("attention norm output (input of the attention projections)",
-                           hidden_tokens(s, m.hidden, "h").bytes(bf16, "bf16"),
-                           "S/CP, B, h (/TP with SP)", module_bits({RecomputeModule::layernorm})));
+  out.push_back(
+      make_piece(term_layer_input_residual_stream_saved_by_the_attenti,
+                 hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_attention_norm_output_input_of_the_attention_pro,
+                           hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
+                           module_bits({RecomputeModule::layernorm})));
 }
 
 // Flash attention keeps its output and the per-row log-sum-exp; a materialised kernel keeps the
@@ -27,51 +86,49 @@ void add_attention_core(std::vector<ActivationPiece>& out, const TokenShape& s,
   const std::uint32_t core = module_bits({RecomputeModule::core_attn});
   if (t.kernels.attention == AttentionKernel::flash) {
     Formula lse;
-    lse.times("B", s.micro_batch)
-        .times("heads/TP", heads / s.tensor_parallel)
-        .times("S/CP", s.sequence);
-    out.push_back(make_piece("softmax log-sum-exp (flash-attention statistics)",
-                             lse.bytes(fp32, "fp32"), "S/CP, B, heads/TP", core));
+    lse.times(label_id("B"), s.micro_batch)
+        .times(label_id("heads/TP"), heads / s.tensor_parallel)
+        .times(label_id("S/CP"), s.sequence);
+    out.push_back(make_piece(term_softmax_log_sum_exp_flash_attention_statistics,
+                             lse.bytes(fp32, label_id("fp32")), core));
   } else {
     // Korthikanti et al.: scores over the whole key sequence, one per head and query.
     const auto scores = [&] {
       Formula f;
-      f.times("B", s.micro_batch)
-          .times("heads/TP", heads / s.tensor_parallel)
-          .times("S/CP", s.sequence)
-          .times("S", s.full_sequence);
+      f.times(label_id("B"), s.micro_batch)
+          .times(label_id("heads/TP"), heads / s.tensor_parallel)
+          .times(label_id("S/CP"), s.sequence)
+          .times(label_id("S"), s.full_sequence);
       return f;
     };
-    out.push_back(make_piece("attention softmax output [B, heads, S, S]",
-                             scores().bytes(bf16, "bf16"), "S/CP x S, B, heads/TP", core));
+    out.push_back(make_piece(term_attention_softmax_output_b_heads_s_s,
+                             scores().bytes(bf16, label_id("bf16")), core));
     if (t.dropout) {
-      out.push_back(make_piece("attention-probability dropout mask", scores().bytes(1, "uint8"),
-                               "S/CP x S, B, heads/TP", core));
-      out.push_back(make_piece("attention probabilities after dropout",
-                               scores().bytes(bf16, "bf16"), "S/CP x S, B, heads/TP", core));
+      out.push_back(make_piece(term_attention_probability_dropout_mask,
+                               scores().bytes(1, label_id("uint8")), core));
+      out.push_back(make_piece(term_attention_probabilities_after_dropout,
+                               scores().bytes(bf16, label_id("bf16")), core));
     }
   }
-  out.push_back(make_piece("attention output (also the output projection's input)",
-                           split_tokens(s, value_width, "heads x v_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP"));
+  out.push_back(make_piece(
+      term_attention_output_also_the_output_projection_s_in,
+      split_tokens(s, value_width, label_id("heads x v_dim")).bytes(bf16, label_id("bf16"))));
 }
 
 void add_output_dropout(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
-                        const TrainingConfig& t, std::string_view what) {
+                        const TrainingConfig& t) {
   if (!t.dropout) return;
-  out.push_back(make_piece(std::string(what) + " dropout mask",
-                           hidden_tokens(s, m.hidden, "h").bytes(1, "uint8"),
-                           "S/CP, B, h (/TP with SP)"));
+  out.push_back(make_piece(term_attention_output_dropout_mask,
+                           hidden_tokens(s, m.hidden, label_id("h")).bytes(1, label_id("uint8"))));
 }
 
 void add_gqa(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
              const TrainingConfig& t) {
   const GqaShape& a = m.gqa;
   const std::int64_t qkv_width = (a.heads + 2 * a.kv_heads) * a.head_dim;
-  out.push_back(
-      make_piece("q, k, v (attention inputs, after RoPE)",
-                 split_tokens(s, qkv_width, "(heads + 2 kv_heads) x head_dim").bytes(bf16, "bf16"),
-                 "S/CP, B, (heads + 2 kv_heads)/TP"));
+  out.push_back(make_piece(term_q_k_v_attention_inputs_after_rope,
+                           split_tokens(s, qkv_width, label_id("(heads + 2 kv_heads) x head_dim"))
+                               .bytes(bf16, label_id("bf16"))));
   add_attention_core(out, s, t, a.heads, a.heads * a.head_dim);
 }
 
@@ -83,36 +140,35 @@ void add_mla(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
   const std::int64_t q_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
   // The down-projections are duplicated on every TP rank, so the latents are full width.
   if (a.q_lora_rank > 0) {
-    out.push_back(make_piece("q latent (q down-projection output, its norm's input)",
-                             full_tokens(s, a.q_lora_rank, "q_lora_rank").bytes(bf16, "bf16"),
-                             "S/CP, B, q_lora_rank"));
-    out.push_back(make_piece("q latent after its norm (q up-projection input)",
-                             full_tokens(s, a.q_lora_rank, "q_lora_rank").bytes(bf16, "bf16"),
-                             "S/CP, B, q_lora_rank", norm));
+    out.push_back(make_piece(
+        term_q_latent_q_down_projection_output_its_norm_s_inp,
+        full_tokens(s, a.q_lora_rank, label_id("q_lora_rank")).bytes(bf16, label_id("bf16"))));
+    out.push_back(make_piece(
+        term_q_latent_after_its_norm_q_up_projection_input,
+        full_tokens(s, a.q_lora_rank, label_id("q_lora_rank")).bytes(bf16, label_id("bf16")),
+        norm));
   }
-  out.push_back(
-      make_piece("kv latent and RoPE key (kv down-projection output)",
-                 full_tokens(s, a.kv_lora_rank + a.qk_rope_head_dim, "kv_lora_rank + rope_dim")
-                     .bytes(bf16, "bf16"),
-                 "S/CP, B, kv_lora_rank + rope_dim"));
-  out.push_back(make_piece("kv latent after its norm (kv up-projection input)",
-                           full_tokens(s, a.kv_lora_rank, "kv_lora_rank").bytes(bf16, "bf16"),
-                           "S/CP, B, kv_lora_rank", norm));
   out.push_back(make_piece(
-      "up-projected q, k, v (attention inputs)",
-      split_tokens(s, a.heads * (2 * q_head + a.v_head_dim), "heads x (2 (nope + rope) + v_dim)")
-          .bytes(bf16, "bf16"),
-      "S/CP, B, heads/TP", up));
+      term_kv_latent_and_rope_key_kv_down_projection_output,
+      full_tokens(s, a.kv_lora_rank + a.qk_rope_head_dim, label_id("kv_lora_rank + rope_dim"))
+          .bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(
+      term_kv_latent_after_its_norm_kv_up_projection_input,
+      full_tokens(s, a.kv_lora_rank, label_id("kv_lora_rank")).bytes(bf16, label_id("bf16")),
+      norm));
+  out.push_back(make_piece(term_up_projected_q_k_v_attention_inputs,
+                           split_tokens(s, a.heads * (2 * q_head + a.v_head_dim),
+                                        label_id("heads x (2 (nope + rope) + v_dim)"))
+                               .bytes(bf16, label_id("bf16")),
+                           up));
   add_attention_core(out, s, t, a.heads, a.heads * a.v_head_dim);
   if (a.output_gate) {
-    out.push_back(
-        make_piece("output gate (sigmoid of the gate projection)",
-                   split_tokens(s, a.heads * a.v_head_dim, "heads x v_dim").bytes(bf16, "bf16"),
-                   "S/CP, B, heads/TP"));
-    out.push_back(
-        make_piece("gated attention output (output projection input)",
-                   split_tokens(s, a.heads * a.v_head_dim, "heads x v_dim").bytes(bf16, "bf16"),
-                   "S/CP, B, heads/TP"));
+    out.push_back(make_piece(term_output_gate_sigmoid_of_the_gate_projection,
+                             split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim"))
+                                 .bytes(bf16, label_id("bf16"))));
+    out.push_back(make_piece(term_gated_attention_output_output_projection_input,
+                             split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim"))
+                                 .bytes(bf16, label_id("bf16"))));
   }
 }
 
@@ -125,57 +181,57 @@ void add_kda(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
   const KdaShape& a = m.kda;
   const std::int64_t width = a.heads * a.head_dim;
   const std::int64_t chunk = t.kernels.kda_chunk;
-  out.push_back(make_piece("q, k, v projection outputs (short-convolution inputs)",
-                           split_tokens(s, 3 * width, "3 x heads x head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP"));
-  out.push_back(make_piece("q, k, v after convolution and q/k l2-norm (chunk_kda inputs)",
-                           split_tokens(s, 3 * width, "3 x heads x head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP"));
-  out.push_back(make_piece("q, k l2-norm reciprocal std (fp32)",
-                           split_tokens(s, 2 * a.heads, "2 x heads").bytes(fp32, "fp32"),
-                           "S/CP, B, heads/TP"));
+  out.push_back(make_piece(
+      term_q_k_v_projection_outputs_short_convolution_input,
+      split_tokens(s, 3 * width, label_id("3 x heads x head_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(
+      term_q_k_v_after_convolution_and_q_k_l2_norm_chunk_kd,
+      split_tokens(s, 3 * width, label_id("3 x heads x head_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(
+      term_q_k_l2_norm_reciprocal_std_fp32,
+      split_tokens(s, 2 * a.heads, label_id("2 x heads")).bytes(fp32, label_id("fp32"))));
   if (!a.full_rank_gate) {
-    out.push_back(make_piece("decay-gate latent (f_a output, duplicated)",
-                             full_tokens(s, a.head_dim, "head_dim").bytes(bf16, "bf16"),
-                             "S/CP, B, head_dim"));
+    out.push_back(
+        make_piece(term_decay_gate_latent_f_a_output_duplicated,
+                   full_tokens(s, a.head_dim, label_id("head_dim")).bytes(bf16, label_id("bf16"))));
   }
-  out.push_back(make_piece("decay-gate projection output (gate activation input)",
-                           split_tokens(s, width, "heads x head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP"));
-  out.push_back(make_piece("decay gate and its chunk-local cumulative sum (fp32)",
-                           split_tokens(s, 2 * width, "2 x heads x head_dim").bytes(fp32, "fp32"),
-                           "S/CP, B, heads/TP"));
-  out.push_back(make_piece("beta (sigmoid of the beta projection, fp32)",
-                           split_tokens(s, a.heads, "heads").bytes(fp32, "fp32"),
-                           "S/CP, B, heads/TP"));
+  out.push_back(make_piece(
+      term_decay_gate_projection_output_gate_activation_inp,
+      split_tokens(s, width, label_id("heads x head_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(
+      term_decay_gate_and_its_chunk_local_cumulative_sum_fp,
+      split_tokens(s, 2 * width, label_id("2 x heads x head_dim")).bytes(fp32, label_id("fp32"))));
   out.push_back(
-      make_piece("intra-chunk Aqk and Akk matrices",
-                 split_tokens(s, 2 * a.heads * chunk, "2 x heads x chunk").bytes(bf16, "bf16"),
-                 "S/CP, B, heads/TP, KDA chunk size"));
+      make_piece(term_beta_sigmoid_of_the_beta_projection_fp32,
+                 split_tokens(s, a.heads, label_id("heads")).bytes(fp32, label_id("fp32"))));
+  out.push_back(make_piece(term_intra_chunk_aqk_and_akk_matrices,
+                           split_tokens(s, 2 * a.heads * chunk, label_id("2 x heads x chunk"))
+                               .bytes(bf16, label_id("bf16"))));
   if (t.kernels.kda == KdaBackend::eager) {
     // An eager chunked implementation keeps what the fused kernel recomputes: the state at every
     // chunk boundary ([chunks, heads, head_dim, head_dim] fp32) and the WY-form intermediates
     // w, u, gated q, gated k and the corrected values, in fp32.
     Formula states;
-    states.times("B", s.micro_batch)
-        .times("chunks = ceil(S/CP / chunk)", (s.sequence + chunk - 1) / chunk)
-        .times("heads/TP", a.heads / s.tensor_parallel)
-        .times("head_dim^2", a.head_dim * a.head_dim);
-    out.push_back(make_piece("per-chunk recurrent states (eager backend, fp32)",
-                             states.bytes(fp32, "fp32"), "S/CP / chunk, B, heads/TP, head_dim^2"));
-    out.push_back(make_piece("w, u, gated q, gated k, new v (eager backend, fp32)",
-                             split_tokens(s, 5 * width, "5 x heads x head_dim").bytes(fp32, "fp32"),
-                             "S/CP, B, heads/TP"));
+    states.times(label_id("B"), s.micro_batch)
+        .times(label_id("chunks = ceil(S/CP / chunk)"), (s.sequence + chunk - 1) / chunk)
+        .times(label_id("heads/TP"), a.heads / s.tensor_parallel)
+        .times(label_id("head_dim^2"), a.head_dim * a.head_dim);
+    out.push_back(make_piece(term_per_chunk_recurrent_states_eager_backend_fp32,
+                             states.bytes(fp32, label_id("fp32"))));
+    out.push_back(make_piece(term_w_u_gated_q_gated_k_new_v_eager_backend_fp32,
+                             split_tokens(s, 5 * width, label_id("5 x heads x head_dim"))
+                                 .bytes(fp32, label_id("fp32"))));
   }
-  out.push_back(make_piece("output-gate latent (g_a output, duplicated)",
-                           full_tokens(s, a.head_dim, "head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, head_dim"));
-  out.push_back(make_piece("chunk_kda output and output gate (gated RMSNorm inputs)",
-                           split_tokens(s, 2 * width, "2 x heads x head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP"));
-  out.push_back(make_piece("gated RMSNorm output (output projection input)",
-                           split_tokens(s, width, "heads x head_dim").bytes(bf16, "bf16"),
-                           "S/CP, B, heads/TP", module_bits({RecomputeModule::layernorm})));
+  out.push_back(
+      make_piece(term_output_gate_latent_g_a_output_duplicated,
+                 full_tokens(s, a.head_dim, label_id("head_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(
+      term_chunk_kda_output_and_output_gate_gated_rmsnorm_i,
+      split_tokens(s, 2 * width, label_id("2 x heads x head_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(
+      make_piece(term_gated_rmsnorm_output_output_projection_input,
+                 split_tokens(s, width, label_id("heads x head_dim")).bytes(bf16, label_id("bf16")),
+                 module_bits({RecomputeModule::layernorm})));
 }
 
 }  // namespace
@@ -186,58 +242,35 @@ std::uint32_t module_bits(std::initializer_list<RecomputeModule> modules) {
   return out;
 }
 
-Formula hidden_tokens(const TokenShape& s, std::int64_t width, std::string_view width_label) {
+Formula hidden_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
   Formula f;
-  f.times("S/CP", s.sequence).times("B", s.micro_batch);
+  f.times(label_id("S/CP"), s.sequence).times(label_id("B"), s.micro_batch);
   if (s.sequence_parallel && s.tensor_parallel > 1) {
-    f.times(std::string(width_label) + "/TP (SP)", width / s.tensor_parallel);
+    f.times_tp_sp(width_label, width / s.tensor_parallel);
   } else {
     f.times(width_label, width);
   }
   return f;
 }
 
-Formula split_tokens(const TokenShape& s, std::int64_t width, std::string_view width_label) {
+Formula split_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
   Formula f;
-  f.times("S/CP", s.sequence)
-      .times("B", s.micro_batch)
-      .times(std::string(width_label) + "/TP", width / s.tensor_parallel);
+  f.times(label_id("S/CP"), s.sequence)
+      .times(label_id("B"), s.micro_batch)
+      .times_tp(width_label, width / s.tensor_parallel);
   return f;
 }
 
-Formula full_tokens(const TokenShape& s, std::int64_t width, std::string_view width_label) {
+Formula full_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
   Formula f;
-  f.times("S/CP", s.sequence).times("B", s.micro_batch).times(width_label, width);
+  f.times(label_id("S/CP"), s.sequence)
+      .times(label_id("B"), s.micro_batch)
+      .times(width_label, width);
   return f;
 }
 
-ActivationPiece make_piece(std::string name, const Formula& formula, std::string_view scaling,
-                           std::uint32_t dropped_by) {
-  return {.name = std::move(name),
-          .formula = formula.text(),
-          .scaling = scaling,
-          .bytes = formula.value(),
-          .dropped_by = dropped_by};
-}
-
-Formula& Formula::times(std::string_view label, std::int64_t value) {
-  if (!text_.empty()) text_ += " x ";
-  text_ += "[" + std::string(label) + "=" + group_digits(value) + "]";
-  value_ *= value;
-  return *this;
-}
-
-Formula& Formula::per(std::string_view label, std::int64_t divisor) {
-  text_ += " / [" + std::string(label) + "=" + group_digits(divisor) + "]";
-  value_ /= divisor;
-  return *this;
-}
-
-Formula& Formula::bytes(std::int64_t bytes_per_element, std::string_view dtype) {
-  if (!text_.empty()) text_ += " x ";
-  text_ += std::to_string(bytes_per_element) + " B (" + std::string(dtype) + ")";
-  value_ *= bytes_per_element;
-  return *this;
+ActivationPiece make_piece(const TermInfo& info, const Formula& formula, std::uint32_t dropped_by) {
+  return {.info = &info, .formula = formula, .bytes = formula.value(), .dropped_by = dropped_by};
 }
 
 TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout) {
@@ -268,7 +301,7 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
       add_kda(out, model, shape, training);
       break;
   }
-  add_output_dropout(out, model, shape, training, "attention output");
+  add_output_dropout(out, model, shape, training);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "resident_terms.h"
+#include "term_text.h"
 #include "units.h"
 
 namespace stagemem {
@@ -59,7 +60,7 @@ void explain(CrossCheck& check, const StageReport& stage) {
     if (t.family == Family::gap || alive_at(t.family, t.allocated_at, point)) continue;
     if (t.family != Family::resident || t.bytes == 0) continue;
     later_bytes += t.bytes;
-    later_names += (later_names.empty() ? "" : "; ") + t.name + " (allocated at " +
+    later_names += (later_names.empty() ? "" : "; ") + term_name(t) + " (allocated at " +
                    std::string(allocation_point_name(t.allocated_at)) + ")";
   }
   if (later_bytes > 0 && point != MeasurementPoint::term) {
@@ -81,7 +82,7 @@ void explain(CrossCheck& check, const StageReport& stage) {
     if (t.tag == Tag::measured) {
       measured_gaps += t.bytes;
     } else {
-      unmeasured += (unmeasured.empty() ? "" : "; ") + t.name.substr(5);
+      unmeasured += (unmeasured.empty() ? "" : "; ") + term_name(t).substr(5);
     }
   }
   if (point == MeasurementPoint::term) {
@@ -144,12 +145,12 @@ std::vector<CrossCheck> cross_check(const std::vector<Measurement>& measurements
     if (m.point == MeasurementPoint::term) {
       const Term* found = nullptr;
       for (const Term& t : stage.terms) {
-        if (t.name == m.term) found = &t;
+        if (term_name(t) == m.term) found = &t;
       }
       if (found == nullptr || found->family == Family::gap) {
         std::string names;
         for (const Term& t : stage.terms) {
-          if (t.family != Family::gap) names += (names.empty() ? "" : "; ") + t.name;
+          if (t.family != Family::gap) names += (names.empty() ? "" : "; ") + term_name(t);
         }
         diagnostics.error(field + ".term", "no derived term named '" + m.term.substr(0, 120) +
                                                "' on stage " + std::to_string(m.stage) +
@@ -157,13 +158,13 @@ std::vector<CrossCheck> cross_check(const std::vector<Measurement>& measurements
         continue;
       }
       check.derived_bytes = found->bytes;
-      check.alive_terms.push_back(found->name);
+      check.alive_terms.push_back(term_name(*found));
     } else {
       for (const Term& t : stage.terms) {
         if (!alive_at(t.family, t.allocated_at, m.point) || t.tag != Tag::derived) continue;
         if (!t.counts_in_peak) continue;  // a transient not co-live at the peak
         check.derived_bytes += t.bytes;
-        check.alive_terms.push_back(t.name);
+        check.alive_terms.push_back(term_name(t));
       }
     }
     check.gap_bytes = m.bytes - check.derived_bytes;

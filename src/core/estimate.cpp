@@ -1,6 +1,7 @@
 // estimate.cpp — the orchestration: plan the stages, then collect each stage's terms from the
 // modules that own their physics (resident_terms, gaps), then the device check and cross-checks.
 #include <algorithm>
+#include <limits>
 
 #include "activation_terms.h"
 #include "cross_check.h"
@@ -11,6 +12,7 @@
 #include "report.h"
 #include "resident_terms.h"
 #include "schedule.h"
+#include "term_text.h"
 
 namespace stagemem {
 
@@ -62,7 +64,8 @@ namespace {
 
 // Appends the stage's activation and transient terms and decides which phase peaks: forward/
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
-void add_activation_phases(StageReport& stage, const Model& model, const Config& config,
+// False when a term's bytes do not fit in int64.
+bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const StageParameters& parameters,
                            std::int64_t micro_batches, LayerPieceCache& cache) {
   StageActivationTerms activations = stage_activation_terms(
@@ -71,25 +74,81 @@ void add_activation_phases(StageReport& stage, const Model& model, const Config&
       optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
-  stage.largest_transient = activations.largest_transient;
+  stage.largest_transient =
+      activations.largest_transient < 0
+          ? -1
+          : static_cast<std::int64_t>(stage.terms.size() + activations.stored.size()) +
+                activations.largest_transient;
   stage.in_flight_per_chunk = activations.in_flight_per_chunk;
-  for (const Term& t : optimizer) stage.optimizer_transient_bytes += t.bytes;
+  for (const Term& t : optimizer) {
+    if (!checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes))
+      stage.optimizer_transient_bytes = std::numeric_limits<std::int64_t>::max();
+  }
   stage.optimizer_phase_binds =
       stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
-  for (Term& t : activations.stored) stage.terms.push_back(std::move(t));
+  stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
   bool largest_marked = false;
   for (Term& t : activations.transients) {
     // Only the single largest transient of the phase is co-live with the stored activations.
     t.counts_in_peak =
         !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
     largest_marked |= t.counts_in_peak;
-    stage.terms.push_back(std::move(t));
+    stage.terms.push_back(t);
   }
   for (Term& t : optimizer) {
     t.allocated_at = AllocationPoint::optimizer_step;
     t.counts_in_peak = stage.optimizer_phase_binds;
-    stage.terms.push_back(std::move(t));
+    stage.terms.push_back(t);
   }
+  return activations.fits;
+}
+
+bool add_bytes(std::int64_t& total, std::int64_t bytes) {
+  return bytes >= 0 && bytes != std::numeric_limits<std::int64_t>::max() &&
+         checked_add(total, bytes, &total);
+}
+
+// Names what drives the first term that does not fit: its formula's factors, as the fields a user
+// changes ("seq x mbs x layers on the stage x micro-batches in flight").
+FieldMessage overflow_error(const StageReport& stage) {
+  const Term* culprit = nullptr;
+  for (const Term& t : stage.terms) {
+    if (t.formula.overflowed() || t.bytes < 0 ||
+        t.bytes == std::numeric_limits<std::int64_t>::max()) {
+      culprit = &t;
+      break;
+    }
+  }
+  std::string drivers;
+  std::string field = "model";
+  const auto add = [&](std::string_view what, std::string_view what_field) {
+    if (drivers.find(what) != std::string::npos) return;
+    if (field == "model") field = std::string(what_field);
+    drivers += drivers.empty() ? "" : " x ";
+    drivers += what;
+  };
+  std::string name = "the sum of its terms";
+  if (culprit != nullptr) {
+    name = term_name(*culprit);
+    const Formula& f = culprit->formula;
+    for (int i = 0; i < f.size(); ++i) {
+      const std::string_view label = label_text(f.label(i));
+      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes) continue;
+      if (label == "S/CP" || label == "S") {
+        add("seq", "training.sequence_length");
+      } else if (label == "B") {
+        add("mbs", "training.micro_batch");
+      } else if (!label.empty()) {
+        add(label, "model");
+      }
+    }
+    if (culprit->copies > 0) add("layers on the stage x micro-batches in flight", "parallel");
+    if (drivers.empty()) add("parameters on the stage", "model");
+  }
+  return {.field = field,
+          .message = (drivers.empty() ? name : drivers + " (" + name + ")") +
+                     " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
+                     "; no device holds that: lower the driving fields"};
 }
 
 }  // namespace
@@ -132,9 +191,7 @@ Report estimate(const Config& config, const Model& model) {
                      .bytes = config.device.bytes,
                      .source = "entered by the user (device.bytes)"};
   } else if (const auto device = find_device(config.device.preset)) {
-    report.device = {.name = std::string(device->name),
-                     .bytes = device->bytes,
-                     .source = std::string(device->source)};
+    report.device = {.name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
   LayerPieceCache cache;
@@ -150,16 +207,29 @@ Report estimate(const Config& config, const Model& model) {
     stage.parameters_per_rank = parameters.per_rank.total();
     stage.terms =
         resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
-    for (const Term& t : stage.terms) stage.resident_bytes += t.bytes;
-    add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches, cache);
-    for (Term& gap : gap_terms(stage.index, config.gaps)) {
-      stage.gap_bytes += gap.bytes;
-      stage.terms.push_back(std::move(gap));
+    bool fits = true;
+    for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    fits = add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches,
+                                 cache) &&
+           fits;
+    for (const Term& gap : gap_terms(stage.index, config.gaps)) {
+      fits = fits && add_bytes(stage.gap_bytes, gap.bytes);
+      stage.terms.push_back(gap);
     }
-    const std::int64_t phase = stage.optimizer_phase_binds
-                                   ? stage.optimizer_transient_bytes
-                                   : stage.activation_bytes + stage.largest_transient_bytes;
-    stage.peak_bytes = stage.resident_bytes + stage.gap_bytes + phase;
+    std::int64_t phase = stage.optimizer_transient_bytes;
+    if (!stage.optimizer_phase_binds) {
+      phase = stage.activation_bytes;
+      fits = fits && add_bytes(phase, stage.largest_transient_bytes);
+    }
+    stage.peak_bytes = stage.resident_bytes;
+    fits =
+        fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
+    if (!fits) {
+      report.diagnostics.errors.push_back(overflow_error(stage));
+      report.stages.clear();
+      report.binding_stage = -1;
+      return report;
+    }
     stage.non_parameter_bytes = phase;
     if (config.training.flat_headroom_bytes > 0) {
       stage.flat_headroom_margin = config.training.flat_headroom_bytes - phase;

@@ -1,8 +1,11 @@
 #include "gaps.h"
 
-#include "units.h"
+#include "term_info.h"
 
 namespace stagemem {
+namespace {
+constexpr TermInfo term_gap{"gap", "not derived", TermText::gap};
+}  // namespace
 
 std::string_view gap_label(GapKind kind) {
   switch (kind) {
@@ -56,23 +59,20 @@ std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& ent
       }
     }
     Term t{
-        .name = "gap: " + std::string(gap_label(kind)),
-        .formula = std::string(gap_description(kind)) +
-                   ": not derivable from tensor shapes; 0 B until a MEASURED value is entered",
-        .scaling = "not derived",
+        .info = &term_gap,
+        .bytes = 0,
+        .formula = Formula().number(k).number(0),
         .family = Family::gap,
         .tag = Tag::not_measured,
         .allocated_at = gap_allocation_point(kind),
-        .bytes = 0,
     };
     if (chosen != nullptr) {
       t.tag = Tag::measured;
       t.bytes = chosen->bytes;
       t.source = chosen->source;
-      t.formula = std::string(gap_description(kind)) + ": MEASURED " + group_digits(chosen->bytes) +
-                  " B (" + chosen->source + ")";
+      t.formula = Formula().number(k).number(1);
     }
-    terms.push_back(std::move(t));
+    terms.push_back(t);
   }
   return terms;
 }

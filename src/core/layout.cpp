@@ -609,10 +609,8 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
   for (std::size_t r = 0; r < stages.size(); ++r) {
     stages[r].pipeline_rank = static_cast<std::int64_t>(r);
   }
-  Model one_mtp_model = model;
-  one_mtp_model.layers.clear();  // only the MTP layer shape is needed below
-  one_mtp_model.mtp_layers = 1;
-  const std::vector<Tensor> one_mtp_layer = mtp_tensors(one_mtp_model);
+  const std::vector<Tensor> one_mtp_layer =
+      model.mtp_layers > 0 ? mtp_tensors(model, 1) : std::vector<Tensor>{};
   // A layer's counts depend on its kind only: classify each kind's tensors once (3 x 2 kinds).
   std::array<std::optional<StageParameters>, 6> per_kind;
   const auto counts_of = [&](LayerKind kind) -> const StageParameters& {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config.h"
+#include "formula.h"
 #include "layout.h"
 #include "model.h"
 #include "report.h"
@@ -27,7 +28,7 @@ namespace stagemem {
 struct MatrixShape {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  std::string_view name;
+  Label name = 0;  // a formula label (formula.h)
 };
 
 // The largest 2-D matrix Muon updates on a rank holding `kinds` layers (per-rank shard shapes).

@@ -243,9 +243,13 @@ std::vector<Tensor> head_tensors(const Model& model) {
 }
 
 std::vector<Tensor> mtp_tensors(const Model& model) {
+  return mtp_tensors(model, model.mtp_layers);
+}
+
+std::vector<Tensor> mtp_tensors(const Model& model, std::int64_t mtp_layers) {
   Tensors out;
   const std::int64_t h = model.hidden;
-  for (std::int64_t i = 0; i < model.mtp_layers; ++i) {
+  for (std::int64_t i = 0; i < mtp_layers; ++i) {
     out.push_back({"mtp.enorm.weight", Component::mtp, Split::replicated, h});
     out.push_back({"mtp.hnorm.weight", Component::mtp, Split::replicated, h});
     out.push_back({"mtp.eh_proj.weight", Component::mtp, Split::tensor_parallel, 2 * h * h});
@@ -325,7 +329,21 @@ ParameterCounts count_tensors(const std::vector<Tensor>& tensors) {
 
 ParameterCounts model_parameters(const Model& model) {
   ParameterCounts counts = count_tensors(embedding_tensors(model));
-  for (const LayerKind& kind : model.layers) counts += count_tensors(layer_tensors(model, kind));
+  // A layer's tensors depend on its kind only: count each kind once, times its layers.
+  std::array<std::int64_t, 6> layers_of_kind{};
+  for (const LayerKind& kind : model.layers) {
+    ++layers_of_kind[static_cast<std::size_t>(static_cast<int>(kind.attention) * 2 +
+                                              static_cast<int>(kind.mlp))];
+  }
+  for (std::size_t slot = 0; slot < layers_of_kind.size(); ++slot) {
+    if (layers_of_kind[slot] == 0) continue;
+    const LayerKind kind{static_cast<AttentionKind>(slot / 2), static_cast<MlpKind>(slot % 2)};
+    const ParameterCounts one = count_tensors(layer_tensors(model, kind));
+    for (int c = 0; c < component_count; ++c) {
+      counts.by_component[static_cast<std::size_t>(c)] +=
+          one.by_component[static_cast<std::size_t>(c)] * layers_of_kind[slot];
+    }
+  }
   counts += count_tensors(head_tensors(model));
   counts += count_tensors(mtp_tensors(model));
   return counts;

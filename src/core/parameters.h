@@ -61,6 +61,7 @@ std::vector<Tensor> layer_tensors(const Model& model, LayerKind kind);
 std::vector<Tensor> embedding_tensors(const Model& model);
 std::vector<Tensor> head_tensors(const Model& model);  // final norm, LM head (untied), output mix
 std::vector<Tensor> mtp_tensors(const Model& model);   // all MTP layers, charged to Component::mtp
+std::vector<Tensor> mtp_tensors(const Model& model, std::int64_t mtp_layers);
 
 // What kind of tensor a parameter is, as training choices key on it: Muon updates 2-D hidden
 // matrices, low-precision (fp8, MX) storage applies to linear-layer matrices only, and everything

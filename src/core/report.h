@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config.h"
+#include "formula.h"
 
 namespace stagemem {
 
@@ -38,15 +39,49 @@ std::string_view family_name(Family family);
 std::string_view tag_name(Tag tag);  // "DERIVED", "MEASURED", "NOT MEASURED"
 std::string_view allocation_point_name(AllocationPoint point);
 
+// What a term is: an entry of the static term catalogue (term_info.cpp). Its text is rendered on
+// demand from the entry and the term's numbers (term_text.h).
+struct TermInfo;
+
+// The decoder-layer part a stored activation belongs to; rendered as the name's prefix
+// ("MoE: dispatched tokens ...").
+enum class TermGroup : std::uint8_t {
+  none,
+  gqa,
+  mla,
+  kda,
+  dense_mlp,
+  moe,
+  mtp,
+  mtp_gqa,
+  mtp_mla,
+  mtp_kda,
+  mtp_dense_mlp,
+  mtp_moe,
+  all_layers,
+  embedding,
+  attn_res,
+  output,
+  mtp_output,
+};
+
+// One named piece of device memory: a compact value (no heap memory).
 struct Term {
-  std::string name;     // what the memory is, e.g. "weights (bf16)"
-  std::string formula;  // with the numbers substituted, e.g. "2 B x 2,007,565,312 params"
-  std::string scaling;  // what it grows with, e.g. "layers on stage, 1/TP"
+  const TermInfo* info = nullptr;  // never null in a report
+  std::int64_t bytes = 0;
+  // Stored activations: layer-micro-batches alive at the peak (the formula's last factor); 0 for
+  // terms that are not summed over layers and micro-batches.
+  std::int64_t copies = 0;
+  // A number the name carries (AttnRes live temporaries), else 0.
+  std::int64_t name_value = 0;
+  Formula formula;  // the factors of `bytes` (per layer and micro-batch when copies > 0)
+  // MEASURED terms: the user's source text, referenced in the configuration the report was
+  // computed from (keep that configuration alive while its report's terms are rendered).
+  std::string_view source{};
+  TermGroup group = TermGroup::none;
   Family family = Family::resident;
   Tag tag = Tag::derived;
   AllocationPoint allocated_at = AllocationPoint::model_init;
-  std::int64_t bytes = 0;
-  std::string source{};  // MEASURED terms: who measured it and how
   // False for a transient that is not co-live at the stage's peak (a smaller one of its phase,
   // or one of the phase that does not bind).
   bool counts_in_peak = true;
@@ -64,11 +99,11 @@ struct StageReport {
   std::vector<LayerRange> chunks;  // one per virtual stage on this rank (VPP), in order
   std::int64_t parameters_per_rank = 0;
   std::vector<Term> terms;
-  std::int64_t resident_bytes = 0;           // derived resident terms
-  std::int64_t gap_bytes = 0;                // measured gap rows
-  std::int64_t activation_bytes = 0;         // stored activations, all micro-batches in flight
-  std::int64_t largest_transient_bytes = 0;  // forward/backward phase
-  std::string largest_transient;
+  std::int64_t resident_bytes = 0;                // derived resident terms
+  std::int64_t gap_bytes = 0;                     // measured gap rows
+  std::int64_t activation_bytes = 0;              // stored activations, all micro-batches in flight
+  std::int64_t largest_transient_bytes = 0;       // forward/backward phase
+  std::int64_t largest_transient = -1;            // its index in `terms`; -1 when there is none
   std::int64_t optimizer_transient_bytes = 0;     // optimizer-step phase
   bool optimizer_phase_binds = false;             // the optimizer step, not forward/backward, peaks
   std::vector<std::int64_t> in_flight_per_chunk;  // micro-batches held at the peak, per chunk
@@ -93,9 +128,9 @@ struct CrossCheck {
 };
 
 struct DeviceCapacity {
-  std::string name;  // preset name or "custom"
+  std::string name;  // preset name or "custom" (short: no heap memory)
   std::int64_t bytes = 0;
-  std::string source;
+  std::string_view source;  // static text
 };
 
 struct Report {

@@ -1,10 +1,8 @@
 #include "resident_terms.h"
 
 #include <array>
-#include <cstdio>
-#include <string>
 
-#include "units.h"
+#include "term_info.h"
 
 namespace stagemem {
 namespace {
@@ -12,37 +10,31 @@ namespace {
 constexpr std::int64_t fp8_block_values = 128 * 128;  // one fp32 scale per 128 x 128 block
 constexpr std::int64_t mx_block_values = 32;          // one e8m0 scale per 32 values (OCP MX)
 
-std::string count(std::int64_t value) {
-  return group_digits(value);
-}
-
-std::string bytes_text(double bytes_per_value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g B", bytes_per_value);
-  return buffer;
-}
-
 std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
   return divisor <= 0 ? value : (value + divisor - 1) / divisor;
 }
 
-std::string_view weight_dtype_label(WeightDtype dtype) {
-  switch (dtype) {
-    case WeightDtype::bf16:
-      return "bf16";
-    case WeightDtype::fp32:
-      return "fp32";
-    case WeightDtype::fp8_tensor_scaled:
-      return "fp8 e4m3, per-tensor scale";
-    case WeightDtype::fp8_block_scaled:
-      return "fp8 e4m3, 128x128 block scales";
-    case WeightDtype::mxfp8:
-      return "mxfp8";
-    case WeightDtype::mxfp4:
-      return "mxfp4";
-  }
-  return "unknown";
-}
+constexpr std::string_view parameters_scaling =
+    "parameters on this rank: layers on the stage, 1/TP for split tensors, 1/(EP x ETP) for "
+    "routed experts, embedding on the first and head on the last stage";
+
+// Names and scaling of the state terms are rendered from their factors (term_text.cpp): the
+// dtype, the group and the roles they cover are numbers here.
+constexpr TermInfo term_weights{"weights", parameters_scaling, TermText::weights};
+constexpr TermInfo term_weight_scales{"weight scales", parameters_scaling, TermText::weight_scales};
+constexpr TermInfo term_main_gradient{
+    "main gradient buffer",
+    "parameters on this rank: layers on the stage, 1/TP for split tensors, 1/(EP x ETP) for "
+    "routed experts, embedding on the first and head on the last stage; not sharded by the "
+    "distributed optimizer",
+    TermText::main_gradient};
+constexpr TermInfo term_master_weights{"master weights", parameters_scaling,
+                                       TermText::master_weights};
+constexpr TermInfo term_muon_momentum{"Muon momentum", parameters_scaling, TermText::muon_momentum};
+constexpr TermInfo term_adam_moments{"exp_avg + exp_avg_sq", parameters_scaling,
+                                     TermText::adam_moments};
+constexpr TermInfo term_cast_copy{"bf16 cast copy kept by the optimizer", parameters_scaling,
+                                  TermText::cast_copy};
 
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
     TensorRole::hidden_matrix,     TensorRole::expert_matrix, TensorRole::router_matrix,
@@ -52,83 +44,78 @@ std::int64_t elements_of(const RoleCounts& counts, TensorRole role) {
   return counts[role];
 }
 
-// Elements of `counts` whose role passes `keep`, and the role names joined for a term name.
+// Elements of `counts` whose role passes `keep`, and those roles as a bit mask (bit = role).
 template <typename Keep>
-std::pair<std::int64_t, std::string> select(const RoleCounts& counts, Keep keep) {
+std::pair<std::int64_t, std::int64_t> select(const RoleCounts& counts, Keep keep) {
   std::int64_t elements = 0;
-  std::string names;
+  std::int64_t roles = 0;
   for (TensorRole role : all_roles) {
     if (!keep(role) || elements_of(counts, role) == 0) continue;
     elements += elements_of(counts, role);
-    names += (names.empty() ? "" : ", ") + std::string(tensor_role_name(role));
+    roles |= std::int64_t{1} << static_cast<int>(role);
   }
-  return {elements, names};
+  return {elements, roles};
 }
 
-const std::string parameters_scaling =
-    "parameters on this rank: layers on the stage, 1/TP for split tensors, 1/(EP x ETP) for "
-    "routed experts, embedding on the first and head on the last stage";
-
-std::string shard_text(bool expert, std::int64_t shards, bool distributed) {
-  if (!distributed) return "not sharded: one full copy per rank";
-  return std::string("sharded over ") + (expert ? "expert DP = " : "DP x CP = ") + count(shards);
+Term resident_term(const TermInfo& info, AllocationPoint at, std::int64_t bytes,
+                   const Formula& factors) {
+  return Term{.info = &info,
+              .bytes = bytes,
+              .formula = factors,
+              .family = Family::resident,
+              .tag = Tag::derived,
+              .allocated_at = at};
 }
 
 void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
                       const Precision& precision) {
   // One term per storage dtype, so the common all-bf16 case is a single "weights (bf16)" row.
-  std::vector<WeightDtype> dtypes;
+  std::array<WeightDtype, tensor_role_count> dtypes{};
+  std::size_t dtype_count = 0;
   for (TensorRole role : all_roles) {
     if (elements_of(counts, role) == 0) continue;
     const WeightDtype dtype = storage_dtype(precision, role);
     bool seen = false;
-    for (WeightDtype d : dtypes) seen = seen || d == dtype;
-    if (!seen) dtypes.push_back(dtype);
+    for (std::size_t i = 0; i < dtype_count; ++i) seen = seen || dtypes[i] == dtype;
+    if (!seen) dtypes[dtype_count++] = dtype;
   }
-  for (WeightDtype dtype : dtypes) {
-    const auto [elements, names] =
+  for (std::size_t d = 0; d < dtype_count; ++d) {
+    const WeightDtype dtype = dtypes[d];
+    const auto [elements, roles] =
         select(counts, [&](TensorRole r) { return storage_dtype(precision, r) == dtype; });
     std::int64_t tensors = 0;
     for (TensorRole role : all_roles) {
       if (storage_dtype(precision, role) == dtype) tensors += counts.tensors(role);
     }
     const double value_bytes = weight_value_bytes(dtype);
-    const std::string label(weight_dtype_label(dtype));
-    const std::string suffix = dtypes.size() == 1 ? "" : ": " + names;
-    Term weights{
-        .name = "weights (" + std::string(weight_dtype_name(dtype)) + ")" + suffix,
-        .formula = bytes_text(value_bytes) + " x " + count(elements) + " parameters on this rank",
-        .scaling = parameters_scaling,
-        .family = Family::resident,
-        .tag = Tag::derived,
-        .allocated_at = AllocationPoint::model_init,
-        .bytes = dtype == WeightDtype::mxfp4 ? ceil_div(elements, 2)
-                                             : static_cast<std::int64_t>(value_bytes) * elements,
-    };
-    terms.push_back(weights);
-    Term scales;
-    scales.scaling = parameters_scaling;
-    scales.allocated_at = AllocationPoint::model_init;
-    scales.name = "weight scales (" + label + ")" + suffix;
+    const std::int64_t named_roles = dtype_count == 1 ? 0 : roles;
+    const auto dtype_id = static_cast<std::int64_t>(dtype);
+    terms.push_back(resident_term(term_weights, AllocationPoint::model_init,
+                                  dtype == WeightDtype::mxfp4
+                                      ? ceil_div(elements, 2)
+                                      : static_cast<std::int64_t>(value_bytes) * elements,
+                                  Formula().number(dtype_id).number(elements).number(named_roles)));
+    std::int64_t scale_bytes = 0;
     switch (dtype) {
       case WeightDtype::fp8_tensor_scaled:
-        scales.formula = "4 B (fp32 scale_inv) x " + count(tensors) + " weight tensors";
-        scales.bytes = 4 * tensors;
+        scale_bytes = 4 * tensors;
         break;
       case WeightDtype::fp8_block_scaled:
-        scales.formula = "4 B (fp32) x ceil(" + count(elements) + " / (128 x 128)) blocks";
-        scales.bytes = 4 * ceil_div(elements, fp8_block_values);
+        scale_bytes = 4 * ceil_div(elements, fp8_block_values);
         break;
       case WeightDtype::mxfp8:
       case WeightDtype::mxfp4:
-        scales.formula = "1 B (e8m0) x ceil(" + count(elements) + " / 32) blocks";
-        scales.bytes = ceil_div(elements, mx_block_values);
+        scale_bytes = ceil_div(elements, mx_block_values);
         break;
       case WeightDtype::bf16:
       case WeightDtype::fp32:
         break;
     }
-    if (scales.bytes > 0) terms.push_back(scales);
+    if (scale_bytes > 0) {
+      terms.push_back(resident_term(
+          term_weight_scales, AllocationPoint::model_init, scale_bytes,
+          Formula().number(dtype_id).number(elements).number(tensors).number(named_roles)));
+    }
   }
 }
 
@@ -216,33 +203,23 @@ StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout)
 std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& precision,
                                  const OptimizerConfig& optimizer, const StateShards& shards) {
   std::vector<Term> terms;
+  terms.reserve(12);
   add_weight_terms(terms, counts, precision);
 
   const std::int64_t all = counts.total();
   const std::int64_t grad = grad_bytes(precision.grads);
-  terms.push_back(Term{
-      .name = "main gradient buffer (" + std::string(grad_dtype_name(precision.grads)) + ")",
-      .formula = std::to_string(grad) + " B x " + count(all) + " parameters on this rank",
-      .scaling = parameters_scaling + "; not sharded by the distributed optimizer",
-      .family = Family::resident,
-      .tag = Tag::derived,
-      .allocated_at = AllocationPoint::model_init,
-      .bytes = grad * all,
-  });
+  terms.push_back(
+      resident_term(term_main_gradient, AllocationPoint::model_init, grad * all,
+                    Formula().number(static_cast<std::int64_t>(precision.grads)).number(all)));
 
   const bool distributed = is_distributed(optimizer.kind);
   const bool muon = is_muon(optimizer.kind);
-  const std::string master_name(master_dtype_name(optimizer.master_weights));
-  const std::string moment_name(moment_dtype_name(optimizer.moments));
   const std::int64_t moment = moment_bytes(optimizer.moments);
   for (const bool expert : {false, true}) {
     const auto in_group = [expert](TensorRole r) {
       return (r == TensorRole::expert_matrix) == expert;
     };
     const std::int64_t group_shards = expert ? shards.expert : shards.dense;
-    const std::string group = expert ? "routed experts" : "dense parameters";
-    const std::string sharding = shard_text(expert, group_shards, distributed);
-    const std::string state_scaling = parameters_scaling + "; " + sharding;
     // Tensors stored in fp32 are their own master copy.
     const auto [master_elements, master_roles] = select(counts, [&](TensorRole r) {
       return in_group(r) && storage_dtype(precision, r) != WeightDtype::fp32;
@@ -250,17 +227,14 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
     if (master_elements > 0) {
       const std::int64_t shard = ceil_div(master_elements, group_shards);
       const std::int64_t bytes = master_bytes(optimizer.master_weights);
-      terms.push_back(Term{
-          .name = master_name + " master weights: " + group,
-          .formula = std::to_string(bytes) + " B x ceil(" + count(master_elements) + " / " +
-                     count(group_shards) + ") = " + std::to_string(bytes) + " B x " + count(shard) +
-                     " (" + sharding + ")",
-          .scaling = state_scaling,
-          .family = Family::resident,
-          .tag = Tag::derived,
-          .allocated_at = AllocationPoint::optimizer_init,
-          .bytes = bytes * shard,
-      });
+      terms.push_back(resident_term(term_master_weights, AllocationPoint::optimizer_init,
+                                    bytes * shard,
+                                    Formula()
+                                        .number(static_cast<std::int64_t>(optimizer.master_weights))
+                                        .number(expert)
+                                        .number(master_elements)
+                                        .number(group_shards)
+                                        .number(distributed)));
     }
     for (const bool muon_group : {true, false}) {
       if (muon_group && !muon) continue;
@@ -270,27 +244,16 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
       if (elements == 0) continue;
       const std::int64_t shard = ceil_div(elements, group_shards);
       const std::int64_t per_element = moments_per_element(muon_group) * moment;
-      std::string name;
-      if (muon_group) {
-        name = "Muon momentum (" + moment_name + "): " + group + " (" + roles + ")";
-      } else {
-        name = std::string(muon ? "AdamW" : "Adam") + " exp_avg + exp_avg_sq (" + moment_name +
-               "): " + group + (muon ? " not updated by Muon (" + roles + ")" : "");
-      }
-      const std::string per_text =
-          muon_group ? std::to_string(moment) + " B"
-                     : "(" + std::to_string(moment) + " + " + std::to_string(moment) + ") B";
-      terms.push_back(Term{
-          .name = name,
-          .formula = per_text + " x ceil(" + count(elements) + " / " + count(group_shards) +
-                     ") = " + std::to_string(per_element) + " B x " + count(shard) + " (" +
-                     sharding + "); created lazily in the first step()",
-          .scaling = state_scaling,
-          .family = Family::resident,
-          .tag = Tag::derived,
-          .allocated_at = AllocationPoint::first_step,
-          .bytes = per_element * shard,
-      });
+      terms.push_back(resident_term(muon_group ? term_muon_momentum : term_adam_moments,
+                                    AllocationPoint::first_step, per_element * shard,
+                                    Formula()
+                                        .number(static_cast<std::int64_t>(optimizer.moments))
+                                        .number(expert)
+                                        .number(roles)
+                                        .number(elements)
+                                        .number(group_shards)
+                                        .number(distributed)
+                                        .number(muon)));
     }
   }
 
@@ -299,16 +262,8 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
     const auto [elements, roles] =
         select(counts, [&](TensorRole r) { return !muon_only || muon_covers(optimizer, r); });
     if (elements > 0) {
-      terms.push_back(Term{
-          .name = std::string("bf16 cast copy kept by the optimizer: ") +
-                  (muon_only ? "Muon-group tensors" : "every parameter") + " (" + roles + ")",
-          .formula = "2 B x " + count(elements) + " parameters on this rank (not sharded)",
-          .scaling = parameters_scaling,
-          .family = Family::resident,
-          .tag = Tag::derived,
-          .allocated_at = AllocationPoint::first_step,
-          .bytes = 2 * elements,
-      });
+      terms.push_back(resident_term(term_cast_copy, AllocationPoint::first_step, 2 * elements,
+                                    Formula().number(muon_only).number(roles).number(elements)));
     }
   }
   return terms;

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "term_text.h"
+
 namespace stagemem {
 namespace {
 
@@ -57,15 +59,16 @@ std::vector<CatalogueEntry> term_catalogue() {
     const Report report = estimate(config);
     for (const StageReport& stage : report.stages) {
       for (const Term& term : stage.terms) {
+        const std::string name = term_name(term);
         bool known = false;
-        for (const CatalogueEntry& e : out) known = known || e.name == term.name;
+        for (const CatalogueEntry& e : out) known = known || e.name == name;
         if (known) continue;
-        out.push_back({.name = term.name,
+        out.push_back({.name = name,
                        .family = term.family,
                        .tag = term.tag,
                        .allocated_at = term.allocated_at,
-                       .scaling = term.scaling,
-                       .example_formula = term.formula,
+                       .scaling = term_scaling(term),
+                       .example_formula = term_formula(term),
                        .brought_in_by = std::string(variant.label)});
       }
     }

@@ -1,16 +1,333 @@
 #include "term_text.h"
 
-namespace stagemem {
+#include <cstdio>
+#include <cstring>
 
-std::string term_name(const Term& term) {
-  return term.name;
+#include "gaps.h"
+#include "parameters.h"
+#include "resident_terms.h"
+#include "term_info.h"
+#include "units.h"
+
+namespace stagemem {
+namespace {
+
+std::string_view group_label(TermGroup group) {
+  switch (group) {
+    case TermGroup::none:
+      return "";
+    case TermGroup::gqa:
+      return "GQA";
+    case TermGroup::mla:
+      return "MLA";
+    case TermGroup::kda:
+      return "KDA";
+    case TermGroup::dense_mlp:
+      return "dense MLP";
+    case TermGroup::moe:
+      return "MoE";
+    case TermGroup::mtp:
+      return "MTP";
+    case TermGroup::mtp_gqa:
+      return "MTP GQA";
+    case TermGroup::mtp_mla:
+      return "MTP MLA";
+    case TermGroup::mtp_kda:
+      return "MTP KDA";
+    case TermGroup::mtp_dense_mlp:
+      return "MTP dense MLP";
+    case TermGroup::mtp_moe:
+      return "MTP MoE";
+    case TermGroup::all_layers:
+      return "all layers";
+    case TermGroup::embedding:
+      return "embedding";
+    case TermGroup::attn_res:
+      return "AttnRes";
+    case TermGroup::output:
+      return "output";
+    case TermGroup::mtp_output:
+      return "MTP output";
+  }
+  return "";
 }
-std::string term_formula(const Term& term) {
-  return term.formula;
+
+std::string_view attention_label(std::int64_t kind) {
+  switch (static_cast<AttentionKind>(kind)) {
+    case AttentionKind::gqa:
+      return "GQA";
+    case AttentionKind::mla:
+      return "MLA";
+    case AttentionKind::kda:
+      return "KDA";
+  }
+  return "attention";
 }
-std::string term_scaling(const Term& term) {
-  return term.scaling;
+
+std::string_view weight_dtype_label(WeightDtype dtype) {
+  switch (dtype) {
+    case WeightDtype::bf16:
+      return "bf16";
+    case WeightDtype::fp32:
+      return "fp32";
+    case WeightDtype::fp8_tensor_scaled:
+      return "fp8 e4m3, per-tensor scale";
+    case WeightDtype::fp8_block_scaled:
+      return "fp8 e4m3, 128x128 block scales";
+    case WeightDtype::mxfp8:
+      return "mxfp8";
+    case WeightDtype::mxfp4:
+      return "mxfp4";
+  }
+  return "unknown";
 }
+
+std::string roles_text(std::int64_t roles) {
+  std::string out;
+  for (int r = 0; r < tensor_role_count; ++r) {
+    if ((roles & (std::int64_t{1} << r)) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += tensor_role_name(static_cast<TensorRole>(r));
+  }
+  return out;
+}
+
+std::string group_text(std::int64_t expert) {
+  return expert != 0 ? "routed experts" : "dense parameters";
+}
+
+std::string shard_text(std::int64_t expert, std::int64_t shards, std::int64_t distributed) {
+  if (distributed == 0) return "not sharded: one full copy per rank";
+  return std::string("sharded over ") + (expert != 0 ? "expert DP = " : "DP x CP = ") +
+         group_digits(shards);
+}
+
+std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
+  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
+}
+
+std::string generic_formula(const Formula& f) {
+  std::string text;
+  bool first = true;  // of the current (sub-)formula
+  for (int i = 0; i < f.size(); ++i) {
+    const std::string_view label = label_text(f.label(i));
+    const std::int64_t v = f.factor(i);
+    switch (f.op(i)) {
+      case FactorOp::times:
+      case FactorOp::times_tp:
+      case FactorOp::times_tp_sp:
+        if (!first) text += " x ";
+        text += '[';
+        text += label;
+        if (f.op(i) == FactorOp::times_tp) text += "/TP";
+        if (f.op(i) == FactorOp::times_tp_sp) text += "/TP (SP)";
+        text += '=';
+        text += group_digits(v);
+        text += ']';
+        break;
+      case FactorOp::per:
+        text += " / [";
+        text += label;
+        text += '=';
+        text += group_digits(v);
+        text += ']';
+        break;
+      case FactorOp::bytes:
+        if (!first) text += " x ";
+        text += std::to_string(v);
+        text += " B (";
+        text += label;
+        text += ')';
+        break;
+      case FactorOp::imbalance: {
+        double factor = 0;
+        std::memcpy(&factor, &v, sizeof factor);
+        text += " x imbalance scenario " + std::to_string(factor).substr(0, 6) +
+                " (rounded up to whole tokens)";
+        break;
+      }
+      case FactorOp::receive:
+        text += "receive ";
+        first = true;
+        continue;
+      case FactorOp::send:
+        text += text.empty() ? "send " : " + send ";
+        first = true;
+        continue;
+      case FactorOp::value:
+        break;
+    }
+    first = false;
+  }
+  return text;
+}
+
+// The kind-specific templates read their numbers in the order term_info.h lists them.
+std::int64_t n(const Term& t, int i) {
+  return i < t.formula.size() ? t.formula.factor(i) : 0;
+}
+
+}  // namespace
+
+std::string term_name(const Term& t) {
+  const TermInfo& info = *t.info;
+  switch (info.text) {
+    case TermText::weights:
+    case TermText::weight_scales: {
+      const auto dtype = static_cast<WeightDtype>(n(t, 0));
+      const std::int64_t roles = n(t, info.text == TermText::weights ? 2 : 3);
+      const std::string suffix = roles == 0 ? "" : ": " + roles_text(roles);
+      if (info.text == TermText::weights) {
+        return "weights (" + std::string(weight_dtype_name(dtype)) + ")" + suffix;
+      }
+      return "weight scales (" + std::string(weight_dtype_label(dtype)) + ")" + suffix;
+    }
+    case TermText::main_gradient:
+      return "main gradient buffer (" +
+             std::string(grad_dtype_name(static_cast<GradDtype>(n(t, 0)))) + ")";
+    case TermText::master_weights:
+      return std::string(master_dtype_name(static_cast<MasterDtype>(n(t, 0)))) +
+             " master weights: " + group_text(n(t, 1));
+    case TermText::muon_momentum:
+      return "Muon momentum (" + std::string(moment_dtype_name(static_cast<MomentDtype>(n(t, 0)))) +
+             "): " + group_text(n(t, 1)) + " (" + roles_text(n(t, 2)) + ")";
+    case TermText::adam_moments: {
+      const bool muon = n(t, 6) != 0;
+      return std::string(muon ? "AdamW" : "Adam") + " exp_avg + exp_avg_sq (" +
+             std::string(moment_dtype_name(static_cast<MomentDtype>(n(t, 0)))) +
+             "): " + group_text(n(t, 1)) +
+             (muon ? " not updated by Muon (" + roles_text(n(t, 2)) + ")" : "");
+    }
+    case TermText::cast_copy:
+      return std::string("bf16 cast copy kept by the optimizer: ") +
+             (n(t, 0) != 0 ? "Muon-group tensors" : "every parameter") + " (" +
+             roles_text(n(t, 1)) + ")";
+    case TermText::newton_schulz:
+      return "Muon Newton-Schulz buffers (largest matrix: " +
+             std::string(label_text(static_cast<Label>(n(t, 0)))) + ")";
+    case TermText::gap:
+      return "gap: " + std::string(gap_label(static_cast<GapKind>(n(t, 0))));
+    case TermText::generic:
+    case TermText::recompute_group:
+    case TermText::recompute_selective:
+    case TermText::parameter_all_gather:
+      break;
+  }
+  return term_name(info, t.group, t.name_value);
+}
+
+std::string term_name(const TermInfo& info, TermGroup group, std::int64_t name_value) {
+  std::string name;
+  if (group != TermGroup::none) {
+    name += group_label(group);
+    name += ": ";
+  }
+  const std::size_t hole = info.name.find("{}");
+  if (hole == std::string_view::npos) {
+    name += info.name;
+  } else {
+    name += info.name.substr(0, hole);
+    name += std::to_string(name_value);
+    name += info.name.substr(hole + 2);
+  }
+  return name;
+}
+
+std::string term_formula(const Term& t) {
+  switch (t.info->text) {
+    case TermText::generic: {
+      std::string text = generic_formula(t.formula);
+      if (t.copies > 0) text += " x [layer-micro-batches alive=" + group_digits(t.copies) + "]";
+      return text;
+    }
+    case TermText::recompute_group:
+      return "every piece of " + std::to_string(n(t, 0)) + " recomputed layer(s) (layers " +
+             std::to_string(n(t, 1)) + "-" + std::to_string(n(t, 2)) +
+             ") for one micro-batch = " + group_digits(t.bytes) + " B";
+    case TermText::recompute_selective:
+      return "the selectively recomputed pieces of one " + std::string(attention_label(n(t, 0))) +
+             " + " + (static_cast<MlpKind>(n(t, 1)) == MlpKind::dense ? "dense MLP" : "MoE") +
+             " layer for one micro-batch = " + group_digits(t.bytes) + " B";
+    case TermText::weights: {
+      char buffer[32];
+      std::snprintf(buffer, sizeof buffer, "%g B",
+                    weight_value_bytes(static_cast<WeightDtype>(n(t, 0))));
+      return std::string(buffer) + " x " + group_digits(n(t, 1)) + " parameters on this rank";
+    }
+    case TermText::weight_scales:
+      switch (static_cast<WeightDtype>(n(t, 0))) {
+        case WeightDtype::fp8_tensor_scaled:
+          return "4 B (fp32 scale_inv) x " + group_digits(n(t, 2)) + " weight tensors";
+        case WeightDtype::fp8_block_scaled:
+          return "4 B (fp32) x ceil(" + group_digits(n(t, 1)) + " / (128 x 128)) blocks";
+        default:
+          return "1 B (e8m0) x ceil(" + group_digits(n(t, 1)) + " / 32) blocks";
+      }
+    case TermText::main_gradient:
+      return std::to_string(grad_bytes(static_cast<GradDtype>(n(t, 0)))) + " B x " +
+             group_digits(n(t, 1)) + " parameters on this rank";
+    case TermText::master_weights: {
+      const std::string bytes =
+          std::to_string(master_bytes(static_cast<MasterDtype>(n(t, 0)))) + " B";
+      return bytes + " x ceil(" + group_digits(n(t, 2)) + " / " + group_digits(n(t, 3)) +
+             ") = " + bytes + " x " + group_digits(ceil_div(n(t, 2), n(t, 3))) + " (" +
+             shard_text(n(t, 1), n(t, 3), n(t, 4)) + ")";
+    }
+    case TermText::muon_momentum:
+    case TermText::adam_moments: {
+      const bool muon_group = t.info->text == TermText::muon_momentum;
+      const std::int64_t moment = moment_bytes(static_cast<MomentDtype>(n(t, 0)));
+      const std::string per_text =
+          muon_group ? std::to_string(moment) + " B"
+                     : "(" + std::to_string(moment) + " + " + std::to_string(moment) + ") B";
+      return per_text + " x ceil(" + group_digits(n(t, 3)) + " / " + group_digits(n(t, 4)) +
+             ") = " + std::to_string(moments_per_element(muon_group) * moment) + " B x " +
+             group_digits(ceil_div(n(t, 3), n(t, 4))) + " (" +
+             shard_text(n(t, 1), n(t, 4), n(t, 5)) + "); created lazily in the first step()";
+    }
+    case TermText::cast_copy:
+      return "2 B x " + group_digits(n(t, 2)) + " parameters on this rank (not sharded)";
+    case TermText::parameter_all_gather:
+      return "2 B (bf16) x (" + group_digits(n(t, 0)) + " dense parameters sharded over " +
+             group_digits(n(t, 1)) + " ranks + " + group_digits(n(t, 2)) +
+             " routed-expert parameters sharded over " + group_digits(n(t, 3)) +
+             " ranks): every other rank's shard received plus the local flattened shard";
+    case TermText::newton_schulz: {
+      const std::int64_t small = n(t, 1) < n(t, 2) ? n(t, 1) : n(t, 2);
+      return "[m x n=" + group_digits(n(t, 1)) + " x " + group_digits(n(t, 2)) +
+             "] x 4 B (fp32 update) + (2 m n + 3 min(m,n)^2 [=" + group_digits(small) +
+             "^2]) x 2 B (bf16 iteration: X, XX^T, its square, B, BX)";
+    }
+    case TermText::gap: {
+      const std::string description(gap_description(static_cast<GapKind>(n(t, 0))));
+      if (n(t, 1) == 0) {
+        return description +
+               ": not derivable from tensor shapes; 0 B until a MEASURED value is entered";
+      }
+      return description + ": MEASURED " + group_digits(t.bytes) + " B (" + std::string(t.source) +
+             ")";
+    }
+  }
+  return {};
+}
+
+std::string term_scaling(const Term& t) {
+  const TermInfo& info = *t.info;
+  switch (info.text) {
+    case TermText::master_weights:
+      return std::string(info.scaling) + "; " + shard_text(n(t, 1), n(t, 3), n(t, 4));
+    case TermText::muon_momentum:
+    case TermText::adam_moments:
+      return std::string(info.scaling) + "; " + shard_text(n(t, 1), n(t, 4), n(t, 5));
+    default:
+      break;
+  }
+  if (t.family == Family::activation) {
+    return std::string(info.scaling) + ", layers on stage, micro-batches in flight";
+  }
+  return std::string(info.scaling);
+}
+
 std::string_view term_source(const Term& term, const Config&) {
   return term.source;
 }

@@ -11,10 +11,13 @@
 
 #include "config.h"
 #include "report.h"
+#include "term_info.h"
 
 namespace stagemem {
 
 std::string term_name(const Term& term);
+// A generic term's name from its catalogue entry (activation pieces before they become terms).
+std::string term_name(const TermInfo& info, TermGroup group, std::int64_t name_value);
 std::string term_formula(const Term& term);
 std::string term_scaling(const Term& term);
 // "" unless the term is MEASURED; `config` is the configuration the report was computed from.

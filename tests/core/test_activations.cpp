@@ -108,8 +108,8 @@ TEST_CASE("MLA pieces of DeepSeek-V3: latents whole, up-projections split by TP"
   const auto pieces = attention_pieces(m, AttentionKind::mla, s, t);
   std::int64_t up = 0, latents = 0;
   for (const auto& p : pieces) {
-    if (p.name.starts_with("up-projected")) up = p.bytes;
-    if (p.name.starts_with("q latent (")) latents += p.bytes;
+    if (p.info->name.starts_with("up-projected")) up = p.bytes;
+    if (p.info->name.starts_with("q latent (")) latents += p.bytes;
   }
   // Up-projected q, k, v: 128 heads x (2 x 192 + 128) = 65,536 values / TP 2, per token.
   CHECK(up == 4096LL * 65'536 / 2 * 2);
@@ -127,7 +127,7 @@ TEST_CASE("MoE pieces: top-k copies of the local tokens, latent width, imbalance
   const TokenShape s = token_shape(t, layout);
   const auto find = [](const std::vector<ActivationPiece>& pieces, std::string_view prefix) {
     for (const auto& p : pieces) {
-      if (p.name.starts_with(prefix)) return p.bytes;
+      if (p.info->name.starts_with(prefix)) return p.bytes;
     }
     return std::int64_t{-1};
   };

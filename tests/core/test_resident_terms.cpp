@@ -1,6 +1,7 @@
 // Tests of resident_terms.h: every resident formula against a hand-worked derivation, sharding
 // over DP x CP and expert DP, allocation points, and the users' worked numbers.
 #include "catch.h"
+#include "term_text.h"
 #include "resident_terms.h"
 #include "units.h"
 
@@ -21,7 +22,7 @@ RoleCounts roles(std::int64_t hidden, std::int64_t expert, std::int64_t router,
 
 const Term& find(const std::vector<Term>& terms, std::string_view prefix) {
   for (const Term& t : terms) {
-    if (t.name.starts_with(prefix)) return t;
+    if (term_name(t).starts_with(prefix)) return t;
   }
   FAIL("no term starting with " << prefix);
   return terms.front();
@@ -149,7 +150,7 @@ TEST_CASE("fp8 block-scaled and MXFP4 weights carry their scale tensors") {
   // Master weights still cover every non-fp32 parameter: 4 B x (49,152 + 3,200).
   std::int64_t master = 0;
   for (const Term& t : terms) {
-    if (t.name.starts_with("fp32 master")) master += t.bytes;
+    if (term_name(t).starts_with("fp32 master")) master += t.bytes;
   }
   CHECK(master == 4 * (49'152 + 3'200));
 }
@@ -158,7 +159,7 @@ TEST_CASE("fp32 weights are their own master; precision-aware moments shrink the
   const RoleCounts c = roles(1'000, 0, 0, 0, 0);
   const auto fp32 =
       resident_terms(c, {.dense_weights = WeightDtype::fp32}, optimizer(OptimizerKind::adam), {});
-  for (const Term& t : fp32) CHECK(!t.name.starts_with("fp32 master"));
+  for (const Term& t : fp32) CHECK(!term_name(t).starts_with("fp32 master"));
   OptimizerConfig o = optimizer(OptimizerKind::adam);
   o.moments = MomentDtype::bf16;
   o.master_weights = MasterDtype::fp16;

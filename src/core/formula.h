@@ -1,0 +1,169 @@
+// formula.h — a term's formula as numbers: a short list of factors, each a label id (into the
+// static label table below) and an int64 value, multiplied with overflow checks.
+//
+// Purpose: the estimate computes bytes and records *which* factors produced them; the text
+// ("[S/CP=8,192] x [B=1] x [h=7,168] x 2 B (bf16)") is rendered only when a front end asks
+// (term_text.h). No heap memory: a Formula is a fixed-size value.
+// Units: factor values are counts (tokens, widths, layers) or bytes per element.
+// Limitations: at most max_factors factors; a factor past that sets overflowed() (a programming
+// error the tests catch). A product past 2^63 - 1 saturates and sets overflowed().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace stagemem {
+
+// Every label a formula factor can carry. Ids are indices; label_id() finds one at compile time,
+// so a misspelt label is a build error, not a wrong text.
+inline constexpr std::string_view formula_labels[] = {
+    "",
+    "S/CP",
+    "S",
+    "B",
+    "h",
+    "2h",
+    "TP (SP)",
+    "bf16",
+    "fp32",
+    "uint8",
+    "bf16 + fp32",
+    "(heads + 2 kv_heads) x head_dim",
+    "heads x v_dim",
+    "heads/TP",
+    "q_lora_rank",
+    "kv_lora_rank + rope_dim",
+    "kv_lora_rank",
+    "heads x (2 (nope + rope) + v_dim)",
+    "3 x heads x head_dim",
+    "2 x heads",
+    "head_dim",
+    "heads x head_dim",
+    "2 x heads x head_dim",
+    "heads",
+    "2 x heads x chunk",
+    "chunks = ceil(S/CP / chunk)",
+    "head_dim^2",
+    "5 x heads x head_dim",
+    "2 x intermediate",
+    "intermediate",
+    "experts",
+    "latent",
+    "top-k",
+    "ETP (token gather)",
+    "expert width",
+    "2 x expert intermediate/ETP",
+    "expert intermediate/ETP",
+    "2 x shared intermediate",
+    "shared intermediate",
+    "padded V/TP",
+    "max and log-sum-exp",
+    "chunk tokens",
+    "slots",
+    "sum over mixing sites of (1 + K)",
+    "(1 + K) slots + live temporaries",
+    "1 + AttnRes slots",
+    "send + receive",
+    "k + v width/TP",
+    // Muon matrices (optimizer_transients.cpp)
+    "q projection",
+    "attention output projection",
+    "MLA q down-projection",
+    "MLA q up-projection",
+    "MLA q projection",
+    "MLA kv down-projection",
+    "MLA kv up-projection",
+    "MLA output projection",
+    "KDA q/k/v projection",
+    "KDA output projection",
+    "MLP fc1 (gate or up)",
+    "MLP fc2",
+    "routed expert matrix",
+    "router",
+    "shared experts fc1",
+    "latent projection",
+};
+inline constexpr int formula_label_count =
+    static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);
+
+using Label = std::uint8_t;
+static_assert(formula_label_count < 256, "labels must fit a Label");
+
+consteval Label label_id(std::string_view text) {
+  for (int i = 0; i < formula_label_count; ++i) {
+    if (formula_labels[i] == text) return static_cast<Label>(i);
+  }
+  throw "label_id: not in formula_labels";  // a compile-time error when reached
+}
+
+inline std::string_view label_text(Label id) {
+  return id < formula_label_count ? formula_labels[id] : std::string_view("?");
+}
+
+enum class FactorOp : std::uint8_t {
+  times,        // " x [label=value]"
+  times_tp,     // " x [label/TP=value]"
+  times_tp_sp,  // " x [label/TP (SP)=value]"
+  per,          // " / [label=value]"
+  bytes,        // " x value B (label)"
+  imbalance,    // " x imbalance scenario 1.2500 (rounded up to whole tokens)"; value: double bits
+  receive,      // "receive " (starts a sub-formula; pipeline buffers)
+  send,         // "send " or " + send " (starts a sub-formula; pipeline buffers)
+  value,        // a plain number for a kind-specific template (resident terms); not multiplied
+};
+
+inline constexpr int max_factors = 12;
+
+class Formula {
+ public:
+  Formula& times(Label label, std::int64_t value) { return push(FactorOp::times, label, value); }
+  // label/TP: a width split over tensor parallelism (value is already divided).
+  Formula& times_tp(Label label, std::int64_t value) {
+    return push(FactorOp::times_tp, label, value);
+  }
+  Formula& times_tp_sp(Label label, std::int64_t value) {
+    return push(FactorOp::times_tp_sp, label, value);
+  }
+  // Exact division (validation guarantees divisibility, e.g. S by CP x TP under SP).
+  Formula& per(Label label, std::int64_t divisor);
+  Formula& bytes(std::int64_t bytes_per_element, Label dtype) {
+    return push(FactorOp::bytes, dtype, bytes_per_element);
+  }
+  // Multiplies the token count by `factor`, rounded up to whole tokens of `per_token_bytes`.
+  Formula& imbalance(double factor, std::int64_t per_token_bytes);
+  Formula& receive() { return push(FactorOp::receive, 0, 0); }
+  Formula& send() { return push(FactorOp::send, 0, 0); }
+  // A kind-specific number that does not multiply into the value.
+  Formula& number(std::int64_t value) { return push(FactorOp::value, 0, value); }
+  // Appends `other`'s factors (its value is added: sub-formulas are summed).
+  Formula& add(const Formula& other);
+
+  std::int64_t value() const;
+  bool overflowed() const { return overflowed_; }
+  int size() const { return count_; }
+  FactorOp op(int i) const { return ops_[static_cast<std::size_t>(i)]; }
+  Label label(int i) const { return labels_[static_cast<std::size_t>(i)]; }
+  std::int64_t factor(int i) const { return values_[static_cast<std::size_t>(i)]; }
+
+ private:
+  Formula& push(FactorOp op, Label label, std::int64_t value);
+  std::array<std::int64_t, max_factors> values_{};
+  std::array<Label, max_factors> labels_{};
+  std::array<FactorOp, max_factors> ops_{};
+  std::uint8_t count_ = 0;
+  bool overflowed_ = false;
+  bool started_ = false;  // a sub-formula (receive/send) restarts the product
+  std::int64_t value_ = 1;
+  std::int64_t sum_ = 0;  // completed sub-formulas
+};
+
+// Checked int64 arithmetic: false (and *out untouched) when the result does not fit.
+inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+}  // namespace stagemem

@@ -1,0 +1,39 @@
+// term_info.h — the static term catalogue: what each kind of term is called, what it scales with
+// and which template renders its formula. Every Term points at one of these constants.
+//
+// Purpose: names, scaling and formula templates live once, in static storage, next to the
+// physics that produces them (activations_*.cpp, resident_terms.cpp, ...); an estimate stores a
+// pointer and numbers only, and term_text.h renders the text on demand.
+// Units: none. Limitations: a name may hold one "{}", filled with Term::name_value.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace stagemem {
+
+// How a term's formula (and, for resident terms, its name) is rendered from its factors.
+enum class TermText : std::uint8_t {
+  generic,              // the factors as "[label=value] x ... x N B (dtype)"
+  recompute_group,      // factors: layers, first layer, last layer
+  recompute_selective,  // factors: attention kind, MLP kind
+  weights,              // factors: dtype, elements, roles in the name (0: single dtype)
+  weight_scales,        // factors: dtype, elements, tensors, roles in the name
+  main_gradient,        // factors: grad dtype, elements
+  master_weights,       // factors: master dtype, expert group, elements, shards, distributed
+  muon_momentum,        // factors: moment dtype, expert group, roles, elements, shards, distributed
+  adam_moments,         // factors: moment dtype, expert group, roles, elements, shards,
+                        //          distributed, Muon optimizer
+  cast_copy,            // factors: Muon group only, roles, elements
+  parameter_all_gather,  // factors: dense elements, dense shards, expert elements, expert shards
+  newton_schulz,         // factors: matrix label, rows, cols
+  gap,                   // factors: gap kind, measured (0/1)
+};
+
+struct TermInfo {
+  std::string_view name;
+  std::string_view scaling;
+  TermText text = TermText::generic;
+};
+
+}  // namespace stagemem
