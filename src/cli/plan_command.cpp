@@ -69,10 +69,18 @@ constexpr std::array<SearchedFlag, 11> searched_flags = {{
     {"optimizer", {"optimizer", "use_distributed_optimizer", ""}},
 }};
 // Fields the plan derives or replaces: giving them is an error that says what to use instead.
-constexpr std::array<std::string_view, 12> derived_flags = {
-    "world",  "world_size", "stages",      "layers_per_stage", "first_layers", "last_layers",
-    "layout", "layout_string", "pipeline_model_parallel_layout", "split",
-    "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"};
+constexpr std::array<std::string_view, 12> derived_flags = {"world",
+                                                            "world_size",
+                                                            "stages",
+                                                            "layers_per_stage",
+                                                            "first_layers",
+                                                            "last_layers",
+                                                            "layout",
+                                                            "layout_string",
+                                                            "pipeline_model_parallel_layout",
+                                                            "split",
+                                                            "decoder_first_pipeline_num_layers",
+                                                            "decoder_last_pipeline_num_layers"};
 
 std::string normalized(std::string_view flag) {
   std::string out(flag.substr(2));
@@ -82,7 +90,8 @@ std::string normalized(std::string_view flag) {
 
 std::string gib(std::int64_t bytes) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", static_cast<double>(bytes) / stagemem::bytes_per_gib);
+  std::snprintf(buffer, sizeof buffer, "%.2f",
+                static_cast<double>(bytes) / stagemem::bytes_per_gib);
   return buffer;
 }
 
@@ -92,7 +101,9 @@ std::string fraction(double value) {
   return buffer;
 }
 
-std::string thousands(std::int64_t n) { return stagemem::group_digits(n); }
+std::string thousands(std::int64_t n) {
+  return stagemem::group_digits(n);
+}
 
 bool parse_int(std::string_view text, std::int64_t& out) {
   if (text.empty() || text.size() > 18) return false;
@@ -205,10 +216,27 @@ json entry_json(const PlanContext& context, const Shown& s) {
   return out;
 }
 
-const std::vector<std::string> table_header = {
-    "gpus", "nodes", "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "sp", "mbs", "M", "recompute",
-    "optimizer", "bubble", "recompute_overhead", "peak", "headroom", "binding_stage", "fits",
-    "ranked_by"};
+const std::vector<std::string> table_header = {"gpus",
+                                               "nodes",
+                                               "tp",
+                                               "pp",
+                                               "vpp",
+                                               "cp",
+                                               "ep",
+                                               "etp",
+                                               "dp",
+                                               "sp",
+                                               "mbs",
+                                               "M",
+                                               "recompute",
+                                               "optimizer",
+                                               "bubble",
+                                               "recompute_overhead",
+                                               "peak",
+                                               "headroom",
+                                               "binding_stage",
+                                               "fits",
+                                               "ranked_by"};
 
 std::vector<std::string> table_row(const PlanContext& context, const Shown& s, bool bytes) {
   const stagemem::PlanEntry& e = s.entry;
@@ -272,9 +300,11 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
               static_cast<long long>(base.training.sequence_length),
               static_cast<long long>(base.training.global_batch));
   std::printf(
-      "searched %s configurations (%s estimated, %s valid, %s fit) in %.3f s: %s configurations/s\n\n",
+      "searched %s configurations (%s estimated, %s ruled out by their resident set alone, %s "
+      "valid, %s fit) in %.3f s: %s configurations/s\n\n",
       thousands(result.configurations_searched).c_str(),
       thousands(result.configurations_estimated).c_str(),
+      thousands(result.configurations_pruned).c_str(),
       thousands(result.configurations_valid).c_str(),
       thousands(result.configurations_fitting).c_str(), timing.seconds,
       thousands(static_cast<std::int64_t>(timing.per_second)).c_str());
@@ -294,9 +324,10 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
     std::printf("  binding stage %lld: peak %s, headroom %s\n",
                 static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str(),
                 stagemem::format_gib(e.headroom_bytes).c_str());
-    std::printf("  bubble %s = %s; recompute overhead %s (recomputed forward FLOPs / 3 x forward)\n",
-                fraction(e.bubble_fraction).c_str(), bubble_formula(e).c_str(),
-                fraction(e.recompute_overhead).c_str());
+    std::printf(
+        "  bubble %s = %s; recompute overhead %s (recomputed forward FLOPs / 3 x forward)\n",
+        fraction(e.bubble_fraction).c_str(), bubble_formula(e).c_str(),
+        fraction(e.recompute_overhead).c_str());
     std::printf("  link: %s\n  megatron: %s\n\n", minimum->link.c_str(), minimum->megatron.c_str());
   } else {
     std::printf("nothing in the space fits the device\n\n");
@@ -383,8 +414,9 @@ void read_bounds(const std::vector<std::string_view>& args, const stagemem_cli::
     const stagemem::ConfigField* field = stagemem::find_field_by_key(flag.key);
     if (!field) continue;
     std::vector<stagemem::Config> values;
-    const auto axis = std::find_if(line.axes.begin(), line.axes.end(),
-                                   [&](const stagemem_cli::SweepAxis& a) { return a.field == field; });
+    const auto axis =
+        std::find_if(line.axes.begin(), line.axes.end(),
+                     [&](const stagemem_cli::SweepAxis& a) { return a.field == field; });
     if (axis != line.axes.end()) {
       for (const std::string& text : axis->values) {
         stagemem::Config scratch = line.config;
@@ -488,8 +520,9 @@ int run_plan(const std::vector<std::string_view>& args) {
     bool searched = false;
     for (const SearchedFlag& f : searched_flags) searched |= axis.field->key == f.key;
     if (!searched) {
-      d.error(axis.flag, "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
-                         "--recompute --sp --optimizer; give one value here");
+      d.error(axis.flag,
+              "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
+              "--recompute --sp --optimizer; give one value here");
     }
   }
   stagemem::PlanBounds bounds;
@@ -508,6 +541,8 @@ int run_plan(const std::vector<std::string_view>& args) {
   }
   bounds.top = int_option(line, "--top", 1, 100, d).value_or(2);
   bounds.tp_across_nodes = line.option("--tp-across-nodes").has_value();
+  // --all lists every configuration with its own numbers: no pruning by the resident bound.
+  bounds.exhaustive = line.option("--all").has_value();
   const std::int64_t threads = int_option(line, "--threads", 1, 64, d).value_or(1);
   read_bounds(args, line, bounds);
 
@@ -548,11 +583,12 @@ int run_plan(const std::vector<std::string_view>& args) {
     for (auto& w : workers) w.join();
   }
   std::vector<stagemem::PlanEntry> entries;
-  std::int64_t searched = 0, estimated = 0;
+  std::int64_t searched = 0, estimated = 0, pruned = 0;
   for (const auto& s : searches) {
     entries.insert(entries.end(), s.entries().begin(), s.entries().end());
     searched += s.searched();
     estimated += s.estimated();
+    pruned += s.pruned();
   }
   std::vector<stagemem::PlanEntry> every;
   const bool all = line.option("--all").has_value();
@@ -566,6 +602,7 @@ int run_plan(const std::vector<std::string_view>& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.configurations_searched = searched;
   result.configurations_estimated = estimated;
+  result.configurations_pruned = pruned;
   result.device_bytes = searches.front().device_bytes();
   const Timing timing{seconds, seconds > 0 ? static_cast<double>(searched) / seconds : 0.0};
 
@@ -581,8 +618,9 @@ int run_plan(const std::vector<std::string_view>& args) {
     for (const Shown& s : rows) frontier.push_back(entry_json(context, s));
     json out = {
         {"model", model->name},
-        {"device", {{"name", line.config.device.bytes > 0 ? "custom" : line.config.device.preset},
-                    {"bytes", result.device_bytes}}},
+        {"device",
+         {{"name", line.config.device.bytes > 0 ? "custom" : line.config.device.preset},
+          {"bytes", result.device_bytes}}},
         {"gpus_per_node", bounds.gpus_per_node},
         {"sequence_length", line.config.training.sequence_length},
         {"global_batch", line.config.training.global_batch},
@@ -590,6 +628,7 @@ int run_plan(const std::vector<std::string_view>& args) {
         {all ? "configurations" : "frontier", frontier},
         {"configurations_searched", result.configurations_searched},
         {"configurations_estimated", result.configurations_estimated},
+        {"configurations_pruned", result.configurations_pruned},
         {"configurations_valid", result.configurations_valid},
         {"configurations_fitting", result.configurations_fitting},
         {"seconds", seconds},
@@ -604,11 +643,11 @@ int run_plan(const std::vector<std::string_view>& args) {
     }
     shown.insert(shown.end(), rows.begin(), rows.end());
     if (format == "markdown") {
-      std::printf("stagemem plan: %s, %s searched, %s fit; minimum %s\n\n", model->name.c_str(),
-                  thousands(result.configurations_searched).c_str(),
-                  thousands(result.configurations_fitting).c_str(),
-                  minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str()
-                          : "none");
+      std::printf(
+          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n", model->name.c_str(),
+          thousands(result.configurations_searched).c_str(),
+          thousands(result.configurations_fitting).c_str(),
+          minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str() : "none");
     }
     print_plan_rows(context, shown, format == "csv");
   } else {
@@ -681,13 +720,13 @@ int run_layout(const std::vector<std::string_view>& args) {
               static_cast<long long>(line.config.parallel.virtual_stages), md ? "**" : "");
   std::printf("%seven split:  %s%s\n", md ? "- " : "", advice.even_layout.c_str(), "");
   std::printf("%sadvised:     %s\n", md ? "- " : "", advice.layout.c_str());
-  std::printf("%sworst stage peak: even %s (stage %lld) -> advised %s (stage %lld): gain %s (%s B)\n",
-              md ? "- " : "", stagemem::format_gib(advice.even_worst_peak).c_str(),
-              static_cast<long long>(advice.even_binding_stage),
-              stagemem::format_gib(advice.worst_peak).c_str(),
-              static_cast<long long>(advice.binding_stage),
-              stagemem::format_gib(advice.gain_bytes).c_str(),
-              stagemem::group_digits(advice.gain_bytes).c_str());
+  std::printf(
+      "%sworst stage peak: even %s (stage %lld) -> advised %s (stage %lld): gain %s (%s B)\n",
+      md ? "- " : "", stagemem::format_gib(advice.even_worst_peak).c_str(),
+      static_cast<long long>(advice.even_binding_stage),
+      stagemem::format_gib(advice.worst_peak).c_str(), static_cast<long long>(advice.binding_stage),
+      stagemem::format_gib(advice.gain_bytes).c_str(),
+      stagemem::group_digits(advice.gain_bytes).c_str());
   if (advice.device_bytes > 0) {
     std::printf("%sdevice %s: headroom even %s, advised %s\n", md ? "- " : "",
                 stagemem::format_gib(advice.device_bytes).c_str(),
@@ -697,7 +736,8 @@ int run_layout(const std::vector<std::string_view>& args) {
   std::printf("%sAttnRes blocks split by stage boundaries: %lld; %lld moves, %lld estimates\n\n",
               md ? "- " : "", static_cast<long long>(advice.attn_res_blocks_split),
               static_cast<long long>(advice.moves), static_cast<long long>(advice.estimates));
-  std::vector<std::vector<std::string>> table = {{"stage", "even GiB", "advised GiB", "change GiB"}};
+  std::vector<std::vector<std::string>> table = {
+      {"stage", "even GiB", "advised GiB", "change GiB"}};
   for (std::size_t s = 0; s < advice.stage_peaks.size(); ++s) {
     const std::int64_t even = s < advice.even_stage_peaks.size() ? advice.even_stage_peaks[s] : 0;
     table.push_back({std::to_string(s), gib(even), gib(advice.stage_peaks[s]),

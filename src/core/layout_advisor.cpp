@@ -115,7 +115,8 @@ LayoutAdvice advise_layout(const Config& config, const Model& model,
   out.even_binding_stage =
       std::max_element(out.even_stage_peaks.begin(), out.even_stage_peaks.end()) -
       out.even_stage_peaks.begin();
-  out.even_layout = pipeline_layout_text(entries_of({even_split(layers, stages), stages - 1}, model));
+  out.even_layout =
+      pipeline_layout_text(entries_of({even_split(layers, stages), stages - 1}, model));
 
   Config work = config;
   work.parallel.assignment = StageAssignment::layout_string;

@@ -54,7 +54,7 @@ struct LayoutAdvice {
   std::vector<std::int64_t> even_stage_peaks;  // per pipeline rank
   std::int64_t even_worst_peak = 0;
   std::int64_t even_binding_stage = 0;
-  std::string even_layout;  // the even split as a layout string
+  std::string even_layout;               // the even split as a layout string
   std::vector<LayoutStageEntry> stages;  // advised, per virtual stage
   std::string layout;                    // advised, Megatron's string
   std::vector<std::int64_t> stage_peaks;

@@ -14,7 +14,9 @@
 namespace stagemem {
 namespace {
 
-std::string text(std::int64_t n) { return std::to_string(n); }
+std::string text(std::int64_t n) {
+  return std::to_string(n);
+}
 
 // a x b, or -1 when it would pass 2^62 (no real GPU count or token count comes near).
 std::int64_t checked_product(std::int64_t a, std::int64_t b) {
@@ -51,7 +53,9 @@ struct LayerFlops {
   double routed = 0.0;  // top-k routed experts and latent projections
   double shared = 0.0;
   double router = 0.0;
-  double total() const { return projections + mla_up + core + dense_mlp + routed + shared + router; }
+  double total() const {
+    return projections + mla_up + core + dense_mlp + routed + shared + router;
+  }
 };
 
 double attention_core_flops(const Model& model, AttentionKind kind, double seq, double kda_chunk) {
@@ -115,8 +119,9 @@ void add_matrix_flops(const Model& model, const std::vector<Tensor>& tensors, La
 LayerFlops layer_flops(const Model& model, LayerKind kind, const TrainingConfig& training) {
   LayerFlops f;
   add_matrix_flops(model, layer_tensors(model, kind), f);
-  f.core = attention_core_flops(model, kind.attention, static_cast<double>(training.sequence_length),
-                                static_cast<double>(training.kernels.kda_chunk));
+  f.core =
+      attention_core_flops(model, kind.attention, static_cast<double>(training.sequence_length),
+                           static_cast<double>(training.kernels.kda_chunk));
   return f;
 }
 
@@ -153,8 +158,8 @@ StepFlops step_flops(const Config& config, const Model& model) {
   std::array<LayerFlops, 6> per_kind{};
   std::array<bool, 6> known{};
   const auto flops_of = [&](LayerKind kind) -> const LayerFlops& {
-    const auto i = static_cast<std::size_t>(static_cast<int>(kind.attention) * 2 +
-                                            static_cast<int>(kind.mlp));
+    const auto i =
+        static_cast<std::size_t>(static_cast<int>(kind.attention) * 2 + static_cast<int>(kind.mlp));
     if (!known[i]) {
       per_kind[i] = layer_flops(model, kind, t);
       known[i] = true;
@@ -227,8 +232,10 @@ Config candidate_config(const Config& base, const PlanCandidate& c) {
 
 namespace {
 
-// Outer dimensions, in enumeration order (the last varies fastest); DP is the inner loop.
-enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, d_mbs, d_rc, dim_count };
+// Outer dimensions, in enumeration order (the last varies fastest). The inner loops are DP, then
+// micro-batch, then recompute: the resident set does not depend on the last two, so one estimate
+// whose resident set alone exceeds the device rules out the rest of its DP (see PlanBounds).
+enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, dim_count };
 
 }  // namespace
 
@@ -251,8 +258,8 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   range("plan.min_gpus", b.min_gpus, 1, std::int64_t{1} << 32);
   if (b.max_gpus != 0 && range("plan.max_gpus", b.max_gpus, 1, std::int64_t{1} << 32) &&
       b.max_gpus < b.min_gpus) {
-    d.error("plan.max_gpus", "must be at least plan.min_gpus (" + text(b.min_gpus) + "), got " +
-                                 text(b.max_gpus));
+    d.error("plan.max_gpus",
+            "must be at least plan.min_gpus (" + text(b.min_gpus) + "), got " + text(b.max_gpus));
   }
   range("plan.top", b.top, 1, 100);
   const auto list_range = [&](const char* field, const std::vector<std::int64_t>& list,
@@ -269,6 +276,7 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   list_range("parallel.etp", b.etp, 1, 1024);
   list_range("parallel.dp", b.dp, 1, 1 << 24);
   list_range("training.micro_batch", b.mbs, 1, 65536);
+  range("training.global_batch", base.training.global_batch, 1, std::int64_t{1} << 30);
   if (layers_ < 1) d.error("model.layers", "the model has no decoder layers");
 
   if (base.device.bytes > 0) {
@@ -319,31 +327,28 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
       return !model_allows(layout, field);
     });
   };
-  filter(b.tp, [](ParallelLayout& l, std::int64_t v) { l.tensor_parallel = v; }, "parallel.tp");
-  filter(b.ep, [](ParallelLayout& l, std::int64_t v) { l.expert_parallel = v; }, "parallel.ep");
-  filter(b.etp, [](ParallelLayout& l, std::int64_t v) { l.expert_tensor_parallel = v; },
-         "parallel.etp");
+  filter(
+      b.tp, [](ParallelLayout& l, std::int64_t v) { l.tensor_parallel = v; }, "parallel.tp");
+  filter(
+      b.ep, [](ParallelLayout& l, std::int64_t v) { l.expert_parallel = v; }, "parallel.ep");
+  filter(
+      b.etp, [](ParallelLayout& l, std::int64_t v) { l.expert_tensor_parallel = v; },
+      "parallel.etp");
 
   work_ = candidate_config(base, {});
   index_.assign(dim_count, 0);
-  outer_total_ = static_cast<std::int64_t>(b.tp.size() * b.pp.size() * b.vpp.size() *
-                                           b.cp.size() * b.ep.size() * b.etp.size() *
-                                           std::max<std::size_t>(1, b.sp.size()) *
-                                           b.optimizer.size() * b.mbs.size() * b.recompute.size());
-  gbs_divisors_ = divisors(std::max<std::int64_t>(1, base.training.global_batch));
-  max_dp_count_ = static_cast<std::int64_t>(gbs_divisors_.size());
-  // The DP values of each micro-batch size: divisors of global batch / micro-batch, bounded.
-  for (std::int64_t mbs : b.mbs) {
-    const std::int64_t gbs = base.training.global_batch;
-    std::vector<std::int64_t> values;
-    if (gbs >= 1 && gbs % mbs == 0) values = divisors(gbs / mbs);
-    if (!b.dp.empty()) {
-      std::erase_if(values, [&](std::int64_t v) {
-        return std::find(b.dp.begin(), b.dp.end(), v) == b.dp.end();
-      });
-    }
-    dp_by_mbs_.push_back(std::move(values));
+  outer_total_ = static_cast<std::int64_t>(
+      b.tp.size() * b.pp.size() * b.vpp.size() * b.cp.size() * b.ep.size() * b.etp.size() *
+      std::max<std::size_t>(1, b.sp.size()) * b.optimizer.size());
+  gbs_divisors_ = divisors(base.training.global_batch);
+  dp_values_ = gbs_divisors_;
+  if (!b.dp.empty()) {
+    std::erase_if(dp_values_, [&](std::int64_t v) {
+      return std::find(b.dp.begin(), b.dp.end(), v) == b.dp.end();
+    });
   }
+  inner_stride_ =
+      static_cast<std::int64_t>(gbs_divisors_.size() * b.mbs.size() * b.recompute.size());
   // Recompute overhead of uniform and selective recompute does not depend on the layout.
   for (RecomputePolicy policy : b.recompute) {
     Config c = work_;
@@ -360,15 +365,18 @@ double PlanSearch::progress() const {
                     0.0, 1.0);
 }
 
-// Advances the odometer to the next outer point of this shard and prepares its DP values
-// (empty when a cheap check rejects the whole point). False when the space is exhausted.
+// Advances the odometer to the next outer point of this shard and lists its inner points (DP,
+// micro-batch, recompute) that pass the cheap checks. False when the space is exhausted.
 bool PlanSearch::next_outer() {
   const PlanBounds& b = bounds_;
-  const std::array<std::size_t, dim_count> sizes = {
-      b.tp.size(),  b.pp.size(),        b.vpp.size(),
-      b.cp.size(),  b.ep.size(),        b.etp.size(),
-      std::max<std::size_t>(1, b.sp.size()), b.optimizer.size(), b.mbs.size(),
-      b.recompute.size()};
+  const std::array<std::size_t, dim_count> sizes = {b.tp.size(),
+                                                    b.pp.size(),
+                                                    b.vpp.size(),
+                                                    b.cp.size(),
+                                                    b.ep.size(),
+                                                    b.etp.size(),
+                                                    std::max<std::size_t>(1, b.sp.size()),
+                                                    b.optimizer.size()};
   do {
     if (!started_) {
       started_ = true;
@@ -385,39 +393,38 @@ bool PlanSearch::next_outer() {
   } while (outer_ordinal_ % shards_ != shard_);
   if (outer_ordinal_ >= outer_total_) return false;
 
-  PlanCandidate c;
-  c.tp = b.tp[index_[d_tp]];
-  c.pp = b.pp[index_[d_pp]];
-  c.vpp = b.vpp[index_[d_vpp]];
-  c.cp = b.cp[index_[d_cp]];
-  c.ep = b.ep[index_[d_ep]];
-  c.etp = b.etp[index_[d_etp]];
-  c.sp = b.sp.empty() ? c.tp > 1 : b.sp[index_[d_sp]];
-  c.optimizer = b.optimizer[index_[d_opt]];
-  c.mbs = b.mbs[index_[d_mbs]];
-  c.recompute = b.recompute[index_[d_rc]];
+  const std::int64_t tp = b.tp[index_[d_tp]];
+  const std::int64_t pp = b.pp[index_[d_pp]];
+  const std::int64_t vpp = b.vpp[index_[d_vpp]];
+  const std::int64_t cp = b.cp[index_[d_cp]];
+  const std::int64_t ep = b.ep[index_[d_ep]];
+  const std::int64_t etp = b.etp[index_[d_etp]];
+  const bool sp = b.sp.empty() ? tp > 1 : b.sp[index_[d_sp]];
 
-  dp_values_.clear();
-  dp_index_ = 0;
+  inner_.clear();
+  inner_index_ = 0;
+  skip_dp_ = 0;
   const std::int64_t gbs = work_.training.global_batch;
   const std::int64_t seq = work_.training.sequence_length;
-  const std::vector<std::int64_t>& dp_all = dp_by_mbs_[index_[d_mbs]];
-  searched_ += std::max<std::int64_t>(1, static_cast<std::int64_t>(dp_all.size()));
+  const auto rcs = static_cast<std::int64_t>(b.recompute.size());
+  // Every point with a whole number of micro-batches per step is a configuration searched.
+  std::int64_t points = 0;
+  for (std::int64_t dp : dp_values_) {
+    for (std::int64_t mbs : b.mbs) points += gbs % (mbs * dp) == 0 ? rcs : 0;
+  }
+  searched_ += points;
 
-  // Whole-point checks (validate() would reject every DP of the point).
-  const bool tp_ok = b.tp_across_nodes || b.gpus_per_node % c.tp == 0;
-  const bool stages_ok = c.pp * c.vpp <= layers_ && (c.vpp == 1 || c.pp > 1);
-  const std::int64_t sequence_split = c.cp * (c.sp ? c.tp : 1);
-  const bool seq_ok = seq % sequence_split == 0;
-  const bool sp_ok = !(moe_ && c.tp > 1 && !c.sp);
-  const bool recompute_ok =
-      c.recompute != RecomputePolicy::full || work_.training.recompute.layers <= layers_;
-  if (!(tp_ok && stages_ok && seq_ok && sp_ok && recompute_ok)) return true;
+  // Whole-point checks (validate() would reject every inner point).
+  const bool tp_ok = b.tp_across_nodes || b.gpus_per_node % tp == 0;
+  const bool stages_ok = pp * vpp <= layers_ && (vpp == 1 || pp > 1);
+  const bool seq_ok = seq % (cp * (sp ? tp : 1)) == 0;
+  const bool sp_ok = !(moe_ && tp > 1 && !sp);
+  if (!(tp_ok && stages_ok && seq_ok && sp_ok)) return true;
 
-  const std::int64_t inner = checked_product(c.tp, c.cp);
-  const std::int64_t fixed = checked_product(inner, c.pp);
-  const std::int64_t experts = c.ep * c.etp;
-  for (std::int64_t dp : dp_all) {
+  const std::int64_t inner = checked_product(tp, cp);
+  const std::int64_t fixed = checked_product(inner, pp);
+  const std::int64_t experts = ep * etp;
+  for (std::int64_t dp : dp_values_) {
     const std::int64_t ranks = checked_product(inner, dp);
     const std::int64_t gpus = checked_product(fixed, dp);
     if (ranks < 0 || gpus < 0) continue;
@@ -425,32 +432,50 @@ bool PlanSearch::next_outer() {
     if (gpus < b.min_gpus || (b.max_gpus > 0 && gpus > b.max_gpus)) continue;
     // Whole nodes, or one node (partly) used.
     if (gpus % b.gpus_per_node != 0 && b.gpus_per_node % gpus != 0) continue;
-    // Megatron's interleaved schedule runs micro-batches in groups of PP.
-    const std::int64_t m = gbs / (c.mbs * dp);
-    if (c.vpp > 1 && m % c.pp != 0) continue;
-    dp_values_.push_back(dp);
+    const std::int64_t dp_index =
+        std::lower_bound(gbs_divisors_.begin(), gbs_divisors_.end(), dp) - gbs_divisors_.begin();
+    for (std::size_t mi = 0; mi < b.mbs.size(); ++mi) {
+      const std::int64_t mbs = b.mbs[mi];
+      if (gbs % (mbs * dp) != 0) continue;
+      // Megatron's interleaved schedule runs micro-batches in groups of PP.
+      if (vpp > 1 && (gbs / (mbs * dp)) % pp != 0) continue;
+      for (std::size_t ri = 0; ri < b.recompute.size(); ++ri) {
+        const RecomputePolicy rc = b.recompute[ri];
+        if (rc == RecomputePolicy::full && work_.training.recompute.layers > layers_) continue;
+        const std::int64_t local =
+            (dp_index * static_cast<std::int64_t>(b.mbs.size()) + static_cast<std::int64_t>(mi)) *
+                rcs +
+            static_cast<std::int64_t>(ri);
+        inner_.push_back({dp, static_cast<std::uint32_t>(mi), static_cast<std::uint32_t>(ri),
+                          outer_ordinal_ * inner_stride_ + local});
+      }
+    }
   }
 
   ParallelLayout& p = work_.parallel;
-  p.tensor_parallel = c.tp;
-  p.pipeline_parallel = c.pp;
-  p.virtual_stages = c.vpp;
-  p.context_parallel = c.cp;
-  p.expert_parallel = c.ep;
-  p.expert_tensor_parallel = c.etp;
-  p.sequence_parallel = c.sp;
-  work_.training.micro_batch = c.mbs;
-  work_.training.recompute.policy = c.recompute;
-  work_.optimizer.kind = c.optimizer;
+  p.tensor_parallel = tp;
+  p.pipeline_parallel = pp;
+  p.virtual_stages = vpp;
+  p.context_parallel = cp;
+  p.expert_parallel = ep;
+  p.expert_tensor_parallel = etp;
+  p.sequence_parallel = sp;
+  work_.optimizer.kind = b.optimizer[index_[d_opt]];
   return true;
 }
 
-void PlanSearch::visit(std::int64_t dp) {
-  work_.parallel.data_parallel = dp;
+void PlanSearch::visit(const InnerPoint& point) {
+  if (point.dp == skip_dp_) {
+    ++pruned_;
+    return;
+  }
+  ParallelLayout& p = work_.parallel;
+  p.data_parallel = point.dp;
+  work_.training.micro_batch = bounds_.mbs[point.mbs_index];
+  work_.training.recompute.policy = bounds_.recompute[point.recompute_index];
   ++estimated_;
   const Report report = estimate(work_, *model_);
   if (!report.diagnostics.ok() || report.stages.empty()) return;
-  const ParallelLayout& p = work_.parallel;
   PlanEntry e;
   e.candidate = {.tp = p.tensor_parallel,
                  .pp = p.pipeline_parallel,
@@ -458,36 +483,41 @@ void PlanSearch::visit(std::int64_t dp) {
                  .cp = p.context_parallel,
                  .ep = p.expert_parallel,
                  .etp = p.expert_tensor_parallel,
-                 .dp = dp,
+                 .dp = point.dp,
                  .mbs = work_.training.micro_batch,
                  .recompute = work_.training.recompute.policy,
                  .sp = p.sequence_parallel,
                  .optimizer = work_.optimizer.kind};
-  const auto at = std::lower_bound(gbs_divisors_.begin(), gbs_divisors_.end(), dp);
-  e.ordinal = outer_ordinal_ * max_dp_count_ + (at - gbs_divisors_.begin());
-  e.gpus = p.tensor_parallel * p.pipeline_parallel * p.context_parallel * dp;
+  e.ordinal = point.ordinal;
+  e.gpus = p.tensor_parallel * p.pipeline_parallel * p.context_parallel * point.dp;
   e.micro_batches = report.micro_batches;
   e.headroom_bytes = report.stages.front().headroom_bytes;
   e.binding_stage = 0;
+  bool resident_exceeds = false;
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes < e.headroom_bytes) {
       e.headroom_bytes = s.headroom_bytes;
       e.binding_stage = s.index;
     }
+    // Peak >= resident + gaps on every stage, and neither depends on the micro-batch size or
+    // the recompute policy: no later point of this DP can fit either.
+    resident_exceeds |= s.resident_bytes > device_bytes_ - s.gap_bytes;
   }
+  if (resident_exceeds && !bounds_.exhaustive) skip_dp_ = point.dp;
   e.peak_bytes = report.stages[static_cast<std::size_t>(e.binding_stage)].peak_bytes;
   e.bubble_fraction = bubble_fraction(p.pipeline_parallel, p.virtual_stages, e.micro_batches);
   const RecomputeConfig& rc = work_.training.recompute;
-  e.recompute_overhead = rc.policy == RecomputePolicy::full && rc.method == FullRecomputeMethod::block
-                             ? step_flops(work_, *model_).overhead()
-                             : recompute_overhead_[index_[d_rc]];
+  e.recompute_overhead =
+      rc.policy == RecomputePolicy::full && rc.method == FullRecomputeMethod::block
+          ? step_flops(work_, *model_).overhead()
+          : recompute_overhead_[point.recompute_index];
   entries_.push_back(e);
 }
 
 bool PlanSearch::step(std::int64_t points) {
   while (!done_ && points > 0) {
-    if (dp_index_ < dp_values_.size()) {
-      visit(dp_values_[dp_index_++]);
+    if (inner_index_ < inner_.size()) {
+      visit(inner_[inner_index_++]);
       --points;
       continue;
     }
@@ -582,6 +612,7 @@ PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds
   out.device_bytes = search.device_bytes();
   out.configurations_searched = search.searched();
   out.configurations_estimated = search.estimated();
+  out.configurations_pruned = search.pruned();
   return out;
 }
 
@@ -599,8 +630,8 @@ std::string megatron_arguments(const Config& config, const Model& model) {
   if (!even_divides && p.pipeline_parallel * p.virtual_stages > 1) {
     Diagnostics ignored;
     if (const auto plan = plan_stages(model, p, ignored)) {
-      out += " --pipeline-model-parallel-layout \"" +
-             pipeline_layout_text(layout_entries(*plan)) + "\"";
+      out += " --pipeline-model-parallel-layout \"" + pipeline_layout_text(layout_entries(*plan)) +
+             "\"";
     }
   } else if (p.virtual_stages > 1) {
     out += " --num-layers-per-virtual-pipeline-stage " + text(layers / stages);
@@ -611,8 +642,8 @@ std::string megatron_arguments(const Config& config, const Model& model) {
     out += " --expert-tensor-parallel-size " + text(p.expert_tensor_parallel);
   }
   if (p.sequence_parallel && p.tensor_parallel > 1) out += " --sequence-parallel";
-  out += " --seq-length " + text(t.sequence_length) + " --micro-batch-size " +
-         text(t.micro_batch) + " --global-batch-size " + text(t.global_batch);
+  out += " --seq-length " + text(t.sequence_length) + " --micro-batch-size " + text(t.micro_batch) +
+         " --global-batch-size " + text(t.global_batch);
   const RecomputeConfig& rc = t.recompute;
   if (rc.policy == RecomputePolicy::full) {
     out += std::string(" --recompute-granularity full --recompute-method ") +

@@ -2,10 +2,13 @@
 // and rank what fits at each GPU count by derived cost factors.
 //
 // Purpose: `stagemem plan` and the app's Plan tab. The space is the cartesian product of the
-// allowed values of TP, PP, VPP, CP, EP, ETP, SP, optimizer, micro-batch, recompute policy and DP
-// (DP dividing global batch / micro-batch). Each point is checked for what is cheap first
-// (divisibility, GPU bounds, Megatron's interleaved rule, TP within a node) and then estimated
-// with the same core as `report` (estimate(), which runs validate()). A configuration fits when
+// allowed values of TP, PP, VPP, CP, EP, ETP, SP, optimizer, DP, micro-batch and recompute
+// policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
+// number M of micro-batches per step), and configurations_searched counts those. Each is checked
+// for what is cheap first (divisibility, GPU bounds, Megatron's interleaved rule, TP within a
+// node), skipped when an estimate at the same DP already showed its resident set alone exceeds
+// the device (exact: see PlanBounds::exhaustive), and otherwise estimated with the same core as
+// `report` (estimate(), which runs validate()). A configuration fits when
 // every stage's peak is at most the device's bytes (headroom >= 0), exactly `stagemem check`.
 //
 // Cost factors (each shown on its own, never combined into one score):
@@ -39,22 +42,28 @@ namespace stagemem {
 struct PlanBounds {
   std::int64_t gpus_per_node = 8;  // [1, 1024]
   std::int64_t min_gpus = 1;
-  std::int64_t max_gpus = 0;       // 0: bounded only by the global batch (DP divides it)
-  bool tp_across_nodes = false;    // false: TP divides gpus_per_node (NVLink / xGMI domain)
-  std::vector<std::int64_t> tp;    // [powers of two up to gpus_per_node]
-  std::vector<std::int64_t> pp;    // [1 .. min(layers, 32)]
-  std::vector<std::int64_t> vpp;   // [1 .. 4]
-  std::vector<std::int64_t> cp;    // [1]
-  std::vector<std::int64_t> ep;    // [divisors of the routed experts; 1 for dense models]
-  std::vector<std::int64_t> etp;   // [1]
-  std::vector<std::int64_t> dp;    // [every divisor of global batch / micro-batch]
-  std::vector<std::int64_t> mbs;   // [1 .. 4]
+  std::int64_t max_gpus = 0;      // 0: bounded only by the global batch (DP divides it)
+  bool tp_across_nodes = false;   // false: TP divides gpus_per_node (NVLink / xGMI domain)
+  std::vector<std::int64_t> tp;   // [powers of two up to gpus_per_node]
+  std::vector<std::int64_t> pp;   // [1 .. min(layers, 32)]
+  std::vector<std::int64_t> vpp;  // [1 .. 4]
+  std::vector<std::int64_t> cp;   // [1]
+  std::vector<std::int64_t> ep;   // [divisors of the routed experts; 1 for dense models]
+  std::vector<std::int64_t> etp;  // [1]
+  std::vector<std::int64_t> dp;   // [every divisor of global batch / micro-batch]
+  std::vector<std::int64_t> mbs;  // [1 .. 4]
   // Recompute policies: none, selective (the base configuration's modules), full (the base
   // configuration's method and layer count). [all three]
   std::vector<RecomputePolicy> recompute;
-  std::vector<bool> sp;                   // [on when TP > 1, off at TP 1]
-  std::vector<OptimizerKind> optimizer;   // [the base configuration's]
-  std::int64_t top = 2;                   // frontier entries per factor per GPU count, [1, 100]
+  std::vector<bool> sp;                  // [on when TP > 1, off at TP 1]
+  std::vector<OptimizerKind> optimizer;  // [the base configuration's]
+  std::int64_t top = 2;                  // frontier entries per factor per GPU count, [1, 100]
+  // Exact pruning: the resident set (weights, gradients, optimizer state) and measured gaps do
+  // not depend on the micro-batch size or the recompute policy, and every stage's peak is at
+  // least them; once one estimate shows them above the device, the other micro-batch sizes and
+  // policies at that DP are skipped (counted in configurations_pruned). exhaustive: estimate
+  // every point anyway, so each non-fitting configuration has its own numbers.
+  bool exhaustive = false;
 };
 
 // One point of the space, as numbers only.
@@ -92,6 +101,7 @@ struct PlanResult {
   std::int64_t device_bytes = 0;
   std::int64_t configurations_searched = 0;   // every point of the space considered
   std::int64_t configurations_estimated = 0;  // passed the cheap checks and were estimated
+  std::int64_t configurations_pruned = 0;     // skipped by the resident bound (cannot fit)
   std::int64_t configurations_valid = 0;      // the estimate accepted them (validate())
   std::int64_t configurations_fitting = 0;
   bool has_minimum = false;
@@ -108,9 +118,11 @@ struct PlanResult {
 //    AV at C/2 keys on average, the state read and the state update);
 // elementwise work (norms, activations, softmax) is not counted: it is not matmul FLOPs.
 struct StepFlops {
-  double forward_per_token = 0.0;    // F
+  double forward_per_token = 0.0;     // F
   double recomputed_per_token = 0.0;  // R under the configuration's recompute policy
-  double overhead() const { return forward_per_token > 0 ? recomputed_per_token / (3.0 * forward_per_token) : 0.0; }
+  double overhead() const {
+    return forward_per_token > 0 ? recomputed_per_token / (3.0 * forward_per_token) : 0.0;
+  }
 };
 StepFlops step_flops(const Config& config, const Model& model);
 
@@ -137,14 +149,21 @@ class PlanSearch {
   const std::vector<PlanEntry>& entries() const { return entries_; }
   std::int64_t searched() const { return searched_; }
   std::int64_t estimated() const { return estimated_; }
+  std::int64_t pruned() const { return pruned_; }  // skipped by the resident bound
   std::int64_t device_bytes() const { return device_bytes_; }
 
  private:
+  struct InnerPoint {
+    std::int64_t dp = 1;
+    std::uint32_t mbs_index = 0;
+    std::uint32_t recompute_index = 0;
+    std::int64_t ordinal = 0;
+  };
   bool next_outer();
-  void visit(std::int64_t dp);
+  void visit(const InnerPoint& point);
 
   const Model* model_;
-  Config work_;
+  Config work_;  // the candidate being estimated, edited in place (no copy per point)
   PlanBounds bounds_;
   Diagnostics diagnostics_;
   std::int64_t shard_ = 0, shards_ = 1;
@@ -153,16 +172,17 @@ class PlanSearch {
   bool moe_ = false;
   bool done_ = false;
   bool started_ = false;
-  std::vector<std::size_t> index_;      // odometer over the outer dimensions
-  std::int64_t outer_ordinal_ = -1;     // index of the current outer point
+  std::vector<std::size_t> index_;   // odometer over the outer dimensions
+  std::int64_t outer_ordinal_ = -1;  // index of the current outer point
   std::int64_t outer_total_ = 0;
-  std::size_t dp_index_ = 0;            // inner position over DP values of the current point
-  std::vector<std::int64_t> dp_values_;  // DP values of the current outer point
-  std::vector<std::vector<std::int64_t>> dp_by_mbs_;  // per micro-batch size of the bounds
   std::vector<std::int64_t> gbs_divisors_;  // every DP the global batch allows, ascending
-  std::int64_t max_dp_count_ = 1;          // ordinal stride
+  std::vector<std::int64_t> dp_values_;     // the DP values searched (bounded)
+  std::int64_t inner_stride_ = 1;           // ordinal stride of one outer point
+  std::vector<InnerPoint> inner_;           // the current outer point's inner points
+  std::size_t inner_index_ = 0;
+  std::int64_t skip_dp_ = 0;  // a DP whose resident set alone exceeds the device (0: none)
   std::vector<double> recompute_overhead_;  // per recompute policy (block methods: per point)
-  std::int64_t searched_ = 0, estimated_ = 0;
+  std::int64_t searched_ = 0, estimated_ = 0, pruned_ = 0;
   std::vector<PlanEntry> entries_;
 };
 
@@ -173,8 +193,9 @@ PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top);
 PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds);
 
 // Megatron-LM arguments that build this configuration, e.g.
-// "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 ... --use-distributed-optimizer".
-// Uneven splits (layers not divisible by PP x VPP) are written as --pipeline-model-parallel-layout.
+// "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 ...
+// --use-distributed-optimizer". Uneven splits (layers not divisible by PP x VPP) are written as
+// --pipeline-model-parallel-layout.
 std::string megatron_arguments(const Config& config, const Model& model);
 
 }  // namespace stagemem

@@ -18,7 +18,9 @@ using namespace stagemem;
 
 namespace {
 
-Model preset(const char* name) { return *find_preset(name); }
+Model preset(const char* name) {
+  return *find_preset(name);
+}
 
 Config base_config(const char* model, const char* device, std::int64_t seq, std::int64_t gbs) {
   Config c;
@@ -53,9 +55,9 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
             for (std::int64_t etp : b.etp)
               for (bool sp_value : b.sp.empty() ? sp_auto : b.sp)
                 for (OptimizerKind opt : b.optimizer)
-                  for (std::int64_t mbs : b.mbs)
-                    for (RecomputePolicy rc : b.recompute)
-                      for (std::int64_t dp : divisors_of(base.training.global_batch)) {
+                  for (std::int64_t dp : divisors_of(base.training.global_batch))
+                    for (std::int64_t mbs : b.mbs)
+                      for (RecomputePolicy rc : b.recompute) {
                         ++ordinal;
                         const bool sp = b.sp.empty() ? tp > 1 : sp_value;
                         PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt};
@@ -93,7 +95,16 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                        std::int64_t, std::int64_t, std::int64_t, int, bool, int>;
 Key key(const PlanCandidate& c) {
-  return {c.tp, c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs, static_cast<int>(c.recompute), c.sp,
+  return {c.tp,
+          c.pp,
+          c.vpp,
+          c.cp,
+          c.ep,
+          c.etp,
+          c.dp,
+          c.mbs,
+          static_cast<int>(c.recompute),
+          c.sp,
           static_cast<int>(c.optimizer)};
 }
 
@@ -114,16 +125,22 @@ std::map<std::int64_t, std::set<std::pair<Key, int>>> brute_frontier(std::vector
       });
       for (std::size_t i = 0; i < std::min(top, g.size()); ++i) ranks[key(g[i].candidate)] |= bit;
     };
-    pick([](const PlanEntry& e) {
-      return std::make_tuple(e.bubble_fraction, e.recompute_overhead, -e.headroom_bytes);
-    }, rank_bubble);
-    pick([](const PlanEntry& e) {
-      return std::make_tuple(e.recompute_overhead, e.bubble_fraction, -e.headroom_bytes);
-    }, rank_recompute);
-    pick([](const PlanEntry& e) {
-      return std::make_tuple(-static_cast<double>(e.headroom_bytes), e.bubble_fraction,
-                             e.recompute_overhead);
-    }, rank_headroom);
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(e.bubble_fraction, e.recompute_overhead, -e.headroom_bytes);
+        },
+        rank_bubble);
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(e.recompute_overhead, e.bubble_fraction, -e.headroom_bytes);
+        },
+        rank_recompute);
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(-static_cast<double>(e.headroom_bytes), e.bubble_fraction,
+                                 e.recompute_overhead);
+        },
+        rank_headroom);
     for (const auto& [k, bits] : ranks) out[gpus].insert({k, bits});
   }
   return out;
@@ -194,10 +211,19 @@ TEST_CASE("plan: the minimum and the frontier equal a brute force (Llama-3.1-8B)
   const PlanResult r = plan(base, model, b);
   REQUIRE(r.diagnostics.ok());
   const std::vector<PlanEntry> all = brute_force(base, model, b);
-  CHECK(r.configurations_valid == static_cast<std::int64_t>(all.size()));
+  // Exhaustive: every valid point estimated; pruned (the default): the same frontier with fewer
+  // estimates, the skipped points all ruled out by their resident set.
+  b.exhaustive = true;
+  const PlanResult every = plan(base, model, b);
+  CHECK(every.configurations_valid == static_cast<std::int64_t>(all.size()));
+  CHECK(every.configurations_pruned == 0);
+  CHECK(frontier_of(every) == frontier_of(r));
+  CHECK(r.configurations_pruned > 0);
+  CHECK(r.configurations_estimated + r.configurations_pruned == every.configurations_estimated);
   std::int64_t fitting = 0;
   for (const PlanEntry& e : all) fitting += e.headroom_bytes >= 0;
   CHECK(r.configurations_fitting == fitting);
+  CHECK(every.configurations_fitting == fitting);
   REQUIRE(fitting > 0);
   REQUIRE(fitting < static_cast<std::int64_t>(all.size()));  // the space has both kinds
   CHECK(frontier_of(r) == brute_frontier(all, 2));
@@ -210,7 +236,8 @@ TEST_CASE("plan: the minimum and the frontier equal a brute force (Llama-3.1-8B)
   CHECK(r.minimum.gpus == fewest);
   const auto at_minimum = brute_frontier(all, 1).at(fewest);
   bool found = false;
-  for (const auto& [k, bits] : at_minimum) found |= k == key(r.minimum.candidate) && (bits & rank_bubble);
+  for (const auto& [k, bits] : at_minimum)
+    found |= k == key(r.minimum.candidate) && (bits & rank_bubble);
   CHECK(found);
 }
 
@@ -233,8 +260,11 @@ TEST_CASE("plan: a MoE space with EP, SP and interleaving equals a brute force")
   const PlanResult r = plan(base, model, b);
   REQUIRE(r.diagnostics.ok());
   const std::vector<PlanEntry> all = brute_force(base, model, b);
-  CHECK(r.configurations_valid == static_cast<std::int64_t>(all.size()));
   CHECK(frontier_of(r) == brute_frontier(all, 1));
+  b.exhaustive = true;
+  const PlanResult every = plan(base, model, b);
+  CHECK(every.configurations_valid == static_cast<std::int64_t>(all.size()));
+  CHECK(frontier_of(every) == brute_frontier(all, 1));
 }
 
 TEST_CASE("plan: a search split over shards merges into the same result") {
@@ -261,8 +291,9 @@ TEST_CASE("plan: a search split over shards merges into the same result") {
   CHECK(split.minimum.ordinal == whole.minimum.ordinal);
 }
 
-TEST_CASE("plan: every reported configuration fits by the estimate `check` runs, every rejected "
-          "one does not") {
+TEST_CASE(
+    "plan: every reported configuration fits by the estimate `check` runs, every rejected "
+    "one does not") {
   const Model model = preset("qwen3-30b-a3b");
   const Config base = base_config("qwen3-30b-a3b", "h100-80gb", 4096, 16);
   PlanBounds b;
@@ -325,7 +356,12 @@ TEST_CASE("plan: nothing fits on a tiny device") {
 TEST_CASE("plan: Megatron arguments") {
   const Model model = preset("kimi-k3");
   Config c = base_config("kimi-k3", "mi355x", 8192, 896);
-  c = candidate_config(c, {.tp = 1, .pp = 8, .vpp = 1, .ep = 28, .dp = 28, .mbs = 1,
+  c = candidate_config(c, {.tp = 1,
+                           .pp = 8,
+                           .vpp = 1,
+                           .ep = 28,
+                           .dp = 28,
+                           .mbs = 1,
                            .recompute = RecomputePolicy::full,
                            .optimizer = OptimizerKind::distributed_muon});
   // 93 layers over 8 stages do not divide: the even split is written as a layout string.
@@ -411,4 +447,36 @@ TEST_CASE("layout advisor: never worse than the even split, and Megatron accepts
   const LayoutAdvice ka = advise_layout(k, kimi, aligned);
   REQUIRE(ka.diagnostics.ok());
   CHECK(ka.attn_res_blocks_split == 0);
+}
+
+TEST_CASE("plan: the resident set does not depend on micro-batch or recompute (the pruning rule)") {
+  // The exact pruning of PlanBounds::exhaustive rests on this; if the physics ever changes, this
+  // test names the configuration that breaks it.
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "kimi-k3"}) {
+    const Model model = preset(name);
+    Config base = base_config(name, "h200", 4096, 64);
+    base.optimizer.kind = OptimizerKind::distributed_muon;
+    for (std::int64_t pp : {2, 4}) {
+      std::vector<std::int64_t> first;
+      for (std::int64_t mbs : {1, 2}) {
+        for (RecomputePolicy rc :
+             {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+          const Config c = candidate_config(base, {.tp = 1,
+                                                   .pp = pp,
+                                                   .ep = 8,
+                                                   .dp = 8,
+                                                   .mbs = mbs,
+                                                   .recompute = rc,
+                                                   .optimizer = OptimizerKind::distributed_muon});
+          const Report r = estimate(c, model);
+          if (!r.diagnostics.ok()) continue;
+          std::vector<std::int64_t> resident;
+          for (const StageReport& s : r.stages) resident.push_back(s.resident_bytes + s.gap_bytes);
+          if (first.empty()) first = resident;
+          INFO(name << " pp " << pp << " mbs " << mbs << " recompute " << static_cast<int>(rc));
+          CHECK(resident == first);
+        }
+      }
+    }
+  }
 }
