@@ -290,7 +290,8 @@ struct Timing {
 
 void print_plan_text(const PlanContext& context, const stagemem::PlanResult& result,
                      const std::vector<Shown>& rows, const std::optional<Shown>& minimum,
-                     const Timing& timing, bool all, std::int64_t top) {
+                     const std::optional<Shown>& closest, const Timing& timing, bool all,
+                     std::int64_t top) {
   const stagemem::Config& base = *context.base;
   std::printf("stagemem plan: %s on %s (%s per GPU), %lld GPUs per node, seq %lld, gbs %lld\n",
               context.model->name.c_str(),
@@ -312,14 +313,15 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
     const stagemem::PlanEntry& e = minimum->entry;
     const auto& c = e.candidate;
     std::printf(
-        "minimum: %lld GPUs (%lld nodes): TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, ETP %lld, "
+        "minimum: %lld GPUs (%lld node%s): TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, ETP %lld, "
         "DP %lld, SP %s, mbs %lld (M %lld), recompute %s, %s\n",
         static_cast<long long>(e.gpus),
         static_cast<long long>(nodes_of(e.gpus, context.gpus_per_node)),
-        static_cast<long long>(c.tp), static_cast<long long>(c.pp), static_cast<long long>(c.vpp),
-        static_cast<long long>(c.cp), static_cast<long long>(c.ep), static_cast<long long>(c.etp),
-        static_cast<long long>(c.dp), c.sp ? "on" : "off", static_cast<long long>(c.mbs),
-        static_cast<long long>(e.micro_batches), recompute_name(c.recompute).c_str(),
+        nodes_of(e.gpus, context.gpus_per_node) == 1 ? "" : "s", static_cast<long long>(c.tp),
+        static_cast<long long>(c.pp), static_cast<long long>(c.vpp), static_cast<long long>(c.cp),
+        static_cast<long long>(c.ep), static_cast<long long>(c.etp), static_cast<long long>(c.dp),
+        c.sp ? "on" : "off", static_cast<long long>(c.mbs), static_cast<long long>(e.micro_batches),
+        recompute_name(c.recompute).c_str(),
         std::string(stagemem::optimizer_kind_name(c.optimizer)).c_str());
     std::printf("  binding stage %lld: peak %s, headroom %s\n",
                 static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str(),
@@ -330,7 +332,15 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
         fraction(e.recompute_overhead).c_str());
     std::printf("  link: %s\n  megatron: %s\n\n", minimum->link.c_str(), minimum->megatron.c_str());
   } else {
-    std::printf("nothing in the space fits the device\n\n");
+    std::printf("nothing in the space fits the device\n");
+    if (closest) {
+      const stagemem::PlanEntry& e = closest->entry;
+      std::printf("closest: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  %s\n",
+                  static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
+                  stagemem::format_gib(e.peak_bytes).c_str(),
+                  stagemem::format_gib(-e.headroom_bytes).c_str(), closest->link.c_str());
+    }
+    std::printf("\n");
   }
   if (rows.empty()) return;
   if (all) {
@@ -355,8 +365,11 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
   }
 }
 
-void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows, bool csv) {
+// `first_is_minimum`: the first row is the minimum (its `entry` column says so).
+void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows, bool csv,
+                     bool first_is_minimum, bool all) {
   std::vector<std::string> header = table_header;
+  header.insert(header.begin(), "entry");
   header.push_back("link");
   header.push_back("megatron_args");
   if (csv) {
@@ -375,8 +388,12 @@ void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows,
     }
     std::printf("%s\n%s\n", line.c_str(), rule.c_str());
   }
-  for (const Shown& s : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Shown& s = rows[i];
     std::vector<std::string> row = table_row(context, s, csv);
+    row.insert(row.begin(), i == 0 && first_is_minimum ? "minimum"
+                            : all                      ? "configuration"
+                                                       : "frontier");
     row.push_back(s.link);
     row.push_back(s.megatron);
     if (csv) {
@@ -590,6 +607,11 @@ int run_plan(const std::vector<std::string_view>& args) {
     estimated += s.estimated();
     pruned += s.pruned();
   }
+  // When nothing fits: the valid configuration closest to fitting (most headroom), to say how far.
+  std::optional<stagemem::PlanEntry> closest_entry;
+  for (const stagemem::PlanEntry& e : entries) {
+    if (!closest_entry || e.headroom_bytes > closest_entry->headroom_bytes) closest_entry = e;
+  }
   std::vector<stagemem::PlanEntry> every;
   const bool all = line.option("--all").has_value();
   if (all) {
@@ -610,6 +632,8 @@ int run_plan(const std::vector<std::string_view>& args) {
                             line.option("--base").value_or("")};
   std::optional<Shown> minimum;
   if (result.has_minimum) minimum = show(context, result.minimum);
+  std::optional<Shown> closest;
+  if (!result.has_minimum && closest_entry) closest = show(context, *closest_entry);
   std::vector<Shown> rows;
   for (const auto& e : all ? every : result.frontier) rows.push_back(show(context, e));
 
@@ -625,6 +649,7 @@ int run_plan(const std::vector<std::string_view>& args) {
         {"sequence_length", line.config.training.sequence_length},
         {"global_batch", line.config.training.global_batch},
         {"minimum", minimum ? entry_json(context, *minimum) : json(nullptr)},
+        {"closest", closest ? entry_json(context, *closest) : json(nullptr)},
         {all ? "configurations" : "frontier", frontier},
         {"configurations_searched", result.configurations_searched},
         {"configurations_estimated", result.configurations_estimated},
@@ -649,9 +674,9 @@ int run_plan(const std::vector<std::string_view>& args) {
           thousands(result.configurations_fitting).c_str(),
           minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str() : "none");
     }
-    print_plan_rows(context, shown, format == "csv");
+    print_plan_rows(context, shown, format == "csv", minimum && !all, all);
   } else {
-    print_plan_text(context, result, rows, minimum, timing, all, bounds.top);
+    print_plan_text(context, result, rows, minimum, closest, timing, all, bounds.top);
   }
   stagemem_cli::print_diagnostics(d);  // warnings only here
   return result.has_minimum ? 0 : exit_nothing_fits;
