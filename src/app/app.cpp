@@ -54,7 +54,9 @@ void apply_theme(ImGuiStyle& style, float scale) {
 }  // namespace
 
 void apply_fragment(AppState& state, std::string_view fragment) {
-  stagemem::DecodedFragment decoded = stagemem::decode_fragment(fragment);
+  // The Plan tab's inputs ride along as plan_* keys; the configuration is the rest.
+  stagemem::DecodedFragment decoded =
+      stagemem::decode_fragment(take_plan_link_keys(fragment, state.plan));
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
   // A link is applied whole or not at all: half a configuration is nobody's configuration.

@@ -30,6 +30,7 @@ void draw_stages(AppState& state, const stagemem::Report& report);
 void draw_sweep(AppState& state, const stagemem::Report& report);
 void draw_cross_checks(AppState& state, const stagemem::Report& report);
 void draw_model(AppState& state, const stagemem::Report& report);
+void draw_plan(AppState& state, const stagemem::Report& report);
 void draw_status_bar(AppState& state, const stagemem::Report& report);
 
 // Helpers of the configuration and Model panels (panel_config.cpp, panel_model.cpp).

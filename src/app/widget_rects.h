@@ -27,6 +27,9 @@ enum class Widget : std::uint8_t {
   add_measurement,
   add_gap,
   catalogue_filter,
+  tab_plan,
+  plan_search,
+  plan_first_row,
   count
 };
 
@@ -36,7 +39,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
                     "tp_plus",         "pp_minus",      "pp_plus",         "ep_minus",
                     "ep_plus",         "tab_stages",    "tab_sweep",       "tab_cross_checks",
                     "tab_model",       "hf_import",     "add_measurement", "add_gap",
-                    "catalogue_filter"};
+                    "catalogue_filter", "tab_plan",      "plan_search",     "plan_first_row"};
 
 struct WidgetRect {
   float min_x = 0, min_y = 0, max_x = 0, max_y = 0;

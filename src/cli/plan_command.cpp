@@ -335,7 +335,7 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
     std::printf("nothing in the space fits the device\n");
     if (closest) {
       const stagemem::PlanEntry& e = closest->entry;
-      std::printf("closest: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  %s\n",
+      std::printf("closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  %s\n",
                   static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
                   stagemem::format_gib(e.peak_bytes).c_str(),
                   stagemem::format_gib(-e.headroom_bytes).c_str(), closest->link.c_str());

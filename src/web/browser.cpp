@@ -111,12 +111,14 @@ void canvas_css_size(double& width, double& height) {
 }
 
 void sync_location_fragment(AppState& state) {
-  if (state.config == state.location_config) return;
+  const std::string plan_keys = plan_link_keys(state.plan);  // the Plan tab's inputs
+  if (state.config == state.location_config && plan_keys == state.plan.plan_link_keys) return;
   // Only a valid configuration is written: an invalid edit must not become a link.
   if (!state.report_valid || !(state.reported_config == state.config) ||
       !state.report.diagnostics.ok()) {
     return;
   }
-  replace_location_fragment(stagemem::encode_fragment(state.config));
+  replace_location_fragment(stagemem::encode_fragment(state.config) + plan_keys);
   state.location_config = state.config;
+  state.plan.plan_link_keys = plan_keys;
 }
