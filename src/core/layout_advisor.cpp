@@ -34,15 +34,16 @@ std::vector<LayoutStageEntry> entries_of(const Candidate& s, const Model& model)
   return out;
 }
 
-// Megatron's rules on top of non-negative counts: every stage holds some letter, and no decoder
-// layer follows the MTP layers.
+// Megatron's rules on top of non-negative counts: no decoder layer follows the MTP layers, and a
+// stage holds at least one decoder layer unless it is one of the two kinds Megatron's own
+// DeepSeek-V3 layout "Et*3|(tt|)*29,m|L" uses: an MTP-only stage and a loss-only last stage.
 bool acceptable(const Candidate& s, const Model& model) {
   const auto count = static_cast<std::int64_t>(s.decoder.size());
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t n = s.decoder[static_cast<std::size_t>(i)];
     if (n < 0) return false;
-    const bool has_other = i == 0 || i == count - 1 || (model.mtp_layers > 0 && i == s.mtp_stage);
-    if (n == 0 && !has_other) return false;
+    const bool mtp_here = model.mtp_layers > 0 && i == s.mtp_stage;
+    if (n == 0 && !(i == count - 1 || mtp_here)) return false;
     if (model.mtp_layers > 0 && i > s.mtp_stage && n > 0) return false;
   }
   return true;

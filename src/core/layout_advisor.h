@@ -11,7 +11,8 @@
 // layer; all MTP layers in one stage, in the last virtual chunk of its pipeline rank. The advisor
 // keeps the embedding on the first and the loss on the last stage (Megatron's rule), and tries the
 // MTP layers on the last stage and, with PP > 1, on the stage before it (the last stage then holds
-// only the loss, as in DeepSeek-V3's "...|m|L"). Every stage keeps at least one letter.
+// only the loss, as in DeepSeek-V3's "...|m|L"). Every other stage keeps at least one decoder
+// layer.
 //
 // Search: steepest descent from the even split. A move takes one layer (or one whole AttnRes
 // block with `align_attn_res`) from a virtual stage of one of the two ranks with the largest

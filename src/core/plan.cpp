@@ -567,7 +567,8 @@ PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top) {
   std::map<std::int64_t, std::vector<PlanEntry>> by_gpus;
   for (PlanEntry& e : entries) by_gpus[e.gpus].push_back(e);
   const auto k = static_cast<std::size_t>(std::max<std::int64_t>(1, top));
-  for (auto& [gpus, group] : by_gpus) {
+  for (auto& item : by_gpus) {
+    std::vector<PlanEntry>& group = item.second;  // (clang 14: lambdas cannot capture bindings)
     std::vector<PlanEntry> chosen;
     const auto take = [&](auto less, std::uint8_t bit) {
       const std::size_t n = std::min(k, group.size());

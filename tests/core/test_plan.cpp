@@ -117,7 +117,10 @@ std::map<std::int64_t, std::set<std::pair<Key, int>>> brute_frontier(std::vector
     if (e.headroom_bytes >= 0) groups[e.gpus].push_back(e);
   }
   std::map<std::int64_t, std::set<std::pair<Key, int>>> out;
-  for (auto& [gpus, g] : groups) {
+  for (auto& item : groups) {
+    const std::int64_t gpus = item.first;
+    std::vector<PlanEntry>& g =
+        item.second;  // a plain reference: clang 14 lambdas cannot capture bindings
     std::map<Key, int> ranks;
     const auto pick = [&](auto score, int bit) {
       std::sort(g.begin(), g.end(), [&](const PlanEntry& a, const PlanEntry& b) {
