@@ -39,8 +39,9 @@ int main(int argc, char** argv) {
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[seconds.size() / 2];
   std::printf(
-      "plan (kimi-k3 production space, MI355X): %lld searched, %lld estimated, %lld ruled out by "
-      "the resident set, %lld fit; minimum %lld GPUs\n",
+      "plan (kimi-k3 production space, MI355X): %lld searched, %lld estimated, %lld ruled out "
+      "without an "
+      "estimate, %lld fit; minimum %lld GPUs\n",
       static_cast<long long>(result.configurations_searched),
       static_cast<long long>(result.configurations_estimated),
       static_cast<long long>(result.configurations_pruned),

@@ -301,7 +301,7 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
               static_cast<long long>(base.training.sequence_length),
               static_cast<long long>(base.training.global_batch));
   std::printf(
-      "searched %s configurations (%s estimated, %s ruled out by their resident set alone, %s "
+      "searched %s configurations (%s estimated, %s ruled out without an estimate, %s "
       "valid, %s fit) in %.3f s: %s configurations/s\n\n",
       thousands(result.configurations_searched).c_str(),
       thousands(result.configurations_estimated).c_str(),
@@ -335,10 +335,12 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
     std::printf("nothing in the space fits the device\n");
     if (closest) {
       const stagemem::PlanEntry& e = closest->entry;
-      std::printf("closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  %s\n",
-                  static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
-                  stagemem::format_gib(e.peak_bytes).c_str(),
-                  stagemem::format_gib(-e.headroom_bytes).c_str(), closest->link.c_str());
+      std::printf(
+          "closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  "
+          "%s\n",
+          static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
+          stagemem::format_gib(e.peak_bytes).c_str(),
+          stagemem::format_gib(-e.headroom_bytes).c_str(), closest->link.c_str());
     }
     std::printf("\n");
   }

@@ -355,6 +355,7 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
     c.training.recompute.policy = policy;
     recompute_overhead_.push_back(step_flops(c, model).overhead());
   }
+  failed_mbs_.assign(b.recompute.size(), 0);
   if (outer_total_ == 0) done_ = true;
 }
 
@@ -424,7 +425,10 @@ bool PlanSearch::next_outer() {
   const std::int64_t inner = checked_product(tp, cp);
   const std::int64_t fixed = checked_product(inner, pp);
   const std::int64_t experts = ep * etp;
-  for (std::int64_t dp : dp_values_) {
+  // Largest DP first: the resident set never grows with DP, so once it exceeds the device at
+  // one DP it does at every smaller one, and the rest of the point is skipped (visit()).
+  for (auto it = dp_values_.rbegin(); it != dp_values_.rend(); ++it) {
+    const std::int64_t dp = *it;
     const std::int64_t ranks = checked_product(inner, dp);
     const std::int64_t gpus = checked_product(fixed, dp);
     if (ranks < 0 || gpus < 0) continue;
@@ -465,13 +469,28 @@ bool PlanSearch::next_outer() {
 }
 
 void PlanSearch::visit(const InnerPoint& point) {
-  if (point.dp == skip_dp_) {
+  if (point.dp <= skip_dp_) {
     ++pruned_;
     return;
   }
   ParallelLayout& p = work_.parallel;
+  if (point.dp != current_dp_) {
+    current_dp_ = point.dp;
+    std::fill(failed_mbs_.begin(), failed_mbs_.end(), 0);
+  }
+  const std::int64_t mbs = bounds_.mbs[point.mbs_index];
+  // Micro-batches per step; with M >= 2 x PP every schedule holds the same number of micro-batches
+  // in flight on each rank (1F1B: min(P - p, M) = P - p; interleaved: its warm-up count, below
+  // 2 x PP x v forwards), so a larger micro-batch only adds tokens to every term.
+  const std::int64_t m = work_.training.global_batch / (mbs * point.dp);
+  const bool in_flight_fixed = m >= 2 * p.pipeline_parallel;
+  std::int64_t& failed = failed_mbs_[point.recompute_index];
+  if (!bounds_.exhaustive && failed > 0 && mbs > failed && in_flight_fixed) {
+    ++pruned_;
+    return;
+  }
   p.data_parallel = point.dp;
-  work_.training.micro_batch = bounds_.mbs[point.mbs_index];
+  work_.training.micro_batch = mbs;
   work_.training.recompute.policy = bounds_.recompute[point.recompute_index];
   ++estimated_;
   const Report report = estimate(work_, *model_);
@@ -499,11 +518,15 @@ void PlanSearch::visit(const InnerPoint& point) {
       e.headroom_bytes = s.headroom_bytes;
       e.binding_stage = s.index;
     }
-    // Peak >= resident + gaps on every stage, and neither depends on the micro-batch size or
-    // the recompute policy: no later point of this DP can fit either.
+    // Peak >= resident + gaps on every stage; neither depends on the micro-batch size or the
+    // recompute policy, nor grows with DP (state shards over DP, weights do not depend on it):
+    // no later point of this outer point (this DP or a smaller one) can fit either.
     resident_exceeds |= s.resident_bytes > device_bytes_ - s.gap_bytes;
   }
   if (resident_exceeds && !bounds_.exhaustive) skip_dp_ = point.dp;
+  // A micro-batch size that does not fit rules out the larger ones at this DP and recompute
+  // policy while the in-flight counts stay fixed (peaks never fall as mbs grows then; tested).
+  if (!e.fits() && in_flight_fixed && (failed == 0 || mbs < failed)) failed = mbs;
   e.peak_bytes = report.stages[static_cast<std::size_t>(e.binding_stage)].peak_bytes;
   e.bubble_fraction = bubble_fraction(p.pipeline_parallel, p.virtual_stages, e.micro_batches);
   const RecomputeConfig& rc = work_.training.recompute;

@@ -6,10 +6,10 @@
 // policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
 // number M of micro-batches per step), and configurations_searched counts those. Each is checked
 // for what is cheap first (divisibility, GPU bounds, Megatron's interleaved rule, TP within a
-// node), skipped when an estimate at the same DP already showed its resident set alone exceeds
-// the device (exact: see PlanBounds::exhaustive), and otherwise estimated with the same core as
-// `report` (estimate(), which runs validate()). A configuration fits when
-// every stage's peak is at most the device's bytes (headroom >= 0), exactly `stagemem check`.
+// node), skipped when an estimate at the same or a larger DP already showed that the resident
+// set alone exceeds the device (exact: see PlanBounds::exhaustive), and otherwise estimated with
+// the same core as `report` (estimate(), which runs validate()). A configuration fits when every
+// stage's peak is at most the device's bytes (headroom >= 0), exactly `stagemem check`.
 //
 // Cost factors (each shown on its own, never combined into one score):
 //  - bubble fraction: (P - 1) / (v x M) with v > 1 virtual stages (interleaved 1F1B), (P - 1) / M
@@ -59,10 +59,15 @@ struct PlanBounds {
   std::vector<OptimizerKind> optimizer;  // [the base configuration's]
   std::int64_t top = 2;                  // frontier entries per factor per GPU count, [1, 100]
   // Exact pruning: the resident set (weights, gradients, optimizer state) and measured gaps do
-  // not depend on the micro-batch size or the recompute policy, and every stage's peak is at
-  // least them; once one estimate shows them above the device, the other micro-batch sizes and
-  // policies at that DP are skipped (counted in configurations_pruned). exhaustive: estimate
-  // every point anyway, so each non-fitting configuration has its own numbers.
+  // not depend on the micro-batch size or the recompute policy and never grow with DP (state
+  // shards over DP and the expert-data-parallel group), and every stage's peak is at least them.
+  // DP is visited from the largest down; once one estimate shows the resident set above the
+  // device, the rest of that outer point (this DP and every smaller one) is skipped (counted in
+  // configurations_pruned; tests hold both facts). Likewise a micro-batch size that does not fit
+  // rules out the larger ones at the same DP and recompute policy while M >= 2 x PP (the
+  // in-flight counts are then fixed and every term grows with the tokens of a micro-batch).
+  // exhaustive: estimate every point anyway, so each non-fitting configuration has its own
+  // numbers.
   bool exhaustive = false;
 };
 
@@ -101,7 +106,7 @@ struct PlanResult {
   std::int64_t device_bytes = 0;
   std::int64_t configurations_searched = 0;   // every point of the space considered
   std::int64_t configurations_estimated = 0;  // passed the cheap checks and were estimated
-  std::int64_t configurations_pruned = 0;     // skipped by the resident bound (cannot fit)
+  std::int64_t configurations_pruned = 0;     // skipped: cannot fit (PlanBounds::exhaustive)
   std::int64_t configurations_valid = 0;      // the estimate accepted them (validate())
   std::int64_t configurations_fitting = 0;
   bool has_minimum = false;
@@ -149,7 +154,7 @@ class PlanSearch {
   const std::vector<PlanEntry>& entries() const { return entries_; }
   std::int64_t searched() const { return searched_; }
   std::int64_t estimated() const { return estimated_; }
-  std::int64_t pruned() const { return pruned_; }  // skipped by the resident bound
+  std::int64_t pruned() const { return pruned_; }  // skipped: cannot fit (exhaustive)
   std::int64_t device_bytes() const { return device_bytes_; }
 
  private:
@@ -180,7 +185,9 @@ class PlanSearch {
   std::int64_t inner_stride_ = 1;           // ordinal stride of one outer point
   std::vector<InnerPoint> inner_;           // the current outer point's inner points
   std::size_t inner_index_ = 0;
-  std::int64_t skip_dp_ = 0;  // a DP whose resident set alone exceeds the device (0: none)
+  std::int64_t current_dp_ = 0;           // DP of the last visited point
+  std::vector<std::int64_t> failed_mbs_;  // per recompute policy: smallest mbs that did not fit
+  std::int64_t skip_dp_ = 0;  // points with DP <= this are skipped: their resident set exceeds
   std::vector<double> recompute_overhead_;  // per recompute policy (block methods: per point)
   std::int64_t searched_ = 0, estimated_ = 0, pruned_ = 0;
   std::vector<PlanEntry> entries_;

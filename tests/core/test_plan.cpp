@@ -452,6 +452,60 @@ TEST_CASE("layout advisor: never worse than the even split, and Megatron accepts
   CHECK(ka.attn_res_blocks_split == 0);
 }
 
+TEST_CASE(
+    "plan: with M >= 2 x PP no stage's peak falls as the micro-batch grows (the pruning "
+    "rule)") {
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k3"}) {
+    const Model model = preset(name);
+    for (RecomputePolicy rc :
+         {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+      for (std::int64_t vpp : {1, 2}) {
+        // gbs 1024, DP 8: M = 128 / mbs >= 2 x PP for every mbs below.
+        const Config base = base_config(name, "h200", 4096, 1024);
+        std::vector<std::int64_t> previous;
+        for (std::int64_t mbs : {1, 2, 4, 8}) {
+          const Config c = candidate_config(
+              base, {.tp = 1, .pp = 8, .vpp = vpp, .ep = 8, .dp = 8, .mbs = mbs, .recompute = rc});
+          const Report r = estimate(c, model);
+          REQUIRE(r.diagnostics.ok());
+          std::vector<std::int64_t> peaks;
+          for (const StageReport& s : r.stages) peaks.push_back(s.peak_bytes);
+          for (std::size_t i = 0; i < previous.size(); ++i) {
+            INFO(name << " recompute " << static_cast<int>(rc) << " vpp " << vpp << " mbs " << mbs
+                      << " stage " << i);
+            CHECK(peaks[i] >= previous[i]);
+          }
+          previous = peaks;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("plan: the resident set never grows with DP (the pruning rule)") {
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k3"}) {
+    const Model model = preset(name);
+    for (OptimizerKind opt : {OptimizerKind::adam, OptimizerKind::distributed_adam,
+                              OptimizerKind::muon, OptimizerKind::distributed_muon}) {
+      Config base = base_config(name, "h200", 4096, 1024);
+      std::vector<std::int64_t> previous;
+      for (std::int64_t dp : {8, 16, 32, 64, 128}) {
+        const Config c = candidate_config(
+            base, {.tp = 1, .pp = 4, .ep = 8, .dp = dp, .mbs = 1, .optimizer = opt});
+        const Report r = estimate(c, model);
+        REQUIRE(r.diagnostics.ok());
+        std::vector<std::int64_t> resident;
+        for (const StageReport& s : r.stages) resident.push_back(s.resident_bytes + s.gap_bytes);
+        for (std::size_t i = 0; i < previous.size(); ++i) {
+          INFO(name << " optimizer " << static_cast<int>(opt) << " dp " << dp << " stage " << i);
+          CHECK(resident[i] <= previous[i]);
+        }
+        previous = resident;
+      }
+    }
+  }
+}
+
 TEST_CASE("plan: the resident set does not depend on micro-batch or recompute (the pruning rule)") {
   // The exact pruning of PlanBounds::exhaustive rests on this; if the physics ever changes, this
   // test names the configuration that breaks it.
