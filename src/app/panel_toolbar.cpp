@@ -33,7 +33,8 @@ void draw_toolbar(AppState& state, const stagemem::Report& report) {
 
   ImGui::SameLine();
   if (ImGui::Button("Download JSON")) {
-    const std::string json = report_json(report, stagemem::encode_fragment(state.config));
+    const std::string json = stagemem::report_json(
+        report, state.reported_config, "#" + stagemem::encode_fragment(state.reported_config), {});
     show_message(state,
                  platform_save_text(state, "stagemem-report.json", "application/json", json));
   }

@@ -1,5 +1,7 @@
 #include "report_command.h"
+#include "report_json.h"
 #include "term_text.h"
+#include "url_fragment.h"
 
 #include <array>
 #include <cstdio>
@@ -148,68 +150,6 @@ void print_table(const stagemem::Report& report, bool markdown) {
   }
 }
 
-void print_json(const stagemem::Report& report, const Diagnostics& warnings) {
-  using json = nlohmann::ordered_json;
-  json out;
-  out["model"] = report.model;
-  out["total_parameters"] = report.total_parameters;
-  out["data_parallel"] = report.data_parallel;
-  out["expert_data_parallel"] = report.expert_data_parallel;
-  out["device"] = {{"name", report.device.name},
-                   {"bytes", report.device.bytes},
-                   {"source", report.device.source}};
-  out["device_bytes"] = report.device.bytes;
-  json stages = json::array();
-  for (const auto& s : report.stages) {
-    json layers = json::array();
-    for (const auto& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
-    json terms = json::array();
-    for (const auto& t : s.terms) {
-      json term = {{"name", stagemem::term_name(t)},
-                   {"family", std::string(stagemem::family_name(t.family))},
-                   {"bytes", t.bytes},
-                   {"formula", stagemem::term_formula(t)},
-                   {"scaling", stagemem::term_scaling(t)},
-                   {"tag", std::string(stagemem::tag_name(t.tag))},
-                   {"allocated_at", std::string(stagemem::allocation_point_name(t.allocated_at))}};
-      if (!t.source.empty()) term["source"] = t.source;
-      terms.push_back(term);
-    }
-    json stage = {{"index", s.index},
-                  {"layers", layers},
-                  {"layer_count", s.layer_count},
-                  {"parameters_per_rank", s.parameters_per_rank},
-                  {"terms", terms},
-                  {"resident_bytes", s.resident_bytes},
-                  {"gap_bytes", s.gap_bytes},
-                  {"peak_bytes", s.peak_bytes}};
-    if (report.device.bytes > 0) stage["headroom_bytes"] = s.headroom_bytes;
-    stages.push_back(stage);
-  }
-  out["stages"] = stages;
-  out["binding_stage"] = report.binding_stage;
-  json checks = json::array();
-  for (const auto& c : report.cross_checks) {
-    json check = {{"point", std::string(stagemem::measurement_point_name(c.measurement.point))},
-                  {"stage", c.measurement.stage},
-                  {"source", c.measurement.source},
-                  {"measured_bytes", c.measurement.bytes},
-                  {"derived_bytes", c.derived_bytes},
-                  {"gap_bytes", c.gap_bytes},
-                  {"ratio", c.has_ratio ? json(c.ratio) : json(nullptr)},
-                  {"alive_terms", c.alive_terms},
-                  {"explanations", c.explanations}};
-    if (!c.measurement.term.empty()) check["term"] = c.measurement.term;
-    checks.push_back(check);
-  }
-  out["cross_checks"] = checks;
-  json warning_list = json::array();
-  for (const auto& w : warnings.warnings)
-    warning_list.push_back({{"field", w.field}, {"message", w.message}});
-  out["warnings"] = warning_list;
-  std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-}
-
 }  // namespace
 
 int run_report(const std::vector<std::string_view>& args) {
@@ -241,12 +181,14 @@ int run_report(const std::vector<std::string_view>& args) {
     print_diagnostics(report.diagnostics);
     return exit_bad_input;
   }
-  d.warnings.insert(d.warnings.end(), report.diagnostics.warnings.begin(),
-                    report.diagnostics.warnings.end());
   if (json_output) {
-    print_json(report, d);
+    std::fputs(
+        stagemem::report_json(report, config, "#" + stagemem::encode_fragment(config), d).c_str(),
+        stdout);
     return 0;
   }
+  d.warnings.insert(d.warnings.end(), report.diagnostics.warnings.begin(),
+                    report.diagnostics.warnings.end());
   if (format == "markdown")
     print_table(report, true);
   else if (format == "csv")

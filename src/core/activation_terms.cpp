@@ -14,15 +14,17 @@ namespace {
 constexpr TermInfo term_checkpoint_input{"checkpointed group input (full recompute)",
                                          "S/CP, B, h (/TP with SP), checkpointed groups"};
 constexpr TermInfo term_pipeline_buffers{"pipeline send/receive buffers (hidden state)",
-                                         "S/CP, B, h (/TP with SP), AttnRes slots at the boundary"};
+                                         "S/CP, B, h (/TP with SP), AttnRes slots at the boundary",
+                                         TermText::pipeline_buffers};
 constexpr TermInfo term_pipeline_buffers_attn_res{
     "pipeline send/receive buffers (hidden state + AttnRes slots)",
-    "S/CP, B, h (/TP with SP), AttnRes slots at the boundary"};
+    "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers};
 constexpr TermInfo term_recompute_group{"recompute working set (one checkpointed group, backward)",
-                                        "S/CP, B, recompute group size", TermText::recompute_group};
+                                        "S/CP, B, recompute group size", TermText::recompute_group,
+                                        true};
 constexpr TermInfo term_recompute_selective{"selective recompute working set (backward)",
                                             "S/CP, B, recompute group size",
-                                            TermText::recompute_selective};
+                                            TermText::recompute_selective, true};
 
 TermGroup attention_group(AttentionKind kind, bool mtp) {
   switch (kind) {
@@ -41,66 +43,93 @@ TermGroup mlp_group(MlpKind kind, bool mtp) {
   return mtp ? TermGroup::mtp_moe : TermGroup::moe;
 }
 
-// Sums identical pieces over layers and micro-batches: one term per (group, piece).
+// Sums identical pieces over layers and micro-batches: one term per (group, piece), in the order
+// the pieces first appear. A group's pieces are the same list wherever the group occurs (GQA's
+// attention pieces do not depend on the MLP kind), so a group is summed as one block; a single
+// piece (checkpointed input, AttnRes slots and weights) is matched by its catalogue entry and
+// keeps the bytes of its first occurrence.
 class StoredSums {
  public:
-  void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
-    if (copies <= 0 || piece.bytes == 0) return;
-    for (Entry& e : entries_) {
-      if (e.group == group && e.piece.info == piece.info) {
-        e.copies += copies;
+  explicit StoredSums(std::uint32_t dropped) : dropped_(dropped) { blocks_.reserve(16); }
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies,
+               std::uint32_t dropped) {
+    if (copies <= 0) return;
+    for (Block& b : blocks_) {
+      if (b.group == group && b.pieces != nullptr) {
+        b.copies += copies;
         return;
       }
     }
-    entries_.push_back({group, piece, copies});
+    blocks_.push_back({group, &pieces, {}, copies, dropped});
   }
-  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces,
-               std::uint32_t dropped_modules, std::int64_t copies) {
-    for (const ActivationPiece& p : pieces) {
-      if ((p.dropped_by & dropped_modules) == 0) add(group, p, copies);
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies) {
+    add_all(group, pieces, copies, dropped_);
+  }
+  void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
+    if (copies <= 0 || piece.bytes == 0) return;
+    for (Block& b : blocks_) {
+      if (b.group == group && b.pieces == nullptr && b.single.info == piece.info) {
+        b.copies += copies;
+        return;
+      }
     }
+    blocks_.push_back({group, nullptr, piece, copies, 0});
   }
-  // Appends the sums as terms; false when one does not fit in int64 bytes.
-  bool append_terms(std::vector<Term>& out, std::int64_t& total) const {
+  // Appends the sums as terms (or, with `out` null, only adds up their bytes); false when one does
+  // not fit in int64 bytes.
+  bool append_terms(std::vector<Term>* out, std::int64_t& total) const {
     bool fits = true;
-    for (const Entry& e : entries_) {
-      Term t{.info = e.piece.info,
-             .bytes = 0,
-             .copies = e.copies,
-             .name_value = e.piece.name_value,
-             .formula = e.piece.formula,
-             .group = e.group,
-             .family = Family::activation,
-             .tag = Tag::derived,
-             .allocated_at = AllocationPoint::forward};
-      if (e.piece.formula.overflowed() || !checked_mul(e.piece.bytes, e.copies, &t.bytes) ||
+    const auto emit = [&](TermGroup group, const ActivationPiece& p, std::int64_t copies) {
+      if (out == nullptr) {
+        std::int64_t bytes = 0;
+        fits = !p.formula.overflowed() && checked_mul(p.bytes, copies, &bytes) &&
+               checked_add(total, bytes, &total) && fits;
+        return;
+      }
+      Term& t = out->emplace_back();
+      t.info = p.info;
+      t.copies = copies;
+      t.name_value = p.name_value;
+      t.formula = p.formula;
+      t.group = group;
+      t.family = Family::activation;
+      t.allocated_at = AllocationPoint::forward;
+      if (p.formula.overflowed() || !checked_mul(p.bytes, copies, &t.bytes) ||
           !checked_add(total, t.bytes, &total)) {
         fits = false;
       }
-      out.push_back(t);
+    };
+    for (const Block& b : blocks_) {
+      if (b.pieces == nullptr) {
+        emit(b.group, b.single, b.copies);
+        continue;
+      }
+      for (const ActivationPiece& p : *b.pieces) {
+        if ((p.dropped_by & b.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
+          emit(b.group, p, b.copies);
+      }
     }
     return fits;
   }
 
  private:
-  struct Entry {
+  struct Block {
     TermGroup group;
-    ActivationPiece piece;
+    const std::vector<ActivationPiece>* pieces;  // a group's list (in the estimate's cache)
+    ActivationPiece single;                      // or one piece, when `pieces` is null
     std::int64_t copies;
+    std::uint32_t dropped;
   };
-  std::vector<Entry> entries_;
+  std::uint32_t dropped_;
+  std::vector<Block> blocks_;
 };
 
-Term transient_term(const ActivationPiece& p) {
-  const bool backward = p.info->name.find("gradient") != std::string_view::npos ||
-                        p.info->name.find("recompute") != std::string_view::npos;
-  return Term{.info = p.info,
-              .bytes = p.bytes,
-              .name_value = p.name_value,
-              .formula = p.formula,
-              .family = Family::transient,
-              .tag = Tag::derived,
-              .allocated_at = backward ? AllocationPoint::backward : AllocationPoint::forward};
+// Sum of ceil(i / block) over i in [0, n): the values k = 1, 2, ... each cover `block` layers.
+std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
+  if (n <= 1 || block <= 0) return 0;
+  const std::int64_t q = (n - 1) / block;
+  const std::int64_t r = (n - 1) % block;
+  return block * q * (q + 1) / 2 + r * (q + 1);
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
@@ -140,12 +169,14 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches,
-                                            LayerPieceCache& cache) {
+                                            LayerPieceCache& cache, std::vector<Term>* into,
+                                            bool peaks_only) {
   StageActivationTerms result;
+  result.into = into;
   const TokenShape shape = token_shape(training, layout);
-  const InFlight in_flight =
+  InFlight in_flight =
       in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, rank, micro_batches);
-  result.in_flight_per_chunk = in_flight.per_chunk;
+  result.in_flight_per_chunk = std::move(in_flight.per_chunk);
   const RecomputeConfig& recompute = training.recompute;
   const std::uint32_t dropped =
       recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
@@ -153,8 +184,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
   const std::int64_t padded = padded_vocab(model.vocab, layout);
 
-  StoredSums sums;
+  StoredSums sums(dropped);
   std::vector<ActivationPiece> transients;
+  transients.reserve(8);
   const auto keep_transient = [&](const ActivationPiece& p) {
     if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
   };
@@ -165,6 +197,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   std::int64_t largest_slots = 0;  // AttnRes K at the rank's last mixing site
   std::int64_t largest_pipeline_buffers = 0;
   Formula pipeline_formula;
+  const std::int64_t boundary_width = shape.sequence_parallel && shape.tensor_parallel > 1
+                                          ? model.hidden / shape.tensor_parallel
+                                          : model.hidden;
   const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
     auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
@@ -172,13 +207,15 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
+      entry->kept_bytes = layer_bytes(*entry, dropped);
     }
     return *entry;
   };
+  bool fits = true;
 
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
-    const std::int64_t copies = in_flight.per_chunk[static_cast<std::size_t>(chunk.chunk)];
+    const std::int64_t copies = result.in_flight_per_chunk[static_cast<std::size_t>(chunk.chunk)];
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
     // Which layers of this chunk keep everything and which keep only a checkpointed input.
     std::int64_t checkpointed_groups = 0;
@@ -208,7 +245,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         continue;
       }
       // Inside a checkpointed group: its whole working set is rebuilt in backward.
-      group_bytes += pieces_for(kind).all_bytes;
+      fits = checked_add(group_bytes, pieces_for(kind).all_bytes, &group_bytes) && fits;
       ++group_layers;
       if (group_layers == group_size || i + 1 == first_full_layer || i + 1 == end) {
         if (group_bytes > working_set) {
@@ -229,10 +266,11 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (layers == 0) continue;
       const LayerKind kind = kind_of(slot);
       const LayerPieces& pieces = pieces_for(kind);
-      sums.add_all(attention_group(kind.attention, false), pieces.attention, dropped,
-                   layers * copies);
-      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, dropped, layers * copies);
-      const std::int64_t recomputed = pieces.all_bytes - layer_bytes(pieces, dropped);
+      std::int64_t layer_copies = 0;
+      fits = checked_mul(layers, copies, &layer_copies) && fits;
+      sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
+      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
+      const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
         working_set_piece.info = &term_recompute_selective;
@@ -251,10 +289,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     if (block > 0) {
       const std::int64_t slots = attn_res_slots_before(end, block);
       sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), copies);
-      std::int64_t slot_sites = 0;
-      for (std::int64_t i = chunk.first_layer; i < end; ++i) {
-        slot_sites += model.attn_res.sites_per_layer * (1 + attn_res_slots_before(i, block));
-      }
+      // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
+      std::int64_t slot_sites =
+          model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
+                                            attn_res_slot_sum(chunk.first_layer, block));
       std::int64_t last_site_slots =
           attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
       if (chunk.head) {
@@ -264,47 +302,59 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       sums.add(TermGroup::attn_res, attn_res_weights_piece(shape, slot_sites), copies);
       largest_slots = std::max(largest_slots, last_site_slots);
     }
-    if (chunk.head) {
-      for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
-        sums.add(TermGroup::output, p, copies);
-      }
-      for (const ActivationPiece& p : head_transients(shape, training, padded)) keep_transient(p);
+    if (chunk.head || chunk.mtp_layers > 0) {
+      if (!cache.head) cache.head = head_pieces(model, shape, training, padded);
     }
-    for (std::int64_t i = 0; i < chunk.mtp_layers; ++i) {
+    if (chunk.head) {
+      // The head's pieces are never recomputed (mask 0).
+      sums.add_all(TermGroup::output, *cache.head, copies, 0);
+      if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
+      for (const ActivationPiece& p : *cache.head_transients) keep_transient(p);
+    }
+    if (chunk.mtp_layers > 0) {
+      if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      sums.add_all(TermGroup::mtp, mtp_extra_pieces(model, shape), 0, copies);
-      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, dropped,
-                   copies);
-      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, dropped, copies);
-      for (const ActivationPiece& p : head_pieces(model, shape, training, padded)) {
-        sums.add(TermGroup::mtp_output, p, copies);
-      }
+      std::int64_t mtp_copies = 0;
+      fits = checked_mul(chunk.mtp_layers, copies, &mtp_copies) && fits;
+      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, 0);
+      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_copies);
+      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies);
+      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, 0);
       has_moe |= model.mtp_layer.mlp == MlpKind::moe;
     }
     // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
     // output leaving for the next one (both alive while a step sends and receives).
-    const bool first_virtual = chunk.embedding;
-    const bool last_virtual = chunk.head;
-    Formula formula;
-    if (!first_virtual) {
-      formula.receive().add(
-          pipeline_buffer_formula(model, shape, attn_res_slots_before(chunk.first_layer, block)));
+    const std::int64_t receive_slots =
+        chunk.embedding ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
+    const std::int64_t send_slots = chunk.head ? 0 : 1 + attn_res_slots_before(end, block);
+    std::int64_t buffers = 0;
+    // Each direction: [S/CP] x [B] x [width] x [1 + slots] x 2 B (pipeline_buffer_formula).
+    for (const std::int64_t slots : {receive_slots, send_slots}) {
+      if (slots == 0) continue;
+      std::int64_t one = 2;
+      fits = checked_mul(one, shape.sequence, &one) && checked_mul(one, shape.micro_batch, &one) &&
+             checked_mul(one, boundary_width, &one) && checked_mul(one, slots, &one) &&
+             checked_add(buffers, one, &buffers) && fits;
     }
-    if (!last_virtual) {
-      formula.send().add(pipeline_buffer_formula(model, shape, attn_res_slots_before(end, block)));
-    }
-    const std::int64_t buffers = formula.size() > 0 ? formula.value() : 0;
-    if (buffers > largest_pipeline_buffers || (formula.overflowed() && buffers != 0)) {
+    if (buffers > largest_pipeline_buffers) {
       largest_pipeline_buffers = buffers;
-      pipeline_formula = formula;
+      pipeline_formula = Formula()
+                             .number(shape.sequence)
+                             .number(shape.micro_batch)
+                             .number(boundary_width)
+                             .number(boundary_width != model.hidden)
+                             .number(receive_slots)
+                             .number(send_slots);
     }
   }
 
   if (has_moe) keep_transient(moe_dispatch_piece(model, shape));
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
-    keep_transient(make_piece(block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers,
-                              pipeline_formula));
+    ActivationPiece buffers = make_piece(
+        block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers, pipeline_formula);
+    buffers.bytes = largest_pipeline_buffers;
+    keep_transient(buffers);
   }
   if (shape.context_parallel > 1) {
     ActivationPiece largest;
@@ -321,13 +371,31 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     keep_transient(working_set_piece);
   }
 
-  result.fits = sums.append_terms(result.stored, result.stored_bytes);
+  if (peaks_only) {
+    result.fits = sums.append_terms(nullptr, result.stored_bytes) && fits;
+    for (const ActivationPiece& p : transients) {
+      result.fits = result.fits && !p.formula.overflowed();
+      result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
+    }
+    return result;
+  }
+  std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
+  std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
+  result.first_stored = static_cast<std::int64_t>(stored.size());
+  result.fits = sums.append_terms(&stored, result.stored_bytes) && fits;
+  result.first_transient = static_cast<std::int64_t>(out.size());
   for (const ActivationPiece& p : transients) {
     result.fits = result.fits && !p.formula.overflowed();
-    result.transients.push_back(transient_term(p));
+    Term& t = out.emplace_back();
+    t.info = p.info;
+    t.bytes = p.bytes;
+    t.name_value = p.name_value;
+    t.formula = p.formula;
+    t.family = Family::transient;
+    t.allocated_at = p.info->in_backward ? AllocationPoint::backward : AllocationPoint::forward;
     if (p.bytes > result.largest_transient_bytes) {
       result.largest_transient_bytes = p.bytes;
-      result.largest_transient = static_cast<std::int64_t>(result.transients.size()) - 1;
+      result.largest_transient = static_cast<std::int64_t>(out.size()) - 1;
     }
   }
   return result;

@@ -34,9 +34,15 @@ namespace stagemem {
 struct StageActivationTerms {
   std::vector<Term> stored;      // Family::activation
   std::vector<Term> transients;  // Family::transient, forward/backward phase
+  // When set, stored and transient terms are appended here (estimate() passes the stage's term
+  // list, so no intermediate vectors are built); `stored`/`transients` then stay empty and the
+  // indices below are into `*into`.
+  std::vector<Term>* into = nullptr;
+  std::int64_t first_stored = 0;     // index of the first stored term in its list
+  std::int64_t first_transient = 0;  // index of the first transient term in its list
   std::int64_t stored_bytes = 0;
   std::int64_t largest_transient_bytes = 0;
-  std::int64_t largest_transient = -1;  // its index in `transients`; -1 when there is none
+  std::int64_t largest_transient = -1;  // its index in its list; -1 when there is none
   std::vector<std::int64_t> in_flight_per_chunk;
   bool fits = true;  // false: some term's bytes do not fit in int64 (they are saturated)
 };
@@ -46,18 +52,28 @@ struct StageActivationTerms {
 struct LayerPieces {
   std::vector<ActivationPiece> attention;
   std::vector<ActivationPiece> mlp;
-  std::int64_t all_bytes = 0;  // every piece, nothing recomputed
+  std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps (the estimate's modules)
 };
+// Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
+// and shared by its stages; StageActivationTerms' sums point into it.
 struct LayerPieceCache {
   std::array<std::optional<LayerPieces>, 6> kinds;
+  std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
+  std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
+  std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
 };
 
+// With `peaks_only`, no terms are built: only stored_bytes, largest_transient_bytes,
+// in_flight_per_chunk and fits are set (the same sums, for sweeps).
 // Requires a validated configuration: `plan` from plan_stages, M >= 1. `cache` must be used with
 // one (model, layout, training) only.
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches,
-                                            LayerPieceCache& cache);
+                                            LayerPieceCache& cache,
+                                            std::vector<Term>* into = nullptr,
+                                            bool peaks_only = false);
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches);

@@ -289,6 +289,7 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
                                               const TokenShape& shape,
                                               const TrainingConfig& training) {
   std::vector<ActivationPiece> out;
+  out.reserve(20);
   add_attention_norm(out, model, shape);
   switch (kind) {
     case AttentionKind::gqa:

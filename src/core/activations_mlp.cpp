@@ -194,6 +194,7 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
                                         const TrainingConfig& training,
                                         const ParallelLayout& layout) {
   std::vector<ActivationPiece> out;
+  out.reserve(20);
   add_mlp_norm(out, model, shape);
   if (kind == MlpKind::dense) {
     add_dense(out, model, shape);

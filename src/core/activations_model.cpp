@@ -23,7 +23,8 @@ constexpr TermInfo term_per_token_loss_fp32{"per-token loss (fp32)", "S/CP, B"};
 constexpr TermInfo term_logits_bf16_output_layer_output_before_the_fp32{
     "logits (bf16 output-layer output, before the fp32 upcast)", "S/CP, B, V/TP"};
 constexpr TermInfo term_logits_gradient_bf16_output_layer_backward_input{
-    "logits gradient (bf16, output-layer backward input)", "S/CP, B, V/TP"};
+    "logits gradient (bf16, output-layer backward input)", "S/CP, B, V/TP", TermText::generic,
+    true};
 constexpr TermInfo term_logits_of_one_cross_entropy_chunk_bf16_fp32{
     "logits of one cross-entropy chunk (bf16 + fp32)", "cross-entropy chunk, V/TP"};
 constexpr TermInfo term_mtp_embedding_norm_input_embedding_of_the_shifte{

@@ -264,9 +264,13 @@ std::optional<Model> resolve_model(const Config& config, Diagnostics& d) {
 Diagnostics validate(const Config& config, const Model& model) {
   Diagnostics d;
   validate_layout(model, config.parallel, d);
+  validate_beyond_layout(config, model, d);
+  return d;
+}
+
+void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& d) {
   validate_training(config, d);
   validate_activation_inputs(model, config, d);
-  return d;
 }
 
 Diagnostics validate(const Config& config) {

@@ -161,5 +161,7 @@ std::optional<Model> resolve_model(const Config& config, Diagnostics& diagnostic
 // Every check of the configuration against its model; errors name the field.
 Diagnostics validate(const Config& config, const Model& model);
 Diagnostics validate(const Config& config);  // resolves the model first
+// Every check but validate_layout's (which depends on the model and config.parallel only).
+void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& diagnostics);
 
 }  // namespace stagemem

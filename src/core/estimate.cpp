@@ -66,41 +66,43 @@ namespace {
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
 // False when a term's bytes do not fit in int64.
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
-                           const StagePlan& plan, const StageParameters& parameters,
-                           std::int64_t micro_batches, LayerPieceCache& cache) {
-  StageActivationTerms activations = stage_activation_terms(
-      model, config.parallel, config.training, plan, stage.index, micro_batches, cache);
-  std::vector<Term> optimizer =
-      optimizer_step_transients(model, parameters, config.parallel, config.optimizer);
+                           const StagePlan& plan, const std::vector<Term>& optimizer_step,
+                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only) {
+  StageActivationTerms activations =
+      stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
+                             micro_batches, cache, &stage.terms, peaks_only);
+  const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
+  if (!peaks_only) {
+    stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
+  }
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
-  stage.largest_transient =
-      activations.largest_transient < 0
-          ? -1
-          : static_cast<std::int64_t>(stage.terms.size() + activations.stored.size()) +
-                activations.largest_transient;
-  stage.in_flight_per_chunk = activations.in_flight_per_chunk;
-  for (const Term& t : optimizer) {
-    if (!checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes))
-      stage.optimizer_transient_bytes = std::numeric_limits<std::int64_t>::max();
+  stage.largest_transient = activations.largest_transient;
+  stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
+  bool fits = activations.fits;
+  for (const Term& t : optimizer_step) {
+    fits = fits && checked_add(stage.optimizer_transient_bytes, t.bytes,
+                               &stage.optimizer_transient_bytes);
   }
-  stage.optimizer_phase_binds =
-      stage.optimizer_transient_bytes > stage.activation_bytes + stage.largest_transient_bytes;
-  stage.terms.insert(stage.terms.end(), activations.stored.begin(), activations.stored.end());
-  bool largest_marked = false;
-  for (Term& t : activations.transients) {
-    // Only the single largest transient of the phase is co-live with the stored activations.
+  std::int64_t forward_backward = 0;
+  fits = fits &&
+         checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
+  stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
+  if (peaks_only) return fits;
+  // Stored activations are part of the peak only when the forward/backward phase binds; of the
+  // phase's transients only the single largest is co-live with them.
+  const auto end = static_cast<std::size_t>(first_optimizer);
+  for (auto i = static_cast<std::size_t>(activations.first_stored); i < end; ++i) {
+    Term& t = stage.terms[i];
     t.counts_in_peak =
-        !stage.optimizer_phase_binds && !largest_marked && t.bytes == stage.largest_transient_bytes;
-    largest_marked |= t.counts_in_peak;
-    stage.terms.push_back(t);
+        !stage.optimizer_phase_binds &&
+        (t.family == Family::activation || static_cast<std::int64_t>(i) == stage.largest_transient);
   }
-  for (Term& t : optimizer) {
-    t.allocated_at = AllocationPoint::optimizer_step;
-    t.counts_in_peak = stage.optimizer_phase_binds;
-    stage.terms.push_back(t);
+  for (auto i = end; i < stage.terms.size(); ++i) {
+    stage.terms[i].allocated_at = AllocationPoint::optimizer_step;
+    stage.terms[i].counts_in_peak = stage.optimizer_phase_binds;
   }
-  return activations.fits;
+  return fits;
 }
 
 bool add_bytes(std::int64_t& total, std::int64_t bytes) {
@@ -119,35 +121,43 @@ FieldMessage overflow_error(const StageReport& stage) {
       break;
     }
   }
-  std::string drivers;
-  std::string field = "model";
-  const auto add = [&](std::string_view what, std::string_view what_field) {
-    if (drivers.find(what) != std::string::npos) return;
-    if (field == "model") field = std::string(what_field);
-    drivers += drivers.empty() ? "" : " x ";
-    drivers += what;
-  };
+  // Canonical order: seq, mbs, the model's widths, then the stage's layers and micro-batches.
+  bool seq = false, mbs = false, layers = false;
+  std::string widths;
   std::string name = "the sum of its terms";
   if (culprit != nullptr) {
     name = term_name(*culprit);
     const Formula& f = culprit->formula;
     for (int i = 0; i < f.size(); ++i) {
       const std::string_view label = label_text(f.label(i));
-      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes) continue;
+      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes || label.empty()) continue;
       if (label == "S/CP" || label == "S") {
-        add("seq", "training.sequence_length");
+        seq = true;
       } else if (label == "B") {
-        add("mbs", "training.micro_batch");
-      } else if (!label.empty()) {
-        add(label, "model");
+        mbs = true;
+      } else if (widths.find(label) == std::string::npos) {
+        widths += widths.empty() ? "" : " x ";
+        widths += label;
       }
     }
-    if (culprit->copies > 0) add("layers on the stage x micro-batches in flight", "parallel");
-    if (drivers.empty()) add("parameters on the stage", "model");
+    layers = culprit->copies > 0;
   }
+  std::string drivers;
+  const auto add = [&](std::string_view what) {
+    drivers += drivers.empty() ? "" : " x ";
+    drivers += what;
+  };
+  if (seq) add("seq");
+  if (mbs) add("mbs");
+  if (!widths.empty()) add(widths);
+  if (layers) add("layers on the stage x micro-batches in flight");
+  if (drivers.empty()) add("parameters on the stage");
+  const std::string field = seq   ? "training.sequence_length"
+                            : mbs ? "training.micro_batch"
+                                  : "model";
   return {.field = field,
-          .message = (drivers.empty() ? name : drivers + " (" + name + ")") +
-                     " exceeds 2^63 bytes on stage " + std::to_string(stage.index) +
+          .message = drivers + " (" + name + ")" + " exceeds 2^63 bytes on stage " +
+                     std::to_string(stage.index) +
                      "; no device holds that: lower the driving fields"};
 }
 
@@ -166,11 +176,43 @@ Report estimate(const Config& config) {
 }
 
 Report estimate(const Config& config, const Model& model) {
+  EstimateCache cache;
+  return estimate(config, model, cache);
+}
+
+Report estimate(const Config& config, const Model& model, EstimateCache& cache,
+                EstimateDetail detail) {
+  const bool peaks_only = detail == EstimateDetail::peaks;
   Report report;
   report.model = model.name;
-  report.diagnostics = validate(config, model);
+  if (cache.model != &model) {
+    cache.model = &model;
+    cache.total_parameters = total_parameters(model);
+    cache.layout = ParallelLayout{};
+    cache.layout.pipeline_parallel = -1;  // no layout cached yet
+  }
+  if (!(cache.layout == config.parallel)) {
+    cache.layout = config.parallel;
+    cache.layout_diagnostics = {};
+    validate_layout(model, config.parallel, cache.layout_diagnostics);
+    cache.plan.reset();
+    cache.parameters.clear();
+    cache.state_terms_valid = false;
+    if (cache.layout_diagnostics.ok()) {
+      Diagnostics repeated;  // validate_layout already reported the plan's warnings
+      cache.plan = plan_stages(model, config.parallel, repeated);
+      if (!cache.plan) {
+        cache.layout_diagnostics.errors.insert(cache.layout_diagnostics.errors.end(),
+                                               repeated.errors.begin(), repeated.errors.end());
+      } else {
+        cache.parameters = stage_parameters(model, config.parallel, *cache.plan);
+      }
+    }
+  }
+  report.diagnostics = cache.layout_diagnostics;
+  validate_beyond_layout(config, model, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
-  report.total_parameters = total_parameters(model);
+  report.total_parameters = cache.total_parameters;
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
   report.flat_headroom_bytes = config.training.flat_headroom_bytes;
@@ -179,24 +221,34 @@ Report estimate(const Config& config, const Model& model) {
                              report.data_parallel, report.diagnostics);
   if (!report.diagnostics.ok()) return report;
 
-  Diagnostics repeated;  // validate() already reported the plan's warnings
-  const auto plan = plan_stages(model, config.parallel, repeated);
-  if (!plan) {
-    report.diagnostics.errors.insert(report.diagnostics.errors.end(), repeated.errors.begin(),
-                                     repeated.errors.end());
-    return report;
-  }
+  const StagePlan& plan = *cache.plan;
   if (config.device.bytes > 0) {
     report.device = {.name = "custom",
                      .bytes = config.device.bytes,
                      .source = "entered by the user (device.bytes)"};
   } else if (const auto device = find_device(config.device.preset)) {
-    report.device = {.name = std::string(device->name), .bytes = device->bytes, .source = device->source};
+    report.device = {
+        .name = std::string(device->name), .bytes = device->bytes, .source = device->source};
   }
-  const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
-  LayerPieceCache cache;
+  if (!cache.state_terms_valid || !(cache.precision == config.precision) ||
+      !(cache.optimizer == config.optimizer)) {
+    const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+    cache.precision = config.precision;
+    cache.optimizer = config.optimizer;
+    cache.resident_terms.assign(cache.parameters.size(), {});
+    cache.optimizer_step_terms.assign(cache.parameters.size(), {});
+    for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
+                            shards, cache.resident_terms[i]);
+      append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
+                                       config.optimizer, cache.optimizer_step_terms[i]);
+    }
+    cache.state_terms_valid = true;
+  }
+  LayerPieceCache piece_cache;
   std::int64_t largest = -1;
-  for (const StageParameters& parameters : stage_parameters(model, config.parallel, *plan)) {
+  report.stages.reserve(cache.parameters.size());
+  for (const StageParameters& parameters : cache.parameters) {
     StageReport stage;
     stage.index = parameters.pipeline_rank;
     stage.first_layer = parameters.first_layer;
@@ -205,16 +257,25 @@ Report estimate(const Config& config, const Model& model) {
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    stage.terms =
-        resident_terms(parameters.per_rank_roles, config.precision, config.optimizer, shards);
+    const std::size_t stage_slot = report.stages.size();
+    const std::vector<Term>& resident = cache.resident_terms[stage_slot];
+    if (!peaks_only) {
+      stage.terms.reserve(48);
+      stage.terms.insert(stage.terms.end(), resident.begin(), resident.end());
+    }
     bool fits = true;
-    for (const Term& t : stage.terms) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
-    fits = add_activation_phases(stage, model, config, *plan, parameters, report.micro_batches,
-                                 cache) &&
+    for (const Term& t : resident) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    fits = add_activation_phases(stage, model, config, plan, cache.optimizer_step_terms[stage_slot],
+                                 report.micro_batches, piece_cache, peaks_only) &&
            fits;
-    for (const Term& gap : gap_terms(stage.index, config.gaps)) {
-      fits = fits && add_bytes(stage.gap_bytes, gap.bytes);
-      stage.terms.push_back(gap);
+    if (peaks_only) {
+      fits = fits && add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps));
+    } else {
+      const auto first_gap = stage.terms.size();
+      append_gap_terms(stage.index, config.gaps, stage.terms);
+      for (auto i = first_gap; i < stage.terms.size(); ++i) {
+        fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
+      }
     }
     std::int64_t phase = stage.optimizer_transient_bytes;
     if (!stage.optimizer_phase_binds) {
@@ -225,6 +286,8 @@ Report estimate(const Config& config, const Model& model) {
     fits =
         fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
     if (!fits) {
+      // The terms name what overflows: build them to say so.
+      if (peaks_only) return estimate(config, model, cache, EstimateDetail::terms);
       report.diagnostics.errors.push_back(overflow_error(stage));
       report.stages.clear();
       report.binding_stage = -1;
@@ -241,7 +304,9 @@ Report estimate(const Config& config, const Model& model) {
     }
     report.stages.push_back(std::move(stage));
   }
-  report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  if (!peaks_only) {
+    report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
+  }
   return report;
 }
 

@@ -10,41 +10,11 @@ namespace {
 constexpr std::int64_t saturated = std::numeric_limits<std::int64_t>::max();
 }
 
-Formula& Formula::push(FactorOp op, Label label, std::int64_t value) {
-  if (count_ >= max_factors) {
+void Formula::multiply(std::int64_t value) {
+  if (value < 0 || !checked_mul(value_, value, &value_)) {
     overflowed_ = true;
-    return *this;
+    value_ = saturated;
   }
-  const auto i = static_cast<std::size_t>(count_++);
-  ops_[i] = op;
-  labels_[i] = label;
-  values_[i] = value;
-  switch (op) {
-    case FactorOp::times:
-    case FactorOp::times_tp:
-    case FactorOp::times_tp_sp:
-    case FactorOp::bytes:
-      if (value < 0 || !checked_mul(value_, value, &value_)) {
-        overflowed_ = true;
-        value_ = saturated;
-      }
-      break;
-    case FactorOp::receive:
-    case FactorOp::send:
-      // A new sub-formula: the previous one's product is complete.
-      if (started_ && !checked_add(sum_, value_, &sum_)) {
-        overflowed_ = true;
-        sum_ = saturated;
-      }
-      started_ = true;
-      value_ = 1;
-      break;
-    case FactorOp::per:
-    case FactorOp::imbalance:
-    case FactorOp::value:
-      break;
-  }
-  return *this;
 }
 
 Formula& Formula::per(Label label, std::int64_t divisor) {
@@ -68,24 +38,6 @@ Formula& Formula::imbalance(double factor, std::int64_t per_token_bytes) {
     value_ = saturated;
   }
   return *this;
-}
-
-Formula& Formula::add(const Formula& other) {
-  for (int i = 0; i < other.size(); ++i) {
-    if (other.op(i) == FactorOp::per) {
-      per(other.label(i), other.factor(i));
-    } else {
-      push(other.op(i), other.label(i), other.factor(i));
-    }
-  }
-  overflowed_ = overflowed_ || other.overflowed_;
-  return *this;
-}
-
-std::int64_t Formula::value() const {
-  if (!started_) return value_;
-  std::int64_t total = 0;
-  return checked_add(sum_, value_, &total) ? total : saturated;
 }
 
 }  // namespace stagemem

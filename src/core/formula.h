@@ -108,12 +108,10 @@ enum class FactorOp : std::uint8_t {
   per,          // " / [label=value]"
   bytes,        // " x value B (label)"
   imbalance,    // " x imbalance scenario 1.2500 (rounded up to whole tokens)"; value: double bits
-  receive,      // "receive " (starts a sub-formula; pipeline buffers)
-  send,         // "send " or " + send " (starts a sub-formula; pipeline buffers)
-  value,        // a plain number for a kind-specific template (resident terms); not multiplied
+  value,        // a plain number for a kind-specific template (term_info.h); not multiplied
 };
 
-inline constexpr int max_factors = 12;
+inline constexpr int max_factors = 8;
 
 class Formula {
  public:
@@ -132,14 +130,10 @@ class Formula {
   }
   // Multiplies the token count by `factor`, rounded up to whole tokens of `per_token_bytes`.
   Formula& imbalance(double factor, std::int64_t per_token_bytes);
-  Formula& receive() { return push(FactorOp::receive, 0, 0); }
-  Formula& send() { return push(FactorOp::send, 0, 0); }
   // A kind-specific number that does not multiply into the value.
   Formula& number(std::int64_t value) { return push(FactorOp::value, 0, value); }
-  // Appends `other`'s factors (its value is added: sub-formulas are summed).
-  Formula& add(const Formula& other);
 
-  std::int64_t value() const;
+  std::int64_t value() const { return value_; }
   bool overflowed() const { return overflowed_; }
   int size() const { return count_; }
   FactorOp op(int i) const { return ops_[static_cast<std::size_t>(i)]; }
@@ -147,15 +141,25 @@ class Formula {
   std::int64_t factor(int i) const { return values_[static_cast<std::size_t>(i)]; }
 
  private:
-  Formula& push(FactorOp op, Label label, std::int64_t value);
+  Formula& push(FactorOp op, Label label, std::int64_t value) {
+    if (count_ >= max_factors) {
+      overflowed_ = true;
+      return *this;
+    }
+    const auto i = static_cast<std::size_t>(count_++);
+    ops_[i] = op;
+    labels_[i] = label;
+    values_[i] = value;
+    if (op <= FactorOp::bytes && op != FactorOp::per) multiply(value);
+    return *this;
+  }
+  void multiply(std::int64_t value);
+  std::int64_t value_ = 1;
   std::array<std::int64_t, max_factors> values_{};
   std::array<Label, max_factors> labels_{};
   std::array<FactorOp, max_factors> ops_{};
   std::uint8_t count_ = 0;
   bool overflowed_ = false;
-  bool started_ = false;  // a sub-formula (receive/send) restarts the product
-  std::int64_t value_ = 1;
-  std::int64_t sum_ = 0;  // completed sub-formulas
 };
 
 // Checked int64 arithmetic: false (and *out untouched) when the result does not fit.

@@ -4,7 +4,22 @@
 
 namespace stagemem {
 namespace {
+
 constexpr TermInfo term_gap{"gap", "not derived", TermText::gap};
+
+// The reading for this stage: its own, else the last one entered for every stage.
+const GapEntry* chosen_entry(std::int64_t stage, GapKind kind,
+                             const std::vector<GapEntry>& entries) {
+  const GapEntry* chosen = nullptr;
+  for (const GapEntry& e : entries) {
+    if (e.kind != kind) continue;
+    if (e.stage == stage || (e.stage == -1 && (chosen == nullptr || chosen->stage == -1))) {
+      chosen = &e;
+    }
+  }
+  return chosen;
+}
+
 }  // namespace
 
 std::string_view gap_label(GapKind kind) {
@@ -49,15 +64,24 @@ AllocationPoint gap_allocation_point(GapKind kind) {
 
 std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries) {
   std::vector<Term> terms;
+  append_gap_terms(stage, entries, terms);
+  return terms;
+}
+
+std::int64_t gap_bytes(std::int64_t stage, const std::vector<GapEntry>& entries) {
+  std::int64_t bytes = 0;
+  for (int k = 0; k < gap_kind_count; ++k) {
+    const GapEntry* chosen = chosen_entry(stage, static_cast<GapKind>(k), entries);
+    if (chosen != nullptr) bytes += chosen->bytes;  // each at most 2^50: no overflow
+  }
+  return bytes;
+}
+
+void append_gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
+                      std::vector<Term>& terms) {
   for (int k = 0; k < gap_kind_count; ++k) {
     const auto kind = static_cast<GapKind>(k);
-    const GapEntry* chosen = nullptr;
-    for (const GapEntry& e : entries) {
-      if (e.kind != kind) continue;
-      if (e.stage == stage || (e.stage == -1 && (chosen == nullptr || chosen->stage == -1))) {
-        chosen = &e;
-      }
-    }
+    const GapEntry* chosen = chosen_entry(stage, kind, entries);
     Term t{
         .info = &term_gap,
         .bytes = 0,
@@ -74,7 +98,6 @@ std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& ent
     }
     terms.push_back(t);
   }
-  return terms;
 }
 
 }  // namespace stagemem

@@ -25,5 +25,9 @@ AllocationPoint gap_allocation_point(GapKind kind);
 
 // One row per GapKind for this stage, MEASURED where `entries` has a value for it.
 std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries);
+// The measured gap bytes of a stage (what its gap terms sum to).
+std::int64_t gap_bytes(std::int64_t stage, const std::vector<GapEntry>& entries);
+void append_gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
+                      std::vector<Term>& out);
 
 }  // namespace stagemem

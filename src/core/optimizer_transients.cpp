@@ -87,6 +87,13 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
                                             const ParallelLayout& layout,
                                             const OptimizerConfig& optimizer) {
   std::vector<Term> out;
+  append_optimizer_step_transients(model, stage, layout, optimizer, out);
+  return out;
+}
+
+void append_optimizer_step_transients(const Model& model, const StageParameters& stage,
+                                      const ParallelLayout& layout,
+                                      const OptimizerConfig& optimizer, std::vector<Term>& out) {
   const StateShards shards = state_shards(optimizer.kind, layout);
   // Only a group whose state is sharded over more than one rank needs gathering after the step.
   const std::int64_t dense = shards.dense > 1 ? stage.per_rank_split.dense() : 0;
@@ -129,7 +136,6 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
       });
     }
   }
-  return out;
 }
 
 }  // namespace stagemem

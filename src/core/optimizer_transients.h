@@ -38,5 +38,9 @@ MatrixShape largest_muon_matrix(const Model& model, const std::vector<LayerKind>
 std::vector<Term> optimizer_step_transients(const Model& model, const StageParameters& stage,
                                             const ParallelLayout& layout,
                                             const OptimizerConfig& optimizer);
+// The same, appended to `out` (no vector of its own).
+void append_optimizer_step_transients(const Model& model, const StageParameters& stage,
+                                      const ParallelLayout& layout,
+                                      const OptimizerConfig& optimizer, std::vector<Term>& out);
 
 }  // namespace stagemem

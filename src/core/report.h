@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config.h"
 #include "formula.h"
+#include "layout.h"
 
 namespace stagemem {
 
@@ -149,8 +151,36 @@ struct Report {
   Diagnostics diagnostics;  // errors mean `stages` is empty
 };
 
+// What estimates of one model share while the parallel layout stays the same: the layout's
+// validation, the stage plan and every stage's per-rank parameters (none depend on sequence,
+// micro-batch, recompute, kernels, precision or optimizer). A sweep or search keeps one cache per
+// model and passes it to every estimate; a changed layout or model refills it.
+// Limitation: the model is recognised by address: do not change a Model while a cache built from
+// it is in use.
+struct EstimateCache {
+  const Model* model = nullptr;
+  ParallelLayout layout{};
+  Diagnostics layout_diagnostics{};
+  std::optional<StagePlan> plan{};
+  std::vector<StageParameters> parameters{};
+  std::int64_t total_parameters = 0;
+  // Per stage, the resident and optimizer-step terms: they depend on the layout, `precision` and
+  // `optimizer` only, so a sweep over sequence, batch or recompute computes them once.
+  bool state_terms_valid = false;
+  Precision precision{};
+  OptimizerConfig optimizer{};
+  std::vector<std::vector<Term>> resident_terms{};
+  std::vector<std::vector<Term>> optimizer_step_terms{};
+};
+
 Report estimate(const Config& config);
 // With the model already resolved (resolve_model in config.h): sweeps resolve it once.
 Report estimate(const Config& config, const Model& model);
+// How much of a report to build: every term (what every front end shows), or only the per-stage
+// numbers (peak, phases, headroom, binding stage) with empty term lists and no cross-checks, for
+// sweeps and searches. Both come from the same sums, so the numbers are identical (tested).
+enum class EstimateDetail : std::uint8_t { terms, peaks };
+Report estimate(const Config& config, const Model& model, EstimateCache& cache,
+                EstimateDetail detail = EstimateDetail::terms);
 
 }  // namespace stagemem

@@ -203,7 +203,13 @@ StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout)
 std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& precision,
                                  const OptimizerConfig& optimizer, const StateShards& shards) {
   std::vector<Term> terms;
-  terms.reserve(12);
+  append_resident_terms(counts, precision, optimizer, shards, terms);
+  return terms;
+}
+
+void append_resident_terms(const RoleCounts& counts, const Precision& precision,
+                           const OptimizerConfig& optimizer, const StateShards& shards,
+                           std::vector<Term>& terms) {
   add_weight_terms(terms, counts, precision);
 
   const std::int64_t all = counts.total();
@@ -266,7 +272,6 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
                                     Formula().number(muon_only).number(roles).number(elements)));
     }
   }
-  return terms;
 }
 
 double resident_bytes_per_parameter(const Precision& precision, const OptimizerConfig& optimizer,

@@ -67,6 +67,10 @@ StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout)
 // master weights, moments, cast copies. Terms with zero bytes are left out.
 std::vector<Term> resident_terms(const RoleCounts& per_rank, const Precision& precision,
                                  const OptimizerConfig& optimizer, const StateShards& shards);
+// The same, appended to `out`.
+void append_resident_terms(const RoleCounts& per_rank, const Precision& precision,
+                           const OptimizerConfig& optimizer, const StateShards& shards,
+                           std::vector<Term>& out);
 
 // Resident bytes per parameter for a model made only of dense bf16/fp32 hidden matrices, in the
 // form of Megatron's table (e.g. distributed Adam, bf16 weights, fp32 grads: 6 + 12/d). Built from

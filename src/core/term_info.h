@@ -15,6 +15,8 @@ namespace stagemem {
 // How a term's formula (and, for resident terms, its name) is rendered from its factors.
 enum class TermText : std::uint8_t {
   generic,              // the factors as "[label=value] x ... x N B (dtype)"
+  pipeline_buffers,     // factors: S/CP, B, width, SP (0/1), 1 + receive slots (0: none),
+                        //          1 + send slots (0: none)
   recompute_group,      // factors: layers, first layer, last layer
   recompute_selective,  // factors: attention kind, MLP kind
   weights,              // factors: dtype, elements, roles in the name (0: single dtype)
@@ -34,6 +36,7 @@ struct TermInfo {
   std::string_view name;
   std::string_view scaling;
   TermText text = TermText::generic;
+  bool in_backward = false;  // a transient allocated in backward (else forward)
 };
 
 }  // namespace stagemem

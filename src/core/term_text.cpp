@@ -146,14 +146,6 @@ std::string generic_formula(const Formula& f) {
                 " (rounded up to whole tokens)";
         break;
       }
-      case FactorOp::receive:
-        text += "receive ";
-        first = true;
-        continue;
-      case FactorOp::send:
-        text += text.empty() ? "send " : " + send ";
-        first = true;
-        continue;
       case FactorOp::value:
         break;
     }
@@ -209,6 +201,7 @@ std::string term_name(const Term& t) {
       return "gap: " + std::string(gap_label(static_cast<GapKind>(n(t, 0))));
     case TermText::generic:
     case TermText::recompute_group:
+    case TermText::pipeline_buffers:
     case TermText::recompute_selective:
     case TermText::parameter_all_gather:
       break;
@@ -238,6 +231,18 @@ std::string term_formula(const Term& t) {
     case TermText::generic: {
       std::string text = generic_formula(t.formula);
       if (t.copies > 0) text += " x [layer-micro-batches alive=" + group_digits(t.copies) + "]";
+      return text;
+    }
+    case TermText::pipeline_buffers: {
+      // One direction: [S/CP] x [B] x [h or h/TP (SP)] x [1 + AttnRes slots] x 2 B (bf16).
+      const auto direction = [&](std::int64_t slots_plus_one) {
+        return "[S/CP=" + group_digits(n(t, 0)) + "] x [B=" + group_digits(n(t, 1)) + "] x [" +
+               (n(t, 3) != 0 ? "h/TP (SP)" : "h") + "=" + group_digits(n(t, 2)) +
+               "] x [1 + AttnRes slots=" + group_digits(slots_plus_one) + "] x 2 B (bf16)";
+      };
+      std::string text;
+      if (n(t, 4) > 0) text = "receive " + direction(n(t, 4));
+      if (n(t, 5) > 0) text += (text.empty() ? "send " : " + send ") + direction(n(t, 5));
       return text;
     }
     case TermText::recompute_group:

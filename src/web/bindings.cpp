@@ -352,7 +352,8 @@ std::string get_markdown_table() {
 std::string get_report_json() {
   if (!app_state) return "";
   refresh_report(*app_state);
-  return report_json(app_state->report, stagemem::encode_fragment(app_state->config));
+  return stagemem::report_json(app_state->report, app_state->reported_config,
+                               "#" + stagemem::encode_fragment(app_state->reported_config), {});
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // Tests of report.h / estimate.cpp: the per-stage report, its totals and the binding stage.
+#include <random>
+
 #include "catch.h"
 #include "term_text.h"
 #include "report.h"
@@ -91,4 +93,97 @@ TEST_CASE("Every stage assignment works: an explicit list with VPP") {
   REQUIRE(r.stages[0].chunks.size() == 2);
   CHECK(r.stages[0].chunks[1].first == 16);
   CHECK(r.stages[0].layer_count == 16);
+}
+
+namespace {
+
+// The invariants every report must hold: bytes never negative (no wrapped products), and each
+// stage's peak equals the sum of the terms marked counts_in_peak.
+void check_report_invariants(const Report& r) {
+  for (const StageReport& s : r.stages) {
+    std::int64_t live = 0;
+    for (const Term& t : s.terms) {
+      REQUIRE(t.bytes >= 0);
+      if (t.counts_in_peak) live += t.bytes;
+    }
+    REQUIRE(s.peak_bytes >= 0);
+    REQUIRE(live == s.peak_bytes);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Products past 2^63 bytes are errors naming the fields that drive them") {
+  // The two inputs that used to wrap: a materialised-attention score tensor of 16M x 16M tokens,
+  // and a 1M-wide custom model with 10,000 layers on one stage.
+  Config c;
+  c.parallel.pipeline_parallel = 1;
+  c.training.sequence_length = 16'777'216;
+  c.training.micro_batch = 16;
+  c.training.global_batch = 16;
+  c.training.kernels.attention = AttentionKernel::materialized;
+  c.device.preset = "b200";
+  const Report scores = estimate(c);
+  REQUIRE(!scores.diagnostics.ok());
+  CHECK(scores.stages.empty());
+  INFO(scores.diagnostics.errors[0].message);
+  CHECK(scores.diagnostics.errors[0].field == "training.sequence_length");
+  CHECK(scores.diagnostics.errors[0].message.starts_with("seq x mbs"));
+  CHECK(scores.diagnostics.errors[0].message.find("exceeds 2^63 bytes on stage 0") !=
+        std::string::npos);
+
+  Config huge;
+  huge.custom_model = "h:1048576;v:16777216;gqa:4096,4096,4096;mlp:1048576,swiglu;layers:gd*10000";
+  huge.parallel.pipeline_parallel = 1;
+  huge.device.preset = "h100-80gb";
+  const Report wide = estimate(huge);
+  REQUIRE(!wide.diagnostics.ok());
+  INFO(wide.diagnostics.errors[0].message);
+  CHECK(wide.diagnostics.errors[0].message.find("exceeds 2^63 bytes on stage 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("Property: 10,000 extreme but valid configurations never wrap; peak = live terms") {
+  // Random models and layouts across the documented ranges, biased to the extremes (huge
+  // sequences, batches and widths); either a report whose every number is a real byte count, or
+  // an error. The seed is printed so a failure replays.
+  const std::uint64_t seed = 20261201;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const auto power = [&](int lo, int hi) { return std::int64_t{1} << pick(lo, hi); };
+  const char* presets[] = {"llama-3.1-8b", "deepseek-v3", "kimi-k3", "mixtral-8x7b",
+                           "kimi-linear-48b-a3b"};
+  int reports = 0, errors = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    Config c;
+    if (pick(0, 3) == 0) {
+      c.custom_model = "h:" + std::to_string(power(4, 20)) + ";v:" + std::to_string(power(4, 24)) +
+                       ";gqa:" + std::to_string(power(0, 12)) + ",1," +
+                       std::to_string(power(0, 12)) + ";mlp:" + std::to_string(power(4, 20)) +
+                       ",swiglu;layers:gd*" + std::to_string(pick(1, 10'000));
+    } else {
+      c.model = presets[pick(0, 4)];
+    }
+    c.parallel.pipeline_parallel = power(0, 3);
+    c.training.sequence_length = power(0, 24);
+    c.training.micro_batch = power(0, 16);
+    c.training.global_batch = c.training.micro_batch * power(0, 8);
+    c.training.recompute.policy = static_cast<RecomputePolicy>(pick(0, 2));
+    if (pick(0, 1) == 0) c.training.kernels.attention = AttentionKernel::materialized;
+    c.training.dropout = pick(0, 1) == 0;
+    c.optimizer.kind = static_cast<OptimizerKind>(pick(0, 3));
+    const Report r = estimate(c);
+    if (!r.diagnostics.ok()) {
+      ++errors;
+      CHECK(r.stages.empty());
+      continue;
+    }
+    ++reports;
+    check_report_invariants(r);
+  }
+  CHECK(reports > 1000);  // the sweep must exercise real reports, not only errors
+  CHECK(errors > 100);    // and reach the overflow errors
 }

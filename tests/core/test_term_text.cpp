@@ -46,7 +46,7 @@ std::vector<GoldenLink> read_golden() {
     if (line.empty() || line[0] == '#') continue;
     const auto fields = split_tabs(line);
     if (fields[0] == "link") {
-      out.push_back({.link = fields[1]});
+      out.push_back({.link = fields[1], .peaks = {}, .terms = {}});
     } else if (fields[0] == "peaks") {
       out.back().peaks = fields[1];
     } else {

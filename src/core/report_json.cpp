@@ -1,0 +1,109 @@
+#include "report_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "term_text.h"
+
+namespace stagemem {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json messages(const std::vector<FieldMessage>& list) {
+  json out = json::array();
+  for (const FieldMessage& m : list) out.push_back({{"field", m.field}, {"message", m.message}});
+  return out;
+}
+
+json term_json(const Term& t, const Config& config) {
+  json term = {{"name", term_name(t)},
+               {"family", std::string(family_name(t.family))},
+               {"bytes", t.bytes},
+               {"formula", term_formula(t)},
+               {"scaling", term_scaling(t)},
+               {"tag", std::string(tag_name(t.tag))},
+               {"allocated_at", std::string(allocation_point_name(t.allocated_at))},
+               {"counts_in_peak", t.counts_in_peak}};
+  const std::string_view source = term_source(t, config);
+  if (!source.empty()) term["source"] = std::string(source);
+  return term;
+}
+
+json stage_json(const StageReport& s, const Report& report, const Config& config) {
+  json layers = json::array();
+  for (const LayerRange& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
+  json terms = json::array();
+  for (const Term& t : s.terms) terms.push_back(term_json(t, config));
+  json co_live = nullptr;
+  if (!s.optimizer_phase_binds && s.largest_transient >= 0 &&
+      s.largest_transient < static_cast<std::int64_t>(s.terms.size())) {
+    co_live = term_name(s.terms[static_cast<std::size_t>(s.largest_transient)]);
+  }
+  json stage = {
+      {"index", s.index},
+      {"layers", layers},
+      {"layer_count", s.layer_count},
+      {"parameters_per_rank", s.parameters_per_rank},
+      {"binding_phase", s.optimizer_phase_binds ? "optimizer-step" : "forward-backward"},
+      {"resident_bytes", s.resident_bytes},
+      {"gap_bytes", s.gap_bytes},
+      {"stored_activation_bytes", s.activation_bytes},
+      {"co_live_transient_bytes", s.largest_transient_bytes},
+      {"co_live_transient", co_live},
+      {"optimizer_step_transient_bytes", s.optimizer_transient_bytes},
+      {"in_flight_per_chunk", s.in_flight_per_chunk},
+      {"non_parameter_bytes", s.non_parameter_bytes},
+      {"peak_bytes", s.peak_bytes},
+      {"terms", terms},
+  };
+  if (report.device.bytes > 0) stage["headroom_bytes"] = s.headroom_bytes;
+  if (report.flat_headroom_bytes > 0) stage["flat_headroom_margin_bytes"] = s.flat_headroom_margin;
+  return stage;
+}
+
+}  // namespace
+
+std::string report_json(const Report& report, const Config& config, std::string_view link,
+                        const Diagnostics& input_warnings) {
+  json out;
+  out["schema_version"] = report_schema_version;
+  if (!link.empty()) out["link"] = std::string(link);
+  out["model"] = report.model;
+  out["total_parameters"] = report.total_parameters;
+  out["data_parallel"] = report.data_parallel;
+  out["expert_data_parallel"] = report.expert_data_parallel;
+  out["micro_batches"] = report.micro_batches;
+  out["device"] = {{"name", report.device.name},
+                   {"bytes", report.device.bytes},
+                   {"source", std::string(report.device.source)}};
+  out["device_bytes"] = report.device.bytes;
+  out["flat_headroom_bytes"] = report.flat_headroom_bytes;
+  json stages = json::array();
+  for (const StageReport& s : report.stages) stages.push_back(stage_json(s, report, config));
+  out["stages"] = stages;
+  out["binding_stage"] = report.binding_stage;
+  json checks = json::array();
+  for (const CrossCheck& c : report.cross_checks) {
+    json check = {{"point", std::string(measurement_point_name(c.measurement.point))},
+                  {"stage", c.measurement.stage},
+                  {"source", c.measurement.source},
+                  {"measured_bytes", c.measurement.bytes},
+                  {"derived_bytes", c.derived_bytes},
+                  {"gap_bytes", c.gap_bytes},
+                  {"ratio", c.has_ratio ? json(c.ratio) : json(nullptr)},
+                  {"alive_terms", c.alive_terms},
+                  {"explanations", c.explanations}};
+    if (!c.measurement.term.empty()) check["term"] = c.measurement.term;
+    checks.push_back(check);
+  }
+  out["cross_checks"] = checks;
+  out["errors"] = messages(report.diagnostics.errors);
+  json warnings = messages(report.diagnostics.warnings);
+  for (const FieldMessage& w : input_warnings.warnings) {
+    warnings.push_back({{"field", w.field}, {"message", w.message}});
+  }
+  out["warnings"] = warnings;
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace stagemem
