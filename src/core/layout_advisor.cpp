@@ -122,12 +122,13 @@ LayoutAdvice advise_layout(const Config& config, const Model& model,
   Config work = config;
   work.parallel.assignment = StageAssignment::layout_string;
   work.parallel.layers_per_stage.clear();
+  EstimateCache cache;
   const auto evaluate = [&](const Candidate& s) {
     Evaluation e;
     if (!acceptable(s, model)) return e;
     work.parallel.layout_string = pipeline_layout_text(entries_of(s, model));
     ++out.estimates;
-    const Report r = estimate(work, model);
+    const Report r = estimate(work, model, cache, EstimateDetail::peaks);  // numbers only
     if (!r.diagnostics.ok() || r.stages.empty()) return e;
     e.ok = true;
     for (const StageReport& st : r.stages) e.peaks.push_back(st.peak_bytes);

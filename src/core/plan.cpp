@@ -493,7 +493,10 @@ void PlanSearch::visit(const InnerPoint& point) {
   work_.training.micro_batch = mbs;
   work_.training.recompute.policy = bounds_.recompute[point.recompute_index];
   ++estimated_;
-  const Report report = estimate(work_, *model_);
+  // Peaks only (no term lists), with the layout's validation, stage plan and per-rank
+  // parameters reused across the micro-batch sizes and policies of one DP: the same numbers as
+  // a full estimate (report.h), at a fraction of the cost.
+  const Report report = estimate(work_, *model_, cache_, EstimateDetail::peaks);
   if (!report.diagnostics.ok() || report.stages.empty()) return;
   PlanEntry e;
   e.candidate = {.tp = p.tensor_parallel,

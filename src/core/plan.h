@@ -35,6 +35,7 @@
 #include "config.h"
 #include "diagnostics.h"
 #include "model.h"
+#include "report.h"
 
 namespace stagemem {
 
@@ -168,7 +169,8 @@ class PlanSearch {
   void visit(const InnerPoint& point);
 
   const Model* model_;
-  Config work_;  // the candidate being estimated, edited in place (no copy per point)
+  Config work_;          // the candidate being estimated, edited in place (no copy per point)
+  EstimateCache cache_;  // what estimates of one parallel layout share (report.h)
   PlanBounds bounds_;
   Diagnostics diagnostics_;
   std::int64_t shard_ = 0, shards_ = 1;
