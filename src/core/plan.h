@@ -6,10 +6,12 @@
 // policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
 // number M of micro-batches per step), and configurations_searched counts those. Each is checked
 // for what is cheap first (divisibility, GPU bounds, Megatron's interleaved rule, TP within a
-// node), skipped when an estimate at the same or a larger DP already showed that the resident
-// set alone exceeds the device (exact: see PlanBounds::exhaustive), and otherwise estimated with
-// the same core as `report` (estimate(), which runs validate()). A configuration fits when every
-// stage's peak is at most the device's bytes (headroom >= 0), exactly `stagemem check`.
+// node), skipped when earlier estimates prove it cannot fit (the resident set alone exceeds the
+// device at the same or a larger DP, or a smaller micro-batch did not fit: exact rules, see
+// PlanBounds::exhaustive), and otherwise estimated with the same core as `report` (estimate(),
+// which runs validate(); peaks only, one EstimateCache per search: the same numbers). A
+// configuration fits when every stage's peak is at most the device's bytes (headroom >= 0),
+// exactly `stagemem check`.
 //
 // Cost factors (each shown on its own, never combined into one score):
 //  - bubble fraction: (P - 1) / (v x M) with v > 1 virtual stages (interleaved 1F1B), (P - 1) / M
