@@ -15,4 +15,4 @@ out/build/native-release/stagemem_bench "$iterations"
 cmake --preset web >/dev/null
 cmake --build --preset web --target stagemem_bench_wasm >/dev/null
 echo "wasm (node $(node --version)):"
-node out/build/web/stagemem_bench_wasm.js "$iterations"
+node --no-experimental-fetch out/build/web/stagemem_bench_wasm.js "$iterations"

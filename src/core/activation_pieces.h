@@ -20,8 +20,10 @@
 // routed tokens over ETP before the expert GEMMs.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,5 +83,42 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
 // selective drops the pieces of the chosen modules; a fully recomputed layer keeps its input only.
 std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces,
                           std::uint32_t dropped_modules);
+
+// A layer's pieces depend only on its kind and the training and layout inputs, so one estimate
+// builds each kind's pieces once and shares them across its stages (3 attention x 2 MLP kinds).
+struct LayerPieces {
+  std::vector<ActivationPiece> attention;
+  std::vector<ActivationPiece> mlp;
+  std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
+  std::uint32_t kept_mask = 0;
+};
+// One group of stored pieces summed over a stage's layers and micro-batches (activation_terms.cpp).
+struct StoredBlock {
+  TermGroup group;
+  const std::vector<ActivationPiece>* pieces;  // a group's list (in the piece cache)
+  ActivationPiece single;                      // or one piece, when `pieces` is null
+  std::int64_t copies;
+  std::uint32_t dropped;
+};
+
+// Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
+// and shared by its stages; StageActivationTerms' sums point into it.
+struct LayerPieceCache {
+  // What the pieces were built for: the training inputs they read (TrainingConfig without the
+  // fields no piece depends on: global batch, recompute, flat headroom). The layout and model
+  // are EstimateCache's keys.
+  std::optional<TrainingConfig> built_for;
+  std::array<std::optional<LayerPieces>, 6> kinds;
+  std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
+  std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
+  std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
+  // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
+  std::vector<StoredBlock> stored_blocks;
+  std::vector<ActivationPiece> transients;
+};
+
+// Resets `cache` unless it was built for the same piece inputs of `training`.
+void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training);
 
 }  // namespace stagemem

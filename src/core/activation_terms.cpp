@@ -50,11 +50,15 @@ TermGroup mlp_group(MlpKind kind, bool mtp) {
 // keeps the bytes of its first occurrence.
 class StoredSums {
  public:
-  explicit StoredSums(std::uint32_t dropped) : dropped_(dropped) { blocks_.reserve(16); }
+  // `blocks` is scratch storage reused across stages (its capacity survives).
+  StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks)
+      : dropped_(dropped), blocks_(blocks) {
+    blocks_.clear();
+  }
   void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies,
                std::uint32_t dropped) {
     if (copies <= 0) return;
-    for (Block& b : blocks_) {
+    for (StoredBlock& b : blocks_) {
       if (b.group == group && b.pieces != nullptr) {
         b.copies += copies;
         return;
@@ -67,7 +71,7 @@ class StoredSums {
   }
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
     if (copies <= 0 || piece.bytes == 0) return;
-    for (Block& b : blocks_) {
+    for (StoredBlock& b : blocks_) {
       if (b.group == group && b.pieces == nullptr && b.single.info == piece.info) {
         b.copies += copies;
         return;
@@ -99,7 +103,7 @@ class StoredSums {
         fits = false;
       }
     };
-    for (const Block& b : blocks_) {
+    for (const StoredBlock& b : blocks_) {
       if (b.pieces == nullptr) {
         emit(b.group, b.single, b.copies);
         continue;
@@ -113,15 +117,8 @@ class StoredSums {
   }
 
  private:
-  struct Block {
-    TermGroup group;
-    const std::vector<ActivationPiece>* pieces;  // a group's list (in the estimate's cache)
-    ActivationPiece single;                      // or one piece, when `pieces` is null
-    std::int64_t copies;
-    std::uint32_t dropped;
-  };
   std::uint32_t dropped_;
-  std::vector<Block> blocks_;
+  std::vector<StoredBlock>& blocks_;
 };
 
 // Sum of ceil(i / block) over i in [0, n): the values k = 1, 2, ... each cover `block` layers.
@@ -159,10 +156,21 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
 
 }  // namespace
 
+void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training) {
+  TrainingConfig inputs = training;
+  inputs.global_batch = 0;
+  inputs.flat_headroom_bytes = 0;
+  inputs.recompute = {};
+  if (cache.built_for && *cache.built_for == inputs) return;
+  cache = LayerPieceCache{};
+  cache.built_for = inputs;
+}
+
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches) {
   LayerPieceCache cache;
+  prepare_piece_cache(cache, training);
   return stage_activation_terms(model, layout, training, plan, rank, micro_batches, cache);
 }
 
@@ -184,9 +192,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
   const std::int64_t padded = padded_vocab(model.vocab, layout);
 
-  StoredSums sums(dropped);
-  std::vector<ActivationPiece> transients;
-  transients.reserve(8);
+  StoredSums sums(dropped, cache.stored_blocks);
+  std::vector<ActivationPiece>& transients = cache.transients;
+  transients.clear();
   const auto keep_transient = [&](const ActivationPiece& p) {
     if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
   };
@@ -208,6 +216,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
       entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
+    } else if (entry->kept_mask != dropped) {
+      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
     }
     return *entry;
   };

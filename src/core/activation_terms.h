@@ -47,23 +47,6 @@ struct StageActivationTerms {
   bool fits = true;  // false: some term's bytes do not fit in int64 (they are saturated)
 };
 
-// A layer's pieces depend only on its kind and the training and layout inputs, so one estimate
-// builds each kind's pieces once and shares them across its stages (3 attention x 2 MLP kinds).
-struct LayerPieces {
-  std::vector<ActivationPiece> attention;
-  std::vector<ActivationPiece> mlp;
-  std::int64_t all_bytes = 0;   // every piece, nothing recomputed
-  std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps (the estimate's modules)
-};
-// Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
-// and shared by its stages; StageActivationTerms' sums point into it.
-struct LayerPieceCache {
-  std::array<std::optional<LayerPieces>, 6> kinds;
-  std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
-  std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
-  std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
-};
-
 // With `peaks_only`, no terms are built: only stored_bytes, largest_transient_bytes,
 // in_flight_per_chunk and fits are set (the same sums, for sweeps).
 // Requires a validated configuration: `plan` from plan_stages, M >= 1. `cache` must be used with

@@ -81,12 +81,12 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
   bool fits = activations.fits;
   for (const Term& t : optimizer_step) {
-    fits = fits && checked_add(stage.optimizer_transient_bytes, t.bytes,
-                               &stage.optimizer_transient_bytes);
+    fits = fits &&
+           checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes);
   }
   std::int64_t forward_backward = 0;
-  fits = fits &&
-         checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
+  fits =
+      fits && checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
   stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
   if (peaks_only) return fits;
   // Stored activations are part of the peak only when the forward/backward phase binds; of the
@@ -198,6 +198,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     cache.plan.reset();
     cache.parameters.clear();
     cache.state_terms_valid = false;
+    cache.pieces = {};
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
       cache.plan = plan_stages(model, config.parallel, repeated);
@@ -238,6 +239,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     cache.resident_terms.assign(cache.parameters.size(), {});
     cache.optimizer_step_terms.assign(cache.parameters.size(), {});
     for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      cache.resident_terms[i].reserve(12);
+      cache.optimizer_step_terms[i].reserve(2);
       append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
                             shards, cache.resident_terms[i]);
       append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
@@ -245,7 +248,8 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     }
     cache.state_terms_valid = true;
   }
-  LayerPieceCache piece_cache;
+  prepare_piece_cache(cache.pieces, config.training);
+  LayerPieceCache& piece_cache = cache.pieces;
   std::int64_t largest = -1;
   report.stages.reserve(cache.parameters.size());
   for (const StageParameters& parameters : cache.parameters) {

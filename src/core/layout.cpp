@@ -314,16 +314,19 @@ void add_tensors(StageParameters& stage, const std::vector<Tensor>& tensors, con
 }
 
 // Adds the counts of `delta` (one layer's contribution) to `stage`.
-void add_counts(StageParameters& stage, const StageParameters& delta) {
-  stage.logical += delta.logical;
-  stage.per_rank += delta.per_rank;
-  for (std::size_t i = 0; i < stage.per_rank_roles.elements.size(); ++i) {
-    stage.per_rank_roles.elements[i] += delta.per_rank_roles.elements[i];
-    stage.per_rank_roles.weight_tensors[i] += delta.per_rank_roles.weight_tensors[i];
+// Adds `times` copies of `delta` (the counts of one layer of a kind).
+void add_counts(StageParameters& stage, const StageParameters& delta, std::int64_t times = 1) {
+  for (std::size_t c = 0; c < stage.logical.by_component.size(); ++c) {
+    stage.logical.by_component[c] += delta.logical.by_component[c] * times;
+    stage.per_rank.by_component[c] += delta.per_rank.by_component[c] * times;
   }
-  stage.per_rank_split.replicated += delta.per_rank_split.replicated;
-  stage.per_rank_split.tensor_parallel += delta.per_rank_split.tensor_parallel;
-  stage.per_rank_split.expert_parallel += delta.per_rank_split.expert_parallel;
+  for (std::size_t i = 0; i < stage.per_rank_roles.elements.size(); ++i) {
+    stage.per_rank_roles.elements[i] += delta.per_rank_roles.elements[i] * times;
+    stage.per_rank_roles.weight_tensors[i] += delta.per_rank_roles.weight_tensors[i] * times;
+  }
+  stage.per_rank_split.replicated += delta.per_rank_split.replicated * times;
+  stage.per_rank_split.tensor_parallel += delta.per_rank_split.tensor_parallel * times;
+  stage.per_rank_split.expert_parallel += delta.per_rank_split.expert_parallel * times;
 }
 
 // The vocabulary-parallel matrices are padded; the padding rows are real memory on every rank.
@@ -632,10 +635,19 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
     }
     stage.layer_count += v.layer_count;
     stage.chunks.push_back(v);
+    // Layers of a chunk by kind, then each kind's counts times its layers.
+    std::array<std::int64_t, 6> layers_of_kind{};
     for (std::int64_t i = 0; i < v.layer_count; ++i) {
       const auto index = static_cast<std::size_t>(v.first_layer + i);
       if (index >= model.layers.size()) break;
-      add_counts(stage, counts_of(model.layers[index]));
+      const LayerKind kind = model.layers[index];
+      ++layers_of_kind[static_cast<std::size_t>(static_cast<int>(kind.attention) * 2 +
+                                                static_cast<int>(kind.mlp))];
+    }
+    for (std::size_t slot = 0; slot < layers_of_kind.size(); ++slot) {
+      if (layers_of_kind[slot] == 0) continue;
+      const LayerKind kind{static_cast<AttentionKind>(slot / 2), static_cast<MlpKind>(slot % 2)};
+      add_counts(stage, counts_of(kind), layers_of_kind[slot]);
     }
     if (v.embedding) {
       add_tensors(stage, embedding_tensors(model), model, layout);

@@ -1,16 +1,21 @@
 // report.h — the per-stage memory report: named terms per rank of each pipeline stage.
 //
-// Purpose: what every front end shows. A term is one named piece of device memory with the
-// formula that produced it, what it scales with, its provenance tag and when it is allocated.
+// Purpose: what every front end shows. A term is one named piece of device memory, held as
+// numbers: a pointer into the static term catalogue (term_info.h: name, scaling, formula
+// template), its bytes, the numeric factors of its formula (formula.h: label ids and int64
+// values), its tag, allocation point and whether it is live at the peak. Text is rendered on
+// demand (term_text.h); the estimate builds none.
 // Terms come in families: resident (lives across steps), activation (stored for backward, per
 // micro-batch in flight), transient (alive only at its moment: MoE dispatch, AttnRes mix, logits,
 // recompute, pipeline buffers, optimizer step) and gap (memory shapes cannot derive: zero unless
 // measured).
 // Peak of a stage = resident + measured gaps + the larger of two phases: forward/backward
 // (stored activations + the single largest transient of that phase) and the optimizer step (its
-// transients). Transients that are part of the peak have counts_in_peak set.
-// Units: bytes (int64) per rank. Display units (GiB, MiB, GB) are the front end's business.
-// Limitations: one peak per stage (the worst micro-batch moment), not a timeline.
+// transients). The terms with counts_in_peak set sum exactly to the peak.
+// Units: bytes (int64) per rank, every product and sum overflow-checked: a report that would pass
+// 2^63 - 1 bytes is an error naming the fields that drive it. Display units are the front end's.
+// Limitations: one peak per stage (the worst micro-batch moment), not a timeline. A MEASURED
+// term references its source text in the Config it was estimated from: keep that Config.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +24,11 @@
 #include <string_view>
 #include <vector>
 
+#include "activation_pieces.h"
 #include "config.h"
 #include "formula.h"
 #include "layout.h"
+#include "term_info.h"
 
 namespace stagemem {
 
@@ -44,28 +51,6 @@ std::string_view allocation_point_name(AllocationPoint point);
 // What a term is: an entry of the static term catalogue (term_info.cpp). Its text is rendered on
 // demand from the entry and the term's numbers (term_text.h).
 struct TermInfo;
-
-// The decoder-layer part a stored activation belongs to; rendered as the name's prefix
-// ("MoE: dispatched tokens ...").
-enum class TermGroup : std::uint8_t {
-  none,
-  gqa,
-  mla,
-  kda,
-  dense_mlp,
-  moe,
-  mtp,
-  mtp_gqa,
-  mtp_mla,
-  mtp_kda,
-  mtp_dense_mlp,
-  mtp_moe,
-  all_layers,
-  embedding,
-  attn_res,
-  output,
-  mtp_output,
-};
 
 // One named piece of device memory: a compact value (no heap memory).
 struct Term {
@@ -171,6 +156,9 @@ struct EstimateCache {
   OptimizerConfig optimizer{};
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
+  // Per micro-batch activation pieces (they depend on the layout and the training inputs
+  // LayerPieceCache names, not on recompute, batch, optimizer or device).
+  LayerPieceCache pieces{};
 };
 
 Report estimate(const Config& config);

@@ -32,6 +32,28 @@ enum class TermText : std::uint8_t {
   gap,                   // factors: gap kind, measured (0/1)
 };
 
+// The decoder-layer part a stored activation belongs to; rendered as the name's prefix
+// ("MoE: dispatched tokens ...").
+enum class TermGroup : std::uint8_t {
+  none,
+  gqa,
+  mla,
+  kda,
+  dense_mlp,
+  moe,
+  mtp,
+  mtp_gqa,
+  mtp_mla,
+  mtp_kda,
+  mtp_dense_mlp,
+  mtp_moe,
+  all_layers,
+  embedding,
+  attn_res,
+  output,
+  mtp_output,
+};
+
 struct TermInfo {
   std::string_view name;
   std::string_view scaling;

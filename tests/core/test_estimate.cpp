@@ -4,6 +4,7 @@
 #include "catch.h"
 #include "term_text.h"
 #include "report.h"
+#include "report_json.h"
 
 using namespace stagemem;
 
@@ -186,4 +187,67 @@ TEST_CASE("Property: 10,000 extreme but valid configurations never wrap; peak = 
   }
   CHECK(reports > 1000);  // the sweep must exercise real reports, not only errors
   CHECK(errors > 100);    // and reach the overflow errors
+}
+
+TEST_CASE("Property: one EstimateCache across 600 changing configurations = fresh estimates") {
+  // A sweep or search keeps one cache while fields change in any order: every report must be
+  // byte-identical (as JSON) to a fresh estimate, and the peaks-only detail must give the same
+  // per-stage numbers. Seed printed so a failure replays.
+  const std::uint64_t seed = 7;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  Diagnostics d;
+  Config base;
+  base.model = "kimi-k3";
+  const auto kimi = resolve_model(base, d);
+  base.model = "deepseek-v3";
+  const auto deepseek = resolve_model(base, d);
+  REQUIRE((kimi && deepseek));
+  EstimateCache cache;
+  int compared = 0;
+  for (int i = 0; i < 600; ++i) {
+    const bool use_kimi = pick(0, 1) == 0;
+    Config c;
+    c.model = use_kimi ? "kimi-k3" : "deepseek-v3";
+    c.parallel.pipeline_parallel = std::int64_t{1} << pick(1, 3);
+    c.parallel.virtual_stages = pick(0, 3) == 0 ? 2 : 1;
+    c.parallel.expert_parallel = std::int64_t{1} << pick(0, 3);
+    c.parallel.data_parallel = 8;
+    c.training.sequence_length = std::int64_t{1} << pick(10, 15);
+    c.training.micro_batch = std::int64_t{1} << pick(0, 2);
+    c.training.global_batch = 256;
+    c.training.recompute.policy = static_cast<RecomputePolicy>(pick(0, 2));
+    c.training.recompute.modules = static_cast<std::uint32_t>(pick(1, 127));
+    c.training.recompute.layers = pick(1, 3);
+    c.optimizer.kind = static_cast<OptimizerKind>(pick(0, 3));
+    c.precision.expert_weights = pick(0, 1) == 0 ? WeightDtype::bf16 : WeightDtype::mxfp4;
+    c.training.dropout = pick(0, 4) == 0;
+    if (pick(0, 3) == 0) c.gaps = {{.kind = GapKind::runtime_context, .bytes = 1 << 20, .source = "s"}};
+    const Model& model = use_kimi ? *kimi : *deepseek;
+    const Report fresh = estimate(c, model);
+    const Report cached = estimate(c, model, cache);
+    const Report peaks = estimate(c, model, cache, EstimateDetail::peaks);
+    REQUIRE(report_json(cached, c, "", {}) == report_json(fresh, c, "", {}));
+    REQUIRE(peaks.stages.size() == fresh.stages.size());
+    REQUIRE(peaks.binding_stage == fresh.binding_stage);
+    for (std::size_t s = 0; s < fresh.stages.size(); ++s) {
+      const StageReport& a = peaks.stages[s];
+      const StageReport& b = fresh.stages[s];
+      REQUIRE(a.terms.empty());
+      REQUIRE(a.peak_bytes == b.peak_bytes);
+      REQUIRE(a.resident_bytes == b.resident_bytes);
+      REQUIRE(a.gap_bytes == b.gap_bytes);
+      REQUIRE(a.activation_bytes == b.activation_bytes);
+      REQUIRE(a.largest_transient_bytes == b.largest_transient_bytes);
+      REQUIRE(a.optimizer_transient_bytes == b.optimizer_transient_bytes);
+      REQUIRE(a.optimizer_phase_binds == b.optimizer_phase_binds);
+      REQUIRE(a.headroom_bytes == b.headroom_bytes);
+      REQUIRE(a.in_flight_per_chunk == b.in_flight_per_chunk);
+    }
+    compared += fresh.diagnostics.ok() ? 1 : 0;
+  }
+  CHECK(compared > 100);  // many draws are valid configurations
 }
