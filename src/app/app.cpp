@@ -64,7 +64,7 @@ namespace {
 // pairs are taken out before the core's decoder sees the fragment, and written after its pairs.
 constexpr std::string_view view_prefix = "view.";
 constexpr std::array<std::string_view, static_cast<std::size_t>(MainTab::count)> tab_keys = {
-    "stages", "sweep", "cross-checks", "terms"};
+    "stages", "sweep", "cross-checks", "terms", "plan"};
 constexpr std::array<std::string_view, 2> axis_keys = {"view.x", "view.y"};
 constexpr std::array<std::string_view, 2> default_axis_fields = {"seq", "mbs"};
 constexpr std::array<std::string_view, 2> default_axis_values = {"2048, 4096, 8192, 16384, 32768",
@@ -103,7 +103,7 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
       if (at == tab_keys.end()) {
         state.link_problems.push_back({"url.view.tab", "unknown tab '" + value.substr(0, 32) +
                                                            "': expected stages, sweep, "
-                                                           "cross-checks or terms"});
+                                                           "cross-checks, terms or plan"});
       } else {
         state.requested_tab = static_cast<MainTab>(at - tab_keys.begin());
       }
@@ -138,6 +138,8 @@ std::string view_fragment(const AppState& state) {
     out +=
         "&" + std::string(axis_keys[i]) + "=" + stagemem::percent_encode(axis.key + ":" + values);
   }
+  // The Plan tab's inputs ride along as plan_* keys.
+  out += plan_link_keys(state.plan);
   return out;
 }
 
@@ -147,7 +149,9 @@ std::string link_fragment(const AppState& state) {
 
 void apply_fragment(AppState& state, std::string_view link) {
   const SplitFragment split = split_fragment(link);
-  stagemem::DecodedFragment decoded = stagemem::decode_fragment(split.config);
+  // The Plan tab's inputs ride along as plan_* keys; the configuration is the rest.
+  stagemem::DecodedFragment decoded =
+      stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan));
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
   // Every good field of the link is kept (a bad one keeps its default and is named in the

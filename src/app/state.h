@@ -10,6 +10,7 @@
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
+#include "plan_tab.h"
 #include "report.h"
 #include "report_labels.h"
 #include "sweep.h"
@@ -19,7 +20,7 @@
 struct ImFont;
 
 // The tabs of the main view (right of, or under, the configuration).
-enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, count };
+enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, plan, count };
 
 // Editing state of one row of config_fields() (parallel to it).
 struct FieldEditor {
@@ -129,6 +130,7 @@ struct AppState {
   Sweep sweep;                 // the two-axis sweep of the "Sweep" tab (sweep.h)
   HeatMap heat_map;            // its shader-drawn grid
   WidgetRect heat_map_rect{};  // where the grid was drawn last frame
+  PlanTab plan;                // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
 
   // The "Model" tab: every term stagemem can produce, computed once at start-up.
   std::vector<stagemem::CatalogueEntry> catalogue;

@@ -324,7 +324,7 @@ val get_ui_state() {
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
   out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
   out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
-  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model"};
+  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model", "plan"};
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
   out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
