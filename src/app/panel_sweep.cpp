@@ -116,21 +116,30 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
 void draw_sweep(AppState& state, const stagemem::Report& report) {
   (void)report;
   Sweep& sweep = state.sweep;
-  update_sweep(sweep, state.config);
+  // A grid is filled a time slice per frame: while cells remain, the next frame continues it.
+  if (update_sweep(sweep, state.config)) request_frames(state, 1);
   ImGui::TextWrapped(
       "Every cell is a full estimate of this configuration with the two values; "
       "coloured by the binding stage's headroom (red: does not fit), or by its "
       "peak when no device is chosen. Click a cell to apply its values.");
   edit_axis(state, 0, "columns");
   edit_axis(state, 1, "rows   ");
-  ImGui::TextDisabled("%zu cells in %.2f ms (model resolved once per configuration change)",
-                      sweep.cells.size(), sweep.last_milliseconds);
+  if (sweep.complete) {
+    ImGui::TextDisabled(
+        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; model resolved "
+        "once per configuration change)",
+        sweep.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
+        sweep.longest_slice_milliseconds);
+  } else {
+    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.next_cell, sweep.cells.size());
+  }
   if (!sweep.model_error.empty()) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", sweep.model_error.c_str());
     return;
   }
   if (sweep.columns == 0 || sweep.rows == 0) return;
-  feed_heat_map(state.heat_map, sweep, sweep.sweeps);
+  feed_heat_map(state.heat_map, sweep,
+                sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.next_cell);
 
   const float scale = state.ui_scale;
   float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key.c_str()).x;
@@ -183,7 +192,9 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
     sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
   }
   const bool show_gpus = parallel_axis(sweep.axes[0].key) || parallel_axis(sweep.axes[1].key);
-  for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
+  // Cells narrower than a short label draw none (a 64 x 64 grid): no text work per cell then.
+  const bool labels_fit = cell_width >= ImGui::CalcTextSize("-00.0").x + 4.0f * scale;
+  for (std::size_t i = 0; i < sweep.cells.size() && labels_fit; ++i) {
     const SweepCell& cell = sweep.cells[i];
     const float cx = grid_left + cell_width * static_cast<float>(i % sweep.columns);
     const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);

@@ -388,6 +388,10 @@ val get_sweep() {
   }
   out.set("cells", cells);
   out.set("sweepMs", sweep.last_milliseconds);
+  out.set("computeMs", sweep.compute_milliseconds);
+  out.set("longestSliceMs", sweep.longest_slice_milliseconds);
+  out.set("complete", sweep.complete);
+  out.set("computedCells", static_cast<double>(sweep.next_cell));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
   out.set("heatMapDraws", static_cast<double>(app_state->heat_map.draws));
   out.set("modelError", sweep.model_error);

@@ -342,6 +342,8 @@ describe("the sweep tab from a link", () => {
       "&view.tab=sweep&view.x=tp:1,2,4,8,16&view.y=pp:1,2,4,8");
     await waitUntil(page, async () => (await uiState(page)).mainTab === "sweep", { what: "the sweep tab" });
     assert.deepEqual(await page.evaluate(() => Module.getLinkProblems()), []);
+    await waitUntil(page, async () => (await page.evaluate(() => Module.getSweep().complete)),
+                    { what: "sweep complete" });
     const sweep = await page.evaluate(() => Module.getSweep());
     assert.deepEqual(sweep.axes.map((a) => a.key), ["tp", "pp"]);
     assert.deepEqual(sweep.axes[0].values, ["1", "2", "4", "8", "16"]);
