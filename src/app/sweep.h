@@ -64,7 +64,7 @@ struct Sweep {
   std::uint64_t sweeps = 0;  // how many full sweeps ran (tests: recomputed only on change)
   // Progressive computation: a grid is filled a time slice per frame (slice_milliseconds), so a
   // 64 x 64 grid never stalls a frame; `next_cell` is the first cell not computed yet.
-  static constexpr double slice_milliseconds = 8.0;
+  static constexpr double slice_milliseconds = 12.0;
   std::size_t next_cell = 0;
   bool complete = true;
   double started_at_seconds = 0.0;       // steady clock, when the grid's first slice ran
