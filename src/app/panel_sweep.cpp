@@ -161,15 +161,27 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_Text);
 
-  // Axis labels: the field's key and each value.
+  // Axis labels: the field's key and the values, every k-th one when they would overlap (a 64-value
+  // axis); a value's label always starts at its own column or row.
   draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key.c_str());
-  for (std::size_t x = 0; x < sweep.columns; ++x) {
+  float widest_column_label = 0.0f;
+  for (const std::string& value : sweep.axes[0].values) {
+    widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
+  }
+  const auto label_step = [](float needed, float available_per_value) {
+    std::size_t step = 1;
+    while (static_cast<float>(step) * available_per_value < needed) step *= 2;
+    return step;
+  };
+  const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, cell_width);
+  const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), cell_height);
+  for (std::size_t x = 0; x < sweep.columns; x += column_step) {
     const char* value = sweep.axes[0].values[x].c_str();
     draw_list->AddText(
         ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale, origin.y),
         label_colour, value);
   }
-  for (std::size_t y = 0; y < sweep.rows; ++y) {
+  for (std::size_t y = 0; y < sweep.rows; y += row_step) {
     draw_list->AddText(ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
                                             ImGui::GetTextLineHeight() * 0.5f),
                        label_colour, sweep.axes[1].values[y].c_str());

@@ -171,6 +171,12 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
     sweep.model_error.clear();
     sweep.next_cell = 0;
     sweep.complete = false;
+    // Sequence length and micro-batch size change every activation piece; other fields reuse
+    // them (EstimateCache). Vary such an axis slowest so each value builds its pieces once.
+    const auto rebuilds_pieces = [](const std::string& key) {
+      return key == "seq" || key == "mbs";
+    };
+    sweep.column_major = rebuilds_pieces(sweep.axes[0].key) && !rebuilds_pieces(sweep.axes[1].key);
     sweep.compute_milliseconds = 0.0;
     sweep.longest_slice_milliseconds = 0.0;
     sweep.started_at_seconds = seconds_now();
@@ -195,7 +201,10 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   }
   const double slice_start = seconds_now();
   while (sweep.next_cell < sweep.cells.size()) {
-    compute_cell(sweep, sweep.next_cell++, *x_field, *y_field);
+    const std::size_t k = sweep.next_cell++;
+    const std::size_t index =
+        sweep.column_major ? (k % sweep.rows) * sweep.columns + k / sweep.rows : k;
+    compute_cell(sweep, index, *x_field, *y_field);
     if ((seconds_now() - slice_start) * 1e3 >= Sweep::slice_milliseconds) break;
   }
   const double end = seconds_now();

@@ -65,7 +65,8 @@ struct Sweep {
   // Progressive computation: a grid is filled a time slice per frame (slice_milliseconds), so a
   // 64 x 64 grid never stalls a frame; `next_cell` is the first cell not computed yet.
   static constexpr double slice_milliseconds = 12.0;
-  std::size_t next_cell = 0;
+  std::size_t next_cell = 0;  // cells computed so far (in `column_major` order or row-major)
+  bool column_major = false;  // rows vary fastest: when only the columns rebuild the pieces
   bool complete = true;
   double started_at_seconds = 0.0;       // steady clock, when the grid's first slice ran
   std::optional<stagemem::Model> model;  // resolved once per configuration change

@@ -4,7 +4,8 @@
 // a benchmark's business, not an assertion's).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { clickWidget, launch, openApp, waitFrames, waitUntil } from "./harness.mjs";
+import { join } from "node:path";
+import { artifacts, clickWidget, launch, openApp, waitFrames, waitUntil } from "./harness.mjs";
 
 let harness;
 before(async () => {
@@ -58,5 +59,6 @@ test("a 64 x 64 kimi-k3 heat map fills progressively without stalling a frame", 
   t.diagnostic(`seq x gbs, 4096 valid cells: ${all.computeMs.toFixed(1)} ms computing, ` +
                `${all.sweepMs.toFixed(1)} ms wall, longest slice ${all.longestSliceMs.toFixed(1)} ms`);
   await waitFrames(page, 2);
+  await page.screenshot({ path: join(artifacts, "browser-heat-map-64x64.png") });
   await context.close();
 });
