@@ -1,9 +1,14 @@
 #include "app.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "embedded_fonts.h"
 #include "imgui.h"
+#include "model.h"
 #include "url_fragment.h"
 
 namespace {
@@ -53,35 +58,157 @@ void apply_theme(ImGuiStyle& style, float scale) {
 
 }  // namespace
 
-void apply_fragment(AppState& state, std::string_view fragment) {
-  stagemem::DecodedFragment decoded = stagemem::decode_fragment(fragment);
+namespace {
+
+// The app's own view state in a link: the open tab and the sweep's axes. Not configuration: these
+// pairs are taken out before the core's decoder sees the fragment, and written after its pairs.
+constexpr std::string_view view_prefix = "view.";
+constexpr std::array<std::string_view, static_cast<std::size_t>(MainTab::count)> tab_keys = {
+    "stages", "sweep", "cross-checks", "terms", "plan"};
+constexpr std::array<std::string_view, 2> axis_keys = {"view.x", "view.y"};
+constexpr std::array<std::string_view, 2> default_axis_fields = {"seq", "mbs"};
+constexpr std::array<std::string_view, 2> default_axis_values = {"2048, 4096, 8192, 16384, 32768",
+                                                                 "1, 2, 4"};
+
+struct SplitFragment {
+  std::string config;                                     // for decode_fragment
+  std::vector<std::pair<std::string, std::string>> view;  // view.* pairs, values decoded
+};
+
+SplitFragment split_fragment(std::string_view text) {
+  SplitFragment out;
+  if (const auto hash = text.find('#'); hash != std::string_view::npos)
+    text.remove_prefix(hash + 1);
+  while (!text.empty()) {
+    const auto amp = text.find('&');
+    const std::string_view pair = text.substr(0, amp);
+    text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
+    const auto eq = pair.find('=');
+    std::string value;
+    if (pair.starts_with(view_prefix) && eq != std::string_view::npos &&
+        stagemem::percent_decode(pair.substr(eq + 1), value)) {
+      out.view.emplace_back(std::string(pair.substr(0, eq)), std::move(value));
+      continue;
+    }
+    if (!out.config.empty()) out.config += '&';
+    out.config += pair;
+  }
+  return out;
+}
+
+void apply_view(AppState& state, const std::vector<std::pair<std::string, std::string>>& view) {
+  for (const auto& [key, value] : view) {
+    if (key == "view.tab") {
+      const auto* at = std::find(tab_keys.begin(), tab_keys.end(), value);
+      if (at == tab_keys.end()) {
+        state.link_problems.push_back({"url.view.tab", "unknown tab '" + value.substr(0, 32) +
+                                                           "': expected stages, sweep, "
+                                                           "cross-checks, terms or plan"});
+      } else {
+        state.requested_tab = static_cast<MainTab>(at - tab_keys.begin());
+      }
+      continue;
+    }
+    const auto* axis = std::find(axis_keys.begin(), axis_keys.end(), key);
+    if (axis == axis_keys.end()) {
+      state.link_problems.push_back({"url." + key.substr(0, 32), "unknown view key ignored"});
+      continue;
+    }
+    const auto colon = value.find(':');
+    const std::string error = set_sweep_axis(
+        state.sweep, static_cast<std::size_t>(axis - axis_keys.begin()), value.substr(0, colon),
+        colon == std::string::npos ? std::string() : value.substr(colon + 1), state.config);
+    if (!error.empty()) state.link_problems.push_back({"url." + key, error});
+  }
+}
+
+}  // namespace
+
+std::string view_fragment(const AppState& state) {
+  std::string out;
+  const MainTab tab = state.requested_tab != MainTab::count ? state.requested_tab : state.main_tab;
+  if (tab != MainTab::stages) {
+    out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    const SweepAxis& axis = state.sweep.axes[i];
+    if (axis.key == default_axis_fields[i] && axis.values_text == default_axis_values[i]) continue;
+    std::string values;
+    for (const std::string& v : axis.values) values += (values.empty() ? "" : ",") + v;
+    out +=
+        "&" + std::string(axis_keys[i]) + "=" + stagemem::percent_encode(axis.key + ":" + values);
+  }
+  // The Plan tab's inputs ride along as plan_* keys.
+  out += plan_link_keys(state.plan);
+  return out;
+}
+
+std::string link_fragment(const AppState& state) {
+  return stagemem::encode_fragment(state.config) + view_fragment(state);
+}
+
+void apply_fragment(AppState& state, std::string_view link) {
+  const SplitFragment split = split_fragment(link);
+  // The Plan tab's inputs ride along as plan_* keys; the configuration is the rest.
+  stagemem::DecodedFragment decoded =
+      stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan));
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
-  // A link is applied whole or not at all: half a configuration is nobody's configuration.
-  state.config = decoded.diagnostics.ok() ? decoded.config : stagemem::Config{};
-  if (decoded.diagnostics.ok()) {
-    const stagemem::Diagnostics semantic = stagemem::validate(state.config);
-    if (!semantic.ok()) {
-      for (const auto& e : semantic.errors) state.link_problems.push_back(e);
-      state.config = stagemem::Config{};
-    }
+  // Every good field of the link is kept (a bad one keeps its default and is named in the
+  // banner): one typo must not throw the rest of someone's setup away. A name that refers to
+  // nothing (an unknown preset or device, a custom model that does not parse) falls back to the
+  // default so that the rest can still be estimated.
+  const stagemem::Config defaults;
+  for (const auto& e : decoded.diagnostics.errors) {
+    if (e.field == "url.model") decoded.config.model = defaults.model;
+    if (e.field == "url.device") decoded.config.device.preset = defaults.device.preset;
+    if (e.field.starts_with("url.custom")) decoded.config.custom_model.clear();
   }
+  state.config = decoded.config;
+  apply_view(state, split.view);
+  // What only the whole configuration can check (e.g. MoE with TP needs sequence parallelism)
+  // is not a link problem: those fields are marked in place, with a fix where there is one.
   state.link_banner_visible = !state.link_problems.empty();
   state.location_config = state.config;
+  state.location_view = view_fragment(state);
   state.selected_stage = -1;
+}
+
+bool load_link(AppState& state, std::string_view link) {
+  apply_fragment(state, link);
+  platform_push_link(state);
+  return state.link_problems.empty();
 }
 
 void initialize_state(AppState& state) {
   init_field_editors(state);
   init_catalogue(state);
-  set_sweep_axis(state.sweep, 0, "seq", "2048, 4096, 8192, 16384, 32768", state.config);
-  set_sweep_axis(state.sweep, 1, "mbs", "1, 2, 4", state.config);
+  for (std::size_t i = 0; i < 2; ++i) {
+    set_sweep_axis(state.sweep, i, default_axis_fields[i], default_axis_values[i], state.config);
+  }
 }
 
 void refresh_report(AppState& state) {
-  if (state.report_valid && state.reported_config == state.config) return;
+  if (state.checked && state.checked_config == state.config) return;
   sync_field_texts(state);
-  state.report = stagemem::estimate(state.config);
+  stagemem::Report report = stagemem::estimate(state.config);
+  state.diagnostics = report.diagnostics;
+  state.checked_config = state.config;
+  state.checked = true;
+  stagemem::Diagnostics ignored;
+  const auto model = stagemem::resolve_model(state.config, ignored);
+  state.model_traits = ModelTraits{.known = model.has_value()};
+  if (model) {
+    for (const stagemem::LayerKind& k : model->layers) {
+      state.model_traits.moe |= k.mlp == stagemem::MlpKind::moe;
+      state.model_traits.kda |= k.attention == stagemem::AttentionKind::kda;
+    }
+    state.model_traits.attn_res = model->attn_res.block_size > 0;
+  }
+  // An invalid configuration keeps the last valid report on screen (marked stale) until it is
+  // valid again: the user's work stays visible while a field is being fixed.
+  if (!report.diagnostics.ok()) return;
+  state.report = std::move(report);
   state.report_labels = make_report_labels(state.report);
   state.bar_rects.assign(state.report.stages.size(), WidgetRect{});
   state.reported_config = state.config;
@@ -91,11 +218,17 @@ void refresh_report(AppState& state) {
   }
 }
 
+bool report_stale(const AppState& state) {
+  return !state.diagnostics.ok();
+}
+
 void configure_imgui(AppState& state, float scale) {
   state.ui_scale = scale;
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // the URL is the only persisted state
   io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+  // A blinking cursor would need a frame every half second while a field is focused.
+  io.ConfigInputTextCursorBlink = false;
   io.Fonts->Clear();
   // The first font added is the default one.
   add_embedded_font(dejavu_sans, "DejaVu Sans", text_size * scale);

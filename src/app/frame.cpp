@@ -1,5 +1,6 @@
 // The per-frame function shared by both platforms: poll, new frame, panels, render.
 // The platform swaps (the native one may read the frame back for a screenshot first).
+// frame_needed() decides whether a frame is drawn at all: idle costs nothing.
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
@@ -12,6 +13,13 @@
 #include "imgui.h"
 
 namespace {
+
+// After an input event frames keep coming for this long: ImGui's tooltips wait for the mouse to
+// rest (0.15 s delays), a click needs its down and up frames, a popup opens a frame later.
+constexpr double input_settle_seconds = 0.6;
+// A changed configuration is drawn twice: ImGui sizes new content (tables, wrapped text) in the
+// frame after it first appears.
+constexpr int frames_after_change = 2;
 
 // Below this width (CSS pixels, i.e. logical pixels) the configuration goes above the chart.
 constexpr float narrow_window_width = 900.0f;
@@ -30,13 +38,16 @@ constexpr Tab tabs[] = {
     {"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
     {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
     {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
-    {"Model", MainTab::model, Widget::tab_model, draw_model}};
+    {"Term catalogue", MainTab::model, Widget::tab_model, draw_model},
+    {"Plan", MainTab::plan, Widget::tab_plan, draw_plan}};
 
 // The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
 void draw_main_tabs(AppState& state) {
   if (!ImGui::BeginTabBar("main_tabs")) return;
   for (const Tab& tab : tabs) {
-    const bool open = ImGui::BeginTabItem(tab.title);
+    const ImGuiTabItemFlags flags =
+        state.requested_tab == tab.tab ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+    const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);
     record_widget_rect(state, tab.widget);
     if (!open) continue;
     state.main_tab = tab.tab;
@@ -46,6 +57,7 @@ void draw_main_tabs(AppState& state) {
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();
+  state.requested_tab = MainTab::count;
 }
 
 void draw_panels(AppState& state) {
@@ -58,6 +70,7 @@ void draw_panels(AppState& state) {
   ImGui::Begin("stagemem", nullptr, flags);
   draw_link_banner(state);
   draw_toolbar(state, state.report);
+  draw_summary_line(state, state.report);
 
   const float scale = state.ui_scale;
   state.stacked_layout = viewport->WorkSize.x / scale < narrow_window_width;
@@ -83,6 +96,40 @@ void draw_panels(AppState& state) {
 
 }  // namespace
 
+void note_input(AppState& state) {
+  state.redraw.active_until = glfwGetTime() + input_settle_seconds;
+}
+
+void request_frames(AppState& state, int frames) {
+  state.redraw.requested_frames = std::max(state.redraw.requested_frames, frames);
+}
+
+void redraw_after(AppState& state, double seconds) {
+  const double at = glfwGetTime() + seconds;
+  if (state.redraw.wake_at == 0.0 || at < state.redraw.wake_at) state.redraw.wake_at = at;
+}
+
+bool frame_needed(AppState& state) {
+  Redraw& r = state.redraw;
+  const double now = glfwGetTime();
+  bool needed = now < r.active_until;
+  if (r.requested_frames > 0) {
+    --r.requested_frames;
+    needed = true;
+  }
+  if (r.wake_at != 0.0 && now >= r.wake_at) {
+    r.wake_at = 0.0;
+    needed = true;
+  }
+  if (!r.config_drawn || !(r.drawn_config == state.config)) {
+    // Changed outside a frame (a link, a page call): this frame and the next.
+    request_frames(state, frames_after_change - 1);
+    needed = true;
+  }
+  if (!needed) ++r.idle_callbacks;
+  return needed;
+}
+
 void run_frame(AppState& state, GLFWwindow* window) {
   const auto start = std::chrono::steady_clock::now();
   glfwPollEvents();
@@ -90,7 +137,13 @@ void run_frame(AppState& state, GLFWwindow* window) {
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   refresh_report(state);
+  handle_history_keys(state);
   draw_panels(state);
+  commit_edits(state);
+  // Edits made this frame (a click, a typed digit) show their result in the next one.
+  if (!(state.redraw.drawn_config == state.config)) request_frames(state, frames_after_change);
+  state.redraw.drawn_config = state.config;
+  state.redraw.config_drawn = true;
   ImGui::Render();
   const auto user_interface_done = std::chrono::steady_clock::now();
   int width = 0, height = 0;

@@ -12,7 +12,7 @@ struct ImDrawList;
 struct ImVec2;
 
 struct HeatMap {
-  static constexpr int max_cells = 256;  // 16 x 16 values
+  static constexpr int max_cells = 64 * 64;  // Sweep::max_values squared
   static constexpr float invalid_cell = -1.0e6f;
   std::array<float, max_cells> values{};
   int columns = 0;

@@ -1,5 +1,6 @@
-// The link banner: problems found in the link the page was opened with. Non-blocking; the app
-// already fell back to defaults. Text is drawn by ImGui, never inserted into the page as HTML.
+// The link banner: problems found in the link the page was opened with (or a pasted, dropped or
+// opened file). Non-blocking; the good fields are applied, each bad one is named. Text is drawn by
+// ImGui, never inserted into the page as HTML.
 #include "app.h"
 #include "imgui.h"
 
@@ -9,7 +10,7 @@ void draw_link_banner(AppState& state) {
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const float height = line * (static_cast<float>(state.link_problems.size()) + 2.2f);
   ImGui::BeginChild("link_banner", ImVec2(0, height), true);
-  ImGui::TextUnformatted("This link has problems; showing the default configuration instead:");
+  ImGui::TextUnformatted(state.link_problems_title.c_str());
   for (const auto& problem : state.link_problems) {
     ImGui::BulletText("%s: %s", problem.field.c_str(), problem.message.c_str());
   }

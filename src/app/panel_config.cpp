@@ -6,6 +6,10 @@
 // The model group adds the preset list, a Hugging Face config.json import and the custom model
 // text; the device group the device list. Measured values have their own panel
 // (panel_measurements.cpp), drawn at the end of this one.
+// Model, device and parallel layout come first: they answer "does it fit?". Fields that do not
+// apply to the model or to other choices (KDA kernels for a Llama, Muon options under Adam, the
+// explicit stage list under an even split) are hidden unless "show every field" is ticked or they
+// hold an error. An error with an obvious remedy gets a one-click fix under the field.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -34,11 +38,11 @@ struct Group {
   bool open;  // at start
 };
 constexpr std::array<Group, 6> groups = {{{"model", "Model", true},
+                                          {"device", "Device", true},
                                           {"parallel", "Parallel layout", true},
                                           {"training", "Training, recompute and kernels", true},
                                           {"precision", "Precision", false},
-                                          {"optimizer", "Optimizer", false},
-                                          {"device", "Device", true}}};
+                                          {"optimizer", "Optimizer", false}}};
 
 std::string_view group_of(const ConfigField& field) {
   if (field.path == "custom_model") return "model";
@@ -84,9 +88,59 @@ void show_messages(const std::vector<stagemem::FieldMessage>& messages, const Im
 
 // Errors (red) and warnings (amber) the core names by this field; `field` null: those it names
 // by no field this panel has a widget for.
-void show_field_errors(const stagemem::Report& report, const ConfigField* field) {
-  show_messages(report.diagnostics.errors, error_colour, field);
-  show_messages(report.diagnostics.warnings, warning_colour, field);
+void show_field_errors(const stagemem::Diagnostics& diagnostics, const ConfigField* field) {
+  show_messages(diagnostics.errors, error_colour, field);
+  show_messages(diagnostics.warnings, warning_colour, field);
+}
+
+bool has_error(const stagemem::Diagnostics& diagnostics, const ConfigField& field) {
+  for (const auto& e : diagnostics.errors) {
+    if (names_field(e.field, field)) return true;
+  }
+  return false;
+}
+
+// Whether a field means anything for this model and these choices.
+bool field_applies(const AppState& state, const ConfigField& field) {
+  const ModelTraits& m = state.model_traits;
+  const stagemem::Config& c = state.config;
+  const std::string_view key = field.key;
+  const bool muon = c.optimizer.kind == stagemem::OptimizerKind::muon ||
+                    c.optimizer.kind == stagemem::OptimizerKind::distributed_muon;
+  if (m.known) {
+    if (key == "ep" || key == "etp" || key == "imbalance" || key == "expert_weights" ||
+        key == "muon_experts" || key == "muon_routers") {
+      if (!m.moe) return false;
+    }
+    if ((key == "kda_backend" || key == "kda_chunk") && !m.kda) return false;
+    if (key == "attnres_temps" && !m.attn_res) return false;
+  }
+  if (key.starts_with("muon_")) return muon;
+  // The custom model text: shown once one is in use (the import or "show every field" add one).
+  if (key == "custom") return !c.custom_model.empty();
+  if (key == "stages") return c.parallel.assignment == stagemem::StageAssignment::explicit_list;
+  if (key == "first_layers" || key == "last_layers") {
+    return c.parallel.assignment == stagemem::StageAssignment::first_last;
+  }
+  if (key == "layout") return c.parallel.assignment == stagemem::StageAssignment::layout_string;
+  if (key == "recompute_modules") {
+    return c.training.recompute.policy == stagemem::RecomputePolicy::selective;
+  }
+  if (key == "recompute_method" || key == "recompute_layers") {
+    return c.training.recompute.policy == stagemem::RecomputePolicy::full;
+  }
+  if (key == "ce_chunk") {
+    return c.training.kernels.cross_entropy == stagemem::CrossEntropyKernel::fused_chunked;
+  }
+  if (key == "master") return c.precision.dense_weights != stagemem::WeightDtype::fp32;
+  return true;
+}
+
+// One-click fixes for errors with an obvious remedy; each says what it will do.
+void offer_fixes(AppState& state, const ConfigField& field) {
+  for (const auto& e : state.diagnostics.errors) {
+    if (names_field(e.field, field)) draw_fix(state, e);
+  }
 }
 
 void help_tooltip(const ConfigField& field) {
@@ -94,8 +148,10 @@ void help_tooltip(const ConfigField& field) {
                         static_cast<int>(field.path.size()), field.path.data());
 }
 
-// The field's name after its value widget, as ImGui lays out labels.
+// The field's name after its value widget, as ImGui lays out labels (or above it, drawn by
+// edit_field, when the panel is too narrow for both: a label is never cut off).
 void trailing_label(const FieldEditor& editor, const ConfigField& field) {
+  if (editor.label_above) return;
   ImGui::SameLine(0.0f, ImGui::GetStyle().ItemInnerSpacing.x);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(editor.label.c_str());
@@ -304,8 +360,31 @@ void edit_device_preset(AppState& state, FieldEditor& editor, const ConfigField&
   trailing_label(editor, field);
 }
 
-void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field) {
+bool draws_own_label(const ConfigField& field) {
+  return field.kind == FieldKind::boolean || field.kind == FieldKind::name_set ||
+         field.key == "custom";
+}
+
+float label_width(const FieldEditor& editor) {
+  return ImGui::CalcTextSize(editor.label.c_str()).x + ImGui::GetStyle().ItemInnerSpacing.x;
+}
+
+// `column`: the widest label of the group, so that the group's values line up. The label goes
+// beside the value when the value keeps at least 9 em, else above it (never cut off).
+void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field, float column) {
   ImGui::PushID(field.key.data(), field.key.data() + field.key.size());
+  const float room = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 9.0f;
+  const float own = label_width(editor);
+  editor.label_above = !draws_own_label(field) && own > room;
+  const float width = std::max(own, column);
+  // A label that ends past the panel's edge is cut off: counted for the tests (never expected).
+  const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x + 1.0f;
+  if (editor.label_above) {
+    ImGui::TextUnformatted(editor.label.c_str());
+    help_tooltip(field);
+    if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
+  }
+  ImGui::PushItemWidth(editor.label_above ? -1.0f : -width);
   if (field.key == "model") {
     edit_model_preset(state, editor, field);
     import_hugging_face(state);
@@ -340,10 +419,32 @@ void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field) 
         break;
     }
   }
+  if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
+  ImGui::PopItemWidth();
   ImGui::PopID();
 }
 
 }  // namespace
+
+bool draw_fix(AppState& state, const stagemem::FieldMessage& error) {
+  const stagemem::ParallelLayout& p = state.config.parallel;
+  const char* label = nullptr;
+  if (error.field == "parallel.sequence_parallel" && !p.sequence_parallel) {
+    label = "Enable sequence parallelism";
+  } else if (error.field == "training.sequence_length" && p.sequence_parallel &&
+             p.context_parallel <= 1) {
+    label = "Turn sequence parallelism off";
+  }
+  if (label == nullptr) return false;
+  ImGui::PushID(label);
+  const bool pressed = ImGui::SmallButton(label);
+  ImGui::SetItemTooltip("%s", error.message.c_str());
+  ImGui::PopID();
+  if (pressed) {
+    state.config.parallel.sequence_parallel = !p.sequence_parallel;
+  }
+  return true;
+}
 
 void init_field_editors(AppState& state) {
   const auto fields = stagemem::config_fields();
@@ -379,21 +480,46 @@ void sync_field_texts(AppState& state) {
 
 void draw_config(AppState& state, const stagemem::Report& report) {
   // Problems the core names by a field this panel has no widget for.
-  show_field_errors(report, nullptr);
+  show_field_errors(state.diagnostics, nullptr);
   const auto fields = stagemem::config_fields();
-  ImGui::PushItemWidth(-ImGui::GetFontSize() * 11.0f);
+  std::size_t hidden = 0;
+  state.truncated_labels = 0;
   for (const Group& group : groups) {
     ImGui::SetNextItemOpen(group.open, ImGuiCond_FirstUseEver);
     if (!ImGui::CollapsingHeader(group.title)) continue;
+    const auto shown = [&](std::size_t i) {
+      return state.show_all_fields || field_applies(state, fields[i]) ||
+             has_error(state.diagnostics, fields[i]);
+    };
+    // The group's label column: its widest label that leaves the value 9 em (longer labels go
+    // above their value).
+    const float room = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 9.0f;
+    float column = 0.0f;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (group_of(fields[i]) == group.prefix && shown(i) && !draws_own_label(fields[i])) {
+        const float width = label_width(state.field_editors[i]);
+        if (width <= room) column = std::max(column, width);
+      }
+    }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (group_of(fields[i]) != group.prefix) continue;
-      edit_field(state, state.field_editors[i], fields[i]);
-      show_field_errors(report, &fields[i]);
+      if (!shown(i)) {
+        state.field_editors[i].rect = WidgetRect{};
+        ++hidden;
+        continue;
+      }
+      edit_field(state, state.field_editors[i], fields[i], column);
+      show_field_errors(state.diagnostics, &fields[i]);
+      offer_fixes(state, fields[i]);
     }
-    if (group.prefix == "model" && report.diagnostics.ok()) {
+    if (group.prefix == "model" && state.report_valid && !report_stale(state)) {
       ImGui::TextDisabled("%s parameters", state.report_labels.total_parameters.c_str());
     }
   }
-  ImGui::PopItemWidth();
+  ImGui::Checkbox("show every field", &state.show_all_fields);
+  if (hidden > 0) {
+    ImGui::TextDisabled("%d fields hidden: they do not apply to this model or these choices",
+                        static_cast<int>(hidden));
+  }
   draw_measurements(state, report);
 }

@@ -58,8 +58,8 @@ void text_cell(const char* id, std::string& text, std::size_t limit) {
   if (ImGui::InputText(id, &text) && text.size() > limit) text.resize(limit);
 }
 
-void list_errors(const stagemem::Report& report, std::string_view prefix) {
-  for (const auto& e : report.diagnostics.errors) {
+void list_errors(const stagemem::Diagnostics& diagnostics, std::string_view prefix) {
+  for (const auto& e : diagnostics.errors) {
     if (!std::string_view(e.field).starts_with(prefix)) continue;
     ImGui::PushStyleColor(ImGuiCol_Text, error_colour);
     ImGui::TextWrapped("%s: %s", e.field.c_str(), e.message.c_str());
@@ -150,18 +150,18 @@ void gaps_table(AppState& state) {
 
 }  // namespace
 
-void draw_measurements(AppState& state, const stagemem::Report& report) {
+void draw_measurements(AppState& state, const stagemem::Report& /*report*/) {
   ImGui::SetNextItemOpen(true, ImGuiCond_FirstUseEver);
   if (!ImGui::CollapsingHeader("Measured values")) return;
   ImGui::TextDisabled("readings compared with the derived terms (never model inputs)");
   ImGui::PushID("measurements");
   measurements_table(state);
   ImGui::PopID();
-  list_errors(report, "measurements");
+  list_errors(state.diagnostics, "measurements");
   ImGui::SeparatorText("Measured gaps");
   ImGui::TextDisabled("memory shapes cannot derive, as a named measured amount");
   ImGui::PushID("gaps");
   gaps_table(state);
   ImGui::PopID();
-  list_errors(report, "gaps");
+  list_errors(state.diagnostics, "gaps");
 }

@@ -70,7 +70,7 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
     const stagemem::Term& term = stage.terms[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    colour_swatch(term_colour(stagemem::term_name(term)));
+    colour_swatch(labels.terms[i].colour);
     ImGui::TextWrapped("%s", stagemem::term_name(term).c_str());
     ImGui::TableNextColumn();
     mono_text(state, labels.terms[i].gib);
@@ -96,20 +96,35 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
 }
 
 void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
-                      const StageLabels& labels) {
-  // Placed by hand: ImGui leaves a tooltip wider than either side of the mouse hanging off the
-  // screen. Kept inside the window using the height it had last frame (the tooltip ignores the
-  // mouse, so covering the pointer does not end the hover).
+                      const StageLabels& labels, float chart_bottom, float bar_left,
+                      float bar_right) {
+  // Placed by hand so that it never hides the bar being explained: under the chart (over the
+  // summary table) when it fits there, else beside the bar (right of it, or left when the bar is
+  // near the right edge). Kept inside the window using the height it had last frame.
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float margin = 8.0f * state.ui_scale;
-  const float width = std::min(viewport->WorkSize.x - 2.0f * margin, 720.0f * state.ui_scale);
+  float width = std::min(viewport->WorkSize.x - 2.0f * margin, 720.0f * state.ui_scale);
   const ImVec2 mouse = ImGui::GetMousePos();
+  const float left = viewport->WorkPos.x + margin;
   const float right = viewport->WorkPos.x + viewport->WorkSize.x - margin;
   const float bottom = viewport->WorkPos.y + viewport->WorkSize.y - margin;
-  const float x = std::clamp(mouse.x + 16.0f * state.ui_scale, viewport->WorkPos.x + margin,
-                             std::max(viewport->WorkPos.x + margin, right - width));
-  const float y = std::max(viewport->WorkPos.y + margin, std::min(mouse.y + 16.0f * state.ui_scale,
-                                                                  bottom - state.tooltip_height));
+  float x = std::clamp(mouse.x - width * 0.5f, left, std::max(left, right - width));
+  float y = chart_bottom + margin;
+  if (y + state.tooltip_height > bottom) {
+    // Beside the bar, on the side with room (narrower, down to 360 px, rather than over it).
+    const float room_right = right - (bar_right + margin);
+    const float room_left = bar_left - margin - left;
+    const float narrowest = std::min(width, 360.0f * state.ui_scale);
+    if (room_right >= width || (room_right >= room_left && room_right >= narrowest)) {
+      width = std::min(width, room_right);
+      x = bar_right + margin;
+    } else if (room_left >= narrowest) {
+      width = std::min(width, room_left);
+      x = bar_left - margin - width;
+    }
+    y = std::clamp(mouse.y - state.tooltip_height * 0.5f, viewport->WorkPos.y + margin,
+                   std::max(viewport->WorkPos.y + margin, bottom - state.tooltip_height));
+  }
   ImGui::SetNextWindowPos(ImVec2(x, y));
   ImGui::SetNextWindowSize(ImVec2(width, 0.0f));
   if (!ImGui::BeginTooltip()) return;
@@ -121,7 +136,7 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     const auto i = static_cast<std::size_t>(state.hovered_term);
     const stagemem::Term& term = stage.terms[i];
     ImGui::SeparatorText("under the mouse");
-    colour_swatch(term_colour(stagemem::term_name(term)));
+    colour_swatch(labels.terms[i].colour);
     ImGui::TextWrapped("%s (%s, %s)", stagemem::term_name(term).c_str(),
                        stagemem::family_name(term.family).data(),
                        stagemem::tag_name(term.tag).data());
@@ -140,7 +155,7 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     ImGui::SeparatorText("largest terms of the stage");
   }
   // The largest terms only: a tooltip taller than the window would hide the rest anyway.
-  constexpr std::size_t tooltip_rows = 8;
+  constexpr std::size_t tooltip_rows = 6;
   draw_terms_table(state, "tooltip_terms", stage, labels, false, 0.0f, tooltip_rows);
   if (stage.terms.size() > tooltip_rows) {
     ImGui::TextDisabled("the %d largest of %d terms; click for the stage's table",
@@ -149,6 +164,10 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
     ImGui::TextDisabled("click for the stage's table");
   }
   state.tooltip_height = ImGui::GetWindowHeight();
+  const ImVec2 at = ImGui::GetWindowPos();
+  const ImVec2 size = ImGui::GetWindowSize();
+  state.widget_rects[static_cast<std::size_t>(Widget::bar_tooltip)] = {
+      at.x, at.y, at.x + size.x, at.y + size.y, state.frame_count, true};
   ImGui::EndTooltip();
 }
 
@@ -163,7 +182,7 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
   ImGui::TableSetupColumn("headroom");
   ImGui::TableSetupColumn("non-parameter");
   ImGui::TableSetupColumn("phase that binds");
-  ImGui::TableSetupColumn("micro-batches in flight");
+  ImGui::TableSetupColumn("in flight");
   if (flat) ImGui::TableSetupColumn("flat headroom margin");
   ImGui::TableHeadersRow();
   for (const auto& stage : report.stages) {
@@ -206,20 +225,72 @@ float y_of(std::int64_t bytes, std::int64_t scale, float bottom, float top) {
                       (bottom - top);
 }
 
+// Every `step`-th stage label fits in `slot` pixels per stage: 1, 2, 4, 8, ... stages apart.
+std::int64_t label_step(float label_width, float slot) {
+  std::int64_t step = 1;
+  while (static_cast<float>(step) * slot < label_width && step < (std::int64_t{1} << 20)) step *= 2;
+  return step;
+}
+
+// The legend of the terms on the chart, as swatches with names that never break inside a word:
+// an entry moves to the next line whole.
+void draw_legend(const ReportLabels& labels) {
+  const float right = ImGui::GetContentRegionAvail().x;
+  float used = 0.0f;
+  stagemem::Family family = stagemem::Family::resident;
+  bool first = true;
+  for (const LegendEntry& entry : labels.legend) {
+    const std::string_view family_text = stagemem::family_name(entry.family);
+    const bool new_family = first || entry.family != family;
+    const float swatch = ImGui::GetTextLineHeight() * 0.8f;
+    const float width = swatch + ImGui::GetStyle().ItemSpacing.x +
+                        ImGui::CalcTextSize(entry.name.c_str()).x +
+                        (new_family ? ImGui::CalcTextSize(family_text.data()).x + swatch : 0.0f);
+    if (!first && !new_family && used + width + ImGui::GetStyle().ItemSpacing.x * 2.0f < right) {
+      ImGui::SameLine(0.0f, ImGui::GetStyle().ItemSpacing.x * 2.0f);
+      used += width + ImGui::GetStyle().ItemSpacing.x * 2.0f;
+    } else {
+      used = width;
+    }
+    if (new_family) {
+      ImGui::TextDisabled("%.*s:", static_cast<int>(family_text.size()), family_text.data());
+      ImGui::SameLine();
+    }
+    family = entry.family;
+    first = false;
+    colour_swatch(entry.colour);
+    ImGui::TextUnformatted(entry.name.c_str());
+  }
+}
+
 }  // namespace
 
 void draw_stages(AppState& state, const stagemem::Report& report) {
   state.hovered_stage = -1;
   state.hovered_term = -1;
-  if (!report.diagnostics.ok()) {
-    ImGui::TextWrapped("Fix the highlighted fields to see the per-stage memory.");
+  if (!state.report_valid) {
+    ImGui::TextWrapped("Fix the fields marked in red to see the per-stage memory.");
     return;
   }
+  const bool stale = report_stale(state);
   const ReportLabels& all_labels = state.report_labels;
-  ImGui::Text("Per-rank memory of each pipeline stage (%s)", report.model.c_str());
+  bool any_over = false;
+  for (const auto& stage : report.stages)
+    any_over |= report.device.bytes > 0 && stage.headroom_bytes < 0;
+  if (stale) {
+    ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.30f, 1.0f),
+                       "STALE: the report of the last valid configuration (%s); fix the fields "
+                       "marked in red",
+                       state.reported_config.model.c_str());
+  } else {
+    ImGui::Text("Per-rank memory of each pipeline stage (%s)", report.model.c_str());
+  }
   if (!all_labels.device.empty()) {
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(0.92f, 0.35f, 0.31f, 1.0f), "| device %s", all_labels.device.c_str());
+    // Red only when some stage does not fit.
+    const ImVec4 colour =
+        any_over ? ImVec4(0.92f, 0.35f, 0.31f, 1.0f) : ImGui::GetStyle().Colors[ImGuiCol_Text];
+    ImGui::TextColored(colour, "| device %s", all_labels.device.c_str());
   }
   if (!all_labels.flat_headroom.empty()) {
     ImGui::SameLine();
@@ -230,19 +301,40 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   const std::int64_t scale_bytes = all_labels.scale_bytes;
 
   const float scale = state.ui_scale;
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 available = ImGui::GetContentRegionAvail();
   const float chart_height = std::max(140.0f * scale, available.y * 0.50f);
+  const auto count = static_cast<float>(report.stages.size());
+  // Compact bars down to a few pixels; beyond that the chart scrolls sideways.
+  const float min_slot = 7.0f * scale;
+  const float chart_width = std::max(available.x, count * min_slot);
+  const bool scrolls = chart_width > available.x;
+  const float scrollbar = scrolls ? ImGui::GetStyle().ScrollbarSize : 0.0f;
+  ImGui::BeginChild("chart", ImVec2(available.x, chart_height + scrollbar), ImGuiChildFlags_None,
+                    ImGuiWindowFlags_HorizontalScrollbar | ImGuiWindowFlags_NoBackground);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float label_height = ImGui::GetTextLineHeightWithSpacing();
   const float plot_top = origin.y + label_height;
   const float plot_bottom = origin.y + chart_height - label_height;
-  const auto count = static_cast<float>(report.stages.size());
-  const float slot = available.x / std::max(1.0f, count);
-  const float bar_width = slot * 0.7f;
+  const float slot = chart_width / std::max(1.0f, count);
+  const float bar_width = std::max(1.0f, slot * (slot > 12.0f * scale ? 0.7f : 0.8f));
+  // Stage labels: "stage 3" when there is room, else the bare number every few stages.
+  const bool long_axis = ImGui::CalcTextSize("stage 000").x + 6.0f * scale <= slot;
+  const std::int64_t axis_step =
+      long_axis ? 1
+                : label_step(ImGui::CalcTextSize(std::to_string(report.stages.size()).c_str()).x +
+                                 8.0f * scale,
+                             slot);
+  // Peak labels above the bars only when each fits over its bar; else only the binding stage's.
+  const bool peak_labels = ImGui::CalcTextSize("000.00 GiB").x + 4.0f * scale <= slot;
+  state.chart_scrolls = scrolls;
+  state.axis_label_step = axis_step;
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
-  draw_list->AddLine(ImVec2(origin.x, plot_bottom), ImVec2(origin.x + available.x, plot_bottom),
+  draw_list->AddLine(ImVec2(origin.x, plot_bottom), ImVec2(origin.x + chart_width, plot_bottom),
                      axis_colour, scale);
   const ImVec2 mouse = ImGui::GetMousePos();
+  const stagemem::StageReport* tooltip_stage = nullptr;
+  const StageLabels* tooltip_labels = nullptr;
+  float tooltip_bar_left = 0.0f, tooltip_bar_right = 0.0f;
 
   for (const auto& stage : report.stages) {
     const auto index = static_cast<std::size_t>(stage.index);
@@ -255,7 +347,7 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
       state.selected_stage = state.selected_stage == stage.index ? -1 : stage.index;
     }
     const bool hovered = ImGui::IsItemHovered();
-    state.bar_rects[index] = {x0, plot_top, x1, plot_bottom, state.frame_count, true};
+    state.bar_rects[index] = last_item_rect(state);
     ImGui::PopID();
 
     for (const BarSegment& segment : labels.segments) {
@@ -265,7 +357,7 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
       if (under_mouse) state.hovered_term = static_cast<std::int64_t>(segment.term);
       draw_list->AddRectFilled(ImVec2(x0, top), ImVec2(x1, bottom),
                                under_mouse ? IM_COL32_WHITE : segment.colour);
-      if (bottom - top > 2.0f * scale) {
+      if (bottom - top > 2.0f * scale && bar_width > 4.0f * scale) {
         draw_list->AddLine(ImVec2(x0, top), ImVec2(x1, top), seam_colour, 1.0f);
       }
     }
@@ -290,27 +382,67 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
                            2.0f * scale);
       }
     }
-    draw_list->AddText(ImVec2(x0, peak_y - label_height), binding ? binding_colour : axis_colour,
-                       labels.peak_gib.c_str());
-    draw_list->AddText(ImVec2(x0, plot_bottom + 2.0f * scale), axis_colour, labels.axis.c_str());
-    if (hovered) {
-      state.hovered_stage = stage.index;
-      draw_bar_tooltip(state, stage, labels);
+    if (peak_labels || binding) {
+      // Centred over the bar, kept inside the chart.
+      const float width = ImGui::CalcTextSize(labels.peak_gib.c_str()).x;
+      const float x =
+          std::clamp((x0 + x1 - width) * 0.5f, origin.x, origin.x + chart_width - width);
+      draw_list->AddText(ImVec2(x, peak_y - label_height), binding ? binding_colour : axis_colour,
+                         labels.peak_gib.c_str());
+    }
+    if (stage.index % axis_step == 0) {
+      const std::string number = std::to_string(stage.index);
+      const char* text = long_axis ? labels.axis.c_str() : number.c_str();
+      const float width = ImGui::CalcTextSize(text).x;
+      const float x =
+          std::clamp((x0 + x1 - width) * 0.5f, origin.x, origin.x + chart_width - width);
+      draw_list->AddText(ImVec2(x, plot_bottom + 2.0f * scale), axis_colour, text);
+    }
+    if (hovered) state.hovered_stage = stage.index;
+    // Only over a segment: above the bar's top there is nothing to explain.
+    if (hovered && state.hovered_term >= 0) {
+      tooltip_stage = &stage;
+      tooltip_labels = &labels;
+      tooltip_bar_left = x0;
+      tooltip_bar_right = x1;
     }
   }
   if (report.device.bytes > 0) {
     const float y = y_of(report.device.bytes, scale_bytes, plot_bottom, plot_top);
-    draw_list->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + available.x, y), capacity_colour,
+    const ImU32 line_colour = any_over ? capacity_colour : IM_COL32(150, 170, 200, 255);
+    draw_list->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + chart_width, y), line_colour,
                        2.0f * scale);
-    // The label sits on the line's right end, on a backing so that bars do not hide it.
+    // The label sits on the line's right end (of the visible part), on a backing so that bars
+    // do not hide it.
     const ImVec2 text = ImGui::CalcTextSize(all_labels.device.c_str());
-    const ImVec2 at(origin.x + available.x - text.x - 6.0f * scale, y - text.y - 3.0f * scale);
+    const float visible_right = ImGui::GetWindowPos().x + ImGui::GetWindowWidth();
+    const ImVec2 at(visible_right - text.x - 6.0f * scale, y - text.y - 3.0f * scale);
     draw_list->AddRectFilled(ImVec2(at.x - 3.0f * scale, at.y - 1.0f * scale),
                              ImVec2(at.x + text.x + 3.0f * scale, at.y + text.y + 1.0f * scale),
                              IM_COL32(23, 25, 30, 220), 3.0f * scale);
-    draw_list->AddText(at, capacity_colour, all_labels.device.c_str());
+    draw_list->AddText(at, line_colour, all_labels.device.c_str());
+  }
+  if (stale) {
+    // Veiled: still readable, visibly not the configuration on screen.
+    draw_list->AddRectFilled(ImVec2(origin.x, origin.y),
+                             ImVec2(origin.x + chart_width, origin.y + chart_height),
+                             IM_COL32(23, 25, 30, 150));
+    const char* mark = "STALE";
+    const ImVec2 size = ImGui::CalcTextSize(mark);
+    const float x = ImGui::GetWindowPos().x + (ImGui::GetWindowWidth() - size.x) * 0.5f;
+    draw_list->AddText(ImVec2(x, origin.y + chart_height * 0.4f), IM_COL32(240, 190, 80, 255),
+                       mark);
+  }
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(ImVec2(chart_width, chart_height));
+  ImGui::EndChild();
+  if (tooltip_stage != nullptr) {
+    draw_bar_tooltip(state, *tooltip_stage, *tooltip_labels, origin.y + chart_height,
+                     tooltip_bar_left, tooltip_bar_right);
   }
 
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + chart_height + scrollbar));
+  const ImVec2 below = ImGui::GetCursorScreenPos();
   HeatStrip& strip = state.heat_strip;
   strip.cell_count = std::min(static_cast<int>(report.stages.size()), HeatStrip::max_cells);
   for (int i = 0; i < strip.cell_count; ++i) {
@@ -318,15 +450,22 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
         static_cast<double>(report.stages[static_cast<std::size_t>(i)].peak_bytes) /
         static_cast<double>(scale_bytes));
   }
-  const float strip_top = origin.y + chart_height + 4.0f * scale;
-  queue_heat_strip(strip, draw_list, ImVec2(origin.x, strip_top),
-                   ImVec2(origin.x + available.x, strip_top + 10.0f * scale));
-  ImGui::SetCursorScreenPos(ImVec2(origin.x, strip_top + 14.0f * scale));
+  const float strip_top = below.y + 4.0f * scale;
+  queue_heat_strip(strip, ImGui::GetWindowDrawList(), ImVec2(below.x, strip_top),
+                   ImVec2(below.x + available.x, strip_top + 10.0f * scale));
+  ImGui::SetCursorScreenPos(ImVec2(below.x, strip_top + 14.0f * scale));
   ImGui::TextDisabled("heat strip: each stage's peak relative to the chart's full height");
   if (report.flat_headroom_bytes > 0) {
     ImGui::SameLine();
     ImGui::TextDisabled("| dashes: resident + flat headroom (green over-, pink under-provisions)");
   }
+  // The legend scrolls inside a few lines, so that the summary table stays on the first screen.
+  const float legend_lines =
+      std::min(6.0f, 1.0f + static_cast<float>(all_labels.legend.size()) / 2.0f);
+  ImGui::BeginChild("legend", ImVec2(0.0f, ImGui::GetTextLineHeightWithSpacing() * legend_lines),
+                    ImGuiChildFlags_None);
+  draw_legend(all_labels);
+  ImGui::EndChild();
   draw_summary(state, report);
 
   if (state.selected_stage >= 0 &&

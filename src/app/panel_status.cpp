@@ -1,19 +1,42 @@
-// The status bar: version, binding stage and the frame function's CPU time (mean and max over
-// the last FrameTimes::capacity frames; "UI": the part before GL submission), kept discreet
-// (disabled text colour). ImGui formats into its own buffer: nothing is allocated here.
+// The status bar: version and commit, binding stage, and behind a debug toggle the frame
+// function's CPU time (mean and max over the last FrameTimes::capacity frames; "UI": the part
+// before GL submission). Kept discreet (disabled text colour). ImGui formats into its own
+// buffer: nothing is allocated here.
 #include "app.h"
 #include "imgui.h"
 
+#ifndef STAGEMEM_COMMIT
+#define STAGEMEM_COMMIT "unknown"
+#endif
+
+std::string_view app_version() {
+  return STAGEMEM_VERSION;
+}
+std::string_view app_commit() {
+  return STAGEMEM_COMMIT;
+}
+
 void draw_status_bar(AppState& state, const stagemem::Report& report) {
   ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("stagemem %s", STAGEMEM_VERSION);
-  if (report.diagnostics.ok() && report.binding_stage >= 0) {
+  ImGui::TextDisabled("stagemem %s (%s)", STAGEMEM_VERSION, STAGEMEM_COMMIT);
+  if (state.report_valid && !report_stale(state) && report.binding_stage >= 0) {
     ImGui::SameLine();
     ImGui::TextDisabled("| binding stage %lld", static_cast<long long>(report.binding_stage));
   }
   ImGui::SameLine();
+  ImGui::TextDisabled("|");
+  ImGui::SameLine();
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(ImGui::GetStyle().FramePadding.x, 0.0f));
+  ImGui::Checkbox("frame times", &state.show_frame_times);
+  ImGui::PopStyleVar();
+  record_widget_rect(state, Widget::frame_times);
+  ImGui::SetItemTooltip("debug: the CPU time of drawing a frame (none are drawn while idle)");
+  if (!state.show_frame_times) return;
+  ImGui::SameLine();
   ImGui::TextDisabled(
-      "| frame %.2f ms mean, %.2f ms max; UI %.2f ms mean (last %d frames)",
+      "frame %.2f ms mean, %.2f ms max; UI %.2f ms mean (last %d frames drawn; %llu idle "
+      "callbacks)",
       static_cast<double>(state.frame_times.mean()), static_cast<double>(state.frame_times.max()),
-      static_cast<double>(state.user_interface_times.mean()), state.frame_times.count);
+      static_cast<double>(state.user_interface_times.mean()), state.frame_times.count,
+      static_cast<unsigned long long>(state.redraw.idle_callbacks));
 }

@@ -14,6 +14,48 @@
 namespace {
 
 constexpr ImU32 text_on_cell = IM_COL32(15, 16, 20, 255);
+constexpr ImU32 current_colour = IM_COL32(255, 255, 255, 255);
+
+bool parallel_axis(std::string_view key) {
+  return key == "tp" || key == "pp" || key == "cp" || key == "ep" || key == "dp";
+}
+
+// The heat map's colours with what they mean (the same ramps as shaders/heat_map.frag).
+void draw_colour_legend(bool headroom_mode, float scale) {
+  struct Stop {
+    ImU32 colour;
+    const char* text;
+  };
+  constexpr Stop headroom[] = {
+      {IM_COL32(128, 10, 15, 255), "over by 25%+"},   {IM_COL32(237, 84, 71, 255), "does not fit"},
+      {IM_COL32(237, 158, 51, 255), "fits, tight"},   {IM_COL32(158, 194, 77, 255), "25% headroom"},
+      {IM_COL32(41, 140, 140, 255), "50%+ headroom"}, {IM_COL32(82, 84, 92, 255), "invalid"}};
+  constexpr Stop peak[] = {{IM_COL32(68, 1, 84, 255), "smallest peak"},
+                           {IM_COL32(33, 145, 140, 255), "half the largest"},
+                           {IM_COL32(253, 231, 37, 255), "largest peak"},
+                           {IM_COL32(82, 84, 92, 255), "invalid"}};
+  const float size = ImGui::GetTextLineHeight() * 0.8f;
+  bool first = true;
+  const auto draw = [&](const Stop& stop) {
+    if (!first) ImGui::SameLine(0.0f, 12.0f * scale);
+    first = false;
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const float pad = (ImGui::GetTextLineHeight() - size) * 0.5f;
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(at.x, at.y + pad),
+                                              ImVec2(at.x + size, at.y + pad + size), stop.colour);
+    ImGui::Dummy(ImVec2(size, ImGui::GetTextLineHeight()));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(stop.text);
+  };
+  if (headroom_mode) {
+    for (const Stop& stop : headroom) draw(stop);
+  } else {
+    for (const Stop& stop : peak) draw(stop);
+  }
+  ImGui::TextDisabled(
+      "white frame inside a cell: this configuration; hover a cell for its numbers "
+      "or why it is invalid");
+}
 
 void edit_axis(AppState& state, std::size_t axis, const char* name) {
   SweepAxis& edited = state.sweep.axes[axis];
@@ -74,21 +116,30 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
 void draw_sweep(AppState& state, const stagemem::Report& report) {
   (void)report;
   Sweep& sweep = state.sweep;
-  update_sweep(sweep, state.config);
+  // A grid is filled a time slice per frame: while cells remain, the next frame continues it.
+  if (update_sweep(sweep, state.config)) request_frames(state, 1);
   ImGui::TextWrapped(
       "Every cell is a full estimate of this configuration with the two values; "
       "coloured by the binding stage's headroom (red: does not fit), or by its "
       "peak when no device is chosen. Click a cell to apply its values.");
   edit_axis(state, 0, "columns");
   edit_axis(state, 1, "rows   ");
-  ImGui::TextDisabled("%zu cells in %.2f ms (model resolved once per configuration change)",
-                      sweep.cells.size(), sweep.last_milliseconds);
+  if (sweep.complete) {
+    ImGui::TextDisabled(
+        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; model resolved "
+        "once per configuration change)",
+        sweep.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
+        sweep.longest_slice_milliseconds);
+  } else {
+    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.next_cell, sweep.cells.size());
+  }
   if (!sweep.model_error.empty()) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", sweep.model_error.c_str());
     return;
   }
   if (sweep.columns == 0 || sweep.rows == 0) return;
-  feed_heat_map(state.heat_map, sweep, sweep.sweeps);
+  feed_heat_map(state.heat_map, sweep,
+                sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.next_cell);
 
   const float scale = state.ui_scale;
   float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key.c_str()).x;
@@ -102,22 +153,35 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   const float grid_left = origin.x + row_label_width;
   const float grid_top = origin.y + header;
   const float grid_width = std::max(40.0f * scale, available.x - row_label_width);
-  const float grid_height = std::clamp(available.y - header - 4.0f * scale, 60.0f * scale,
-                                       static_cast<float>(sweep.rows) * 64.0f * scale);
+  const float grid_height =
+      std::clamp(available.y - header - 2.0f * ImGui::GetTextLineHeightWithSpacing() - 8.0f * scale,
+                 60.0f * scale, static_cast<float>(sweep.rows) * 64.0f * scale);
   const float cell_width = grid_width / static_cast<float>(sweep.columns);
   const float cell_height = grid_height / static_cast<float>(sweep.rows);
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_Text);
 
-  // Axis labels: the field's key and each value.
+  // Axis labels: the field's key and the values, every k-th one when they would overlap (a 64-value
+  // axis); a value's label always starts at its own column or row.
   draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key.c_str());
-  for (std::size_t x = 0; x < sweep.columns; ++x) {
+  float widest_column_label = 0.0f;
+  for (const std::string& value : sweep.axes[0].values) {
+    widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
+  }
+  const auto label_step = [](float needed, float available_per_value) {
+    std::size_t step = 1;
+    while (static_cast<float>(step) * available_per_value < needed) step *= 2;
+    return step;
+  };
+  const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, cell_width);
+  const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), cell_height);
+  for (std::size_t x = 0; x < sweep.columns; x += column_step) {
     const char* value = sweep.axes[0].values[x].c_str();
     draw_list->AddText(
         ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale, origin.y),
         label_colour, value);
   }
-  for (std::size_t y = 0; y < sweep.rows; ++y) {
+  for (std::size_t y = 0; y < sweep.rows; y += row_step) {
     draw_list->AddText(ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
                                             ImGui::GetTextLineHeight() * 0.5f),
                        label_colour, sweep.axes[1].values[y].c_str());
@@ -139,15 +203,34 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
         std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
     sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
   }
-  for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
+  const bool show_gpus = parallel_axis(sweep.axes[0].key) || parallel_axis(sweep.axes[1].key);
+  // Cells narrower than a short label draw none (a 64 x 64 grid): no text work per cell then.
+  const bool labels_fit = cell_width >= ImGui::CalcTextSize("-00.0").x + 4.0f * scale;
+  for (std::size_t i = 0; i < sweep.cells.size() && labels_fit; ++i) {
     const SweepCell& cell = sweep.cells[i];
     const float cx = grid_left + cell_width * static_cast<float>(i % sweep.columns);
     const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);
+    // The label, and the cell's GPU count on a sweep over a parallel size, when they fit.
+    const std::string gpus = show_gpus ? std::to_string(cell.gpus) + " GPUs" : std::string();
     const ImVec2 size = ImGui::CalcTextSize(cell.label.c_str());
+    const bool two_lines = !gpus.empty() && cell_height >= 2.2f * ImGui::GetTextLineHeight();
+    const float text_top = cy + (cell_height - size.y * (two_lines ? 2.0f : 1.0f)) * 0.5f;
+    const ImU32 text_colour = cell.valid ? text_on_cell : label_colour;
     if (size.x < cell_width - 4.0f * scale) {
-      draw_list->AddText(
-          ImVec2(cx + (cell_width - size.x) * 0.5f, cy + (cell_height - size.y) * 0.5f),
-          cell.valid ? text_on_cell : label_colour, cell.label.c_str());
+      draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f, text_top), text_colour,
+                         cell.label.c_str());
+    }
+    if (two_lines) {
+      const ImVec2 gpu_size = ImGui::CalcTextSize(gpus.c_str());
+      if (gpu_size.x < cell_width - 4.0f * scale) {
+        draw_list->AddText(ImVec2(cx + (cell_width - gpu_size.x) * 0.5f, text_top + size.y),
+                           text_colour, gpus.c_str());
+      }
+    }
+    if (cell.current) {
+      draw_list->AddRect(ImVec2(cx + 2.0f * scale, cy + 2.0f * scale),
+                         ImVec2(cx + cell_width - 2.0f * scale, cy + cell_height - 2.0f * scale),
+                         current_colour, 0.0f, 0, 3.0f * scale);
     }
     if (static_cast<std::int64_t>(i) == sweep.hovered_cell) {
       draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height), IM_COL32_WHITE,
@@ -164,4 +247,5 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_max.y + 4.0f * scale));
   ImGui::TextDisabled(sweep.device_bytes > 0 ? "cell text: headroom of the binding stage"
                                              : "cell text: peak of the binding stage");
+  draw_colour_legend(sweep.device_bytes > 0, scale);
 }

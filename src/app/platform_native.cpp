@@ -102,6 +102,50 @@ std::string platform_save_text(AppState&, const std::string& file_name, const st
                      : "Could not write " + file_name;
 }
 
+std::string platform_link(const AppState&, const std::string& fragment) {
+  return "#" + fragment;
+}
+
+std::string platform_open_file(AppState&) {
+  return "Drop a config.json or stagemem JSON onto the window to load it";
+}
+
+void platform_push_link(AppState&) {}
+
+namespace {
+
+// A file dropped onto the window: read it and load it like a pasted text.
+void on_drop(GLFWwindow* window, int count, const char** paths) {
+  auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
+  if (state == nullptr || count < 1) return;
+  std::ifstream file(paths[0], std::ios::binary);
+  std::string text;
+  constexpr std::size_t limit = std::size_t{1} << 20;  // what config_from_json reads at most
+  text.resize(limit);
+  file.read(text.data(), static_cast<std::streamsize>(limit));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  const std::string_view path(paths[0]);
+  show_message(*state, load_text(*state, path.substr(path.find_last_of("/\\") + 1), text));
+}
+
+// Input callbacks installed before ImGui's backend, which chains to them: they only wake the
+// idle loop (ImGui receives the events itself).
+void wake(GLFWwindow* window) {
+  if (auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window))) note_input(*state);
+}
+void install_wake_callbacks(GLFWwindow* window) {
+  glfwSetCursorPosCallback(window, [](GLFWwindow* w, double, double) { wake(w); });
+  glfwSetMouseButtonCallback(window, [](GLFWwindow* w, int, int, int) { wake(w); });
+  glfwSetScrollCallback(window, [](GLFWwindow* w, double, double) { wake(w); });
+  glfwSetKeyCallback(window, [](GLFWwindow* w, int, int, int, int) { wake(w); });
+  glfwSetCharCallback(window, [](GLFWwindow* w, unsigned int) { wake(w); });
+  glfwSetWindowFocusCallback(window, [](GLFWwindow* w, int) { wake(w); });
+  glfwSetCursorEnterCallback(window, [](GLFWwindow* w, int) { wake(w); });
+  glfwSetFramebufferSizeCallback(window, [](GLFWwindow* w, int, int) { wake(w); });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Options options;
   if (!parse_options(argc, argv, options)) return 2;
@@ -127,16 +171,25 @@ int main(int argc, char** argv) {
   float scale_x = 1.0f, scale_y = 1.0f;
   glfwGetWindowContentScale(window, &scale_x, &scale_y);
   configure_imgui(state, scale_x);
+  glfwSetWindowUserPointer(window, &state);
+  install_wake_callbacks(window);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
   initialize_state(state);
-  if (!options.url.empty()) apply_fragment(state, options.url);
+  glfwSetDropCallback(window, on_drop);
+  apply_fragment(state, options.url.empty() ? default_link : std::string_view(options.url));
+  state.history.committed = state.config;  // the first undo step is the first edit
   for (const auto& problem : state.link_problems) {
     std::fprintf(stderr, "link: %s: %s\n", problem.field.c_str(), problem.message.c_str());
   }
 
   int exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
+    // Interactive: idle costs nothing, as on the web (a smoke run with --frames draws every one).
+    if (options.frames == 0 && !frame_needed(state)) {
+      glfwWaitEventsTimeout(0.1);  // wakes on input (the callbacks above) or for timed redraws
+      continue;
+    }
     run_frame(state, window);
     const bool last_frame =
         options.frames > 0 && static_cast<std::int64_t>(state.frame_count) >= options.frames;

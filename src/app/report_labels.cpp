@@ -11,12 +11,31 @@
 
 namespace {
 
-// Twelve distinguishable colours (a Tableau-like qualitative palette) on the dark background.
-constexpr std::array<ImU32, 12> palette = {
-    IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),  IM_COL32(225, 87, 89, 255),
-    IM_COL32(118, 183, 178, 255), IM_COL32(89, 161, 79, 255),   IM_COL32(237, 201, 72, 255),
-    IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
-    IM_COL32(186, 176, 172, 255), IM_COL32(134, 188, 232, 255), IM_COL32(160, 203, 110, 255)};
+// Hue by family (resident blue, gaps violet, activations green, transients orange); within a
+// family each term its own hue step and brightness, so that no two terms of a stage share a
+// colour and the family still reads at a glance.
+struct FamilyHue {
+  float hue;     // centre, 0..1
+  float spread;  // of the family's terms around it
+};
+constexpr std::array<FamilyHue, 4> family_hues = {{
+    {0.60f, 0.16f},  // resident: cyan to blue
+    {0.31f, 0.30f},  // activation: yellow-green to teal
+    {0.06f, 0.10f},  // transient: red to orange
+    {0.80f, 0.08f},  // gap: violets
+}};
+
+ImU32 family_colour(stagemem::Family family, std::size_t rank, std::size_t count) {
+  const FamilyHue& f = family_hues[static_cast<std::size_t>(family)];
+  const float t = count <= 1 ? 0.5f : static_cast<float>(rank) / static_cast<float>(count - 1);
+  const float hue = f.hue - f.spread * 0.5f + f.spread * t;
+  // Alternate brightness and saturation between neighbours in the stack.
+  const float value = rank % 2 == 0 ? 0.88f : 0.62f;
+  const float saturation = rank % 3 == 2 ? 0.40f : 0.62f;
+  float r = 0, g = 0, b = 0;
+  ImGui::ColorConvertHSVtoRGB(hue, saturation, value, r, g, b);
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
+}
 
 std::string both_units(std::int64_t bytes) {
   return stagemem::format_gib(bytes) + " (" + stagemem::group_digits(bytes) + " B)";
@@ -34,7 +53,7 @@ std::vector<BarSegment> stack_segments(const stagemem::StageReport& stage) {
   const auto add = [&](std::size_t i) {
     const stagemem::Term& term = stage.terms[i];
     if (term.bytes <= 0) return;
-    segments.push_back({i, height, height + term.bytes, term_colour(stagemem::term_name(term))});
+    segments.push_back({i, height, height + term.bytes, 0});
     height += term.bytes;
   };
   using stagemem::Family;
@@ -56,16 +75,42 @@ std::vector<BarSegment> stack_segments(const stagemem::StageReport& stage) {
   return segments;
 }
 
-}  // namespace
-
-std::uint32_t term_colour(std::string_view name) {
-  std::uint32_t hash = 2166136261u;  // FNV-1a
-  for (const char c : name) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 16777619u;
+// The legend: every term that is part of some stage's bar, by family in stacking order, each
+// with its colour; then every term of every stage takes the colour of its name.
+void assign_colours(const stagemem::Report& report, ReportLabels& labels) {
+  std::array<std::vector<std::string>, 4> names;
+  for (std::size_t s = 0; s < report.stages.size(); ++s) {
+    for (const BarSegment& segment : labels.stages[s].segments) {
+      const stagemem::Term& term = report.stages[s].terms[segment.term];
+      auto& list = names[static_cast<std::size_t>(term.family)];
+      std::string name = stagemem::term_name(term);
+      if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+    }
   }
-  return palette[hash % palette.size()];
+  constexpr std::array<stagemem::Family, 4> order = {
+      stagemem::Family::resident, stagemem::Family::gap, stagemem::Family::activation,
+      stagemem::Family::transient};
+  for (const stagemem::Family family : order) {
+    const auto& list = names[static_cast<std::size_t>(family)];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      labels.legend.push_back({list[i], family, family_colour(family, i, list.size())});
+    }
+  }
+  const ImU32 other = IM_COL32(120, 122, 130, 255);  // terms in no bar (not at the peak)
+  for (std::size_t s = 0; s < report.stages.size(); ++s) {
+    StageLabels& stage = labels.stages[s];
+    for (std::size_t i = 0; i < report.stages[s].terms.size(); ++i) {
+      const std::string name = stagemem::term_name(report.stages[s].terms[i]);
+      stage.terms[i].colour = other;
+      for (const LegendEntry& entry : labels.legend) {
+        if (entry.name == name) stage.terms[i].colour = entry.colour;
+      }
+    }
+    for (BarSegment& segment : stage.segments) segment.colour = stage.terms[segment.term].colour;
+  }
 }
+
+}  // namespace
 
 ReportLabels make_report_labels(const stagemem::Report& report) {
   ReportLabels labels;
@@ -117,6 +162,7 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
           labels.scale_bytes, stage.resident_bytes + stage.gap_bytes + report.flat_headroom_bytes);
     }
   }
+  assign_colours(report, labels);
   for (const auto& check : report.cross_checks) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;

@@ -11,8 +11,16 @@
 #include "report.h"
 
 struct TermLabels {
-  std::string gib;          // "1.30 GiB"
-  std::string exact_bytes;  // "1,397,817,344 B"
+  std::string gib;           // "1.30 GiB"
+  std::string exact_bytes;   // "1,397,817,344 B"
+  std::uint32_t colour = 0;  // ImU32: its legend colour (grey when in no bar)
+};
+
+// One row of the chart's legend: a term that is part of some stage's bar.
+struct LegendEntry {
+  std::string name;
+  stagemem::Family family = stagemem::Family::resident;
+  std::uint32_t colour = 0;  // ImU32; the same on every stage, unique within the report
 };
 
 // One piece of a stage's stacked bar: a term alive at the stage's peak.
@@ -20,7 +28,7 @@ struct BarSegment {
   std::size_t term = 0;      // index into StageReport::terms
   std::int64_t bottom = 0;   // bytes below it in the stack
   std::int64_t top = 0;      // bottom + the term's bytes
-  std::uint32_t colour = 0;  // ImU32, from the term's name (term_colour)
+  std::uint32_t colour = 0;  // ImU32, the term's legend colour
 };
 
 struct StageLabels {
@@ -52,9 +60,8 @@ struct ReportLabels {
   std::string total_parameters;                // "8,030,261,248"
   std::string device;                          // "mi355x: 288.00 GiB" or ""
   std::string flat_headroom;                   // "82.00 GiB" or ""
-  std::int64_t scale_bytes = 1;  // the chart's full height: largest of peaks, device, flat line
+  std::int64_t scale_bytes = 1;     // the chart's full height: largest of peaks, device, flat line
+  std::vector<LegendEntry> legend;  // by family (resident, gaps, activations, transients)
 };
 
-// The colour of a term in every stage's bar: its name hashed into a fixed palette.
-std::uint32_t term_colour(std::string_view name);
 ReportLabels make_report_labels(const stagemem::Report& report);

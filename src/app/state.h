@@ -10,6 +10,7 @@
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
+#include "plan_tab.h"
 #include "report.h"
 #include "report_labels.h"
 #include "sweep.h"
@@ -19,7 +20,7 @@
 struct ImFont;
 
 // The tabs of the main view (right of, or under, the configuration).
-enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, count };
+enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, plan, count };
 
 // Editing state of one row of config_fields() (parallel to it).
 struct FieldEditor {
@@ -29,22 +30,67 @@ struct FieldEditor {
   std::string text;
   std::string error;  // the last parse error of `text`, shown under the field
   WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
+  bool label_above = false;  // the panel is too narrow for label and value side by side
+};
+
+// Idle costs nothing: a frame is drawn only when one of these says so (frame_needed, frame.cpp).
+struct Redraw {
+  double active_until = 0.0;  // seconds (glfwGetTime): input settles, tooltip delays run out
+  double wake_at = 0.0;       // a timed change on screen (a toolbar message expires); 0: none
+  int requested_frames = 0;   // asked for outside a frame (a page call, a paste, tests)
+  bool config_drawn = false;  // drawn_config holds the config of the last frame
+  stagemem::Config drawn_config;
+  std::uint64_t idle_callbacks = 0;  // animation frames that drew nothing (tests, measurements)
+};
+
+// Undo/redo over every edit of the configuration (Ctrl+Z, Ctrl+Shift+Z, toolbar buttons).
+struct EditHistory {
+  static constexpr std::size_t capacity = 200;
+  std::vector<stagemem::Config> undo;  // oldest first
+  std::vector<stagemem::Config> redo;  // most recently undone last
+  stagemem::Config committed;          // the config at the end of the last frame
+  bool editing = false;  // a widget is held or typed in: its changes merge into one step
+};
+
+// What the configured model has, to show only the fields that apply to it (panel_config.cpp).
+struct ModelTraits {
+  bool known = false;  // the model resolved; otherwise every field is shown
+  bool moe = false;
+  bool kda = false;
+  bool attn_res = false;
 };
 
 struct AppState {
-  stagemem::Config config;           // what the user edits; the URL fragment encodes it
-  stagemem::Report report;           // estimate(config), refreshed when config changes
+  stagemem::Config config;  // what the user edits; the URL fragment encodes it
+  // The last VALID configuration's report: an invalid edit keeps it on screen, marked stale.
+  stagemem::Report report;
   ReportLabels report_labels;        // display strings of `report`, rebuilt with it
   stagemem::Config reported_config;  // the config `report` was computed for
-  bool report_valid = false;
+  bool report_valid = false;         // `report` is a real report (some config was valid)
+  stagemem::Config checked_config;   // the config `diagnostics` belongs to
+  bool checked = false;
+  // validate + estimate's diagnostics of `config` (errors: `report` is stale, or none yet).
+  stagemem::Diagnostics diagnostics;
+  ModelTraits model_traits;      // of `config`'s model, refreshed with `diagnostics`
+  bool show_all_fields = false;  // also the fields that do not apply to this model
+  int truncated_labels = 0;      // field labels drawn past the panel's edge last frame (tests)
+  Redraw redraw;
+  EditHistory history;
+  int gpus_per_node = 8;          // for the node count of the first screen (not part of the config)
+  bool show_frame_times = false;  // the status bar's debug toggle
+  // What ImGui's copy wrote and its paste reads (web: refreshed by the page's paste event,
+  // whose text no permission prompt guards).
+  std::string clipboard_text;
 
   // Problems with the link the page was opened with (or a pasted link): shown as a banner
-  // until dismissed; the app falls back to defaults for a link with errors.
+  // until dismissed; the good fields of such a link are applied, the bad ones keep defaults.
   std::vector<stagemem::FieldMessage> link_problems;
   bool link_banner_visible = false;
+  std::string link_problems_title = "This link has problems; its other fields are applied:";
   // The configuration the page's URL currently describes (web): the fragment is rewritten only
   // when `config` differs from it, so an untouched bad link stays as the user pasted it.
   stagemem::Config location_config;
+  std::string location_view;  // and the view pairs it carries (app.h view_fragment)
 
   // The configuration panel, generated from config_fields().
   std::vector<FieldEditor> field_editors;  // parallel to config_fields()
@@ -53,16 +99,19 @@ struct AppState {
   std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
   std::string hf_import_message;                         // "Imported: 1,234 parameters"
 
-  MainTab main_tab = MainTab::stages;  // the tab shown last frame
-  std::int64_t selected_stage = -1;    // stage whose table is open; -1 none
-  std::int64_t hovered_stage = -1;     // stage whose bar is under the mouse this frame; -1 none
-  std::int64_t hovered_term = -1;  // term (index into its stage's terms) under the mouse; -1 none
-  bool stacked_layout = false;     // narrow window: configuration above the chart
-  float tooltip_height = 0.0f;     // the bar tooltip's height last frame, to keep it on screen
-  float ui_scale = 1.0f;           // device pixels per CSS pixel (web) or content scale (native)
-  ImFont* mono_font = nullptr;     // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
-  std::uint64_t frame_count = 0;   // published to tests (Embind frameCount / --frames)
-  FrameTimes frame_times;          // CPU time of run_frame, shown in the status bar
+  MainTab main_tab = MainTab::stages;      // the tab shown last frame
+  MainTab requested_tab = MainTab::count;  // a link's view.tab, selected in the next frame
+  std::int64_t selected_stage = -1;        // stage whose table is open; -1 none
+  std::int64_t hovered_stage = -1;         // stage whose bar is under the mouse this frame; -1 none
+  std::int64_t hovered_term = -1;    // term (index into its stage's terms) under the mouse; -1 none
+  bool stacked_layout = false;       // narrow window: configuration above the chart
+  bool chart_scrolls = false;        // too many stages for the width: the bars scroll sideways
+  std::int64_t axis_label_step = 1;  // every n-th stage is labelled under the bars
+  float tooltip_height = 0.0f;       // the bar tooltip's height last frame, to keep it on screen
+  float ui_scale = 1.0f;             // device pixels per CSS pixel (web) or content scale (native)
+  ImFont* mono_font = nullptr;       // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
+  std::uint64_t frame_count = 0;     // published to tests (Embind frameCount / --frames)
+  FrameTimes frame_times;            // CPU time of run_frame, shown in the status bar
   // The part of it before any GL call (events, report, panels, ImGui::Render). The rest is GL
   // submission, which blocks whenever the GL implementation must wait for the GPU (in headless
   // Chromium's software renderer that is most of the frame).
@@ -81,6 +130,7 @@ struct AppState {
   Sweep sweep;                 // the two-axis sweep of the "Sweep" tab (sweep.h)
   HeatMap heat_map;            // its shader-drawn grid
   WidgetRect heat_map_rect{};  // where the grid was drawn last frame
+  PlanTab plan;                // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
 
   // The "Model" tab: every term stagemem can produce, computed once at start-up.
   std::vector<stagemem::CatalogueEntry> catalogue;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "config_fields.h"
+#include "layout.h"
 #include "report.h"
 #include "units.h"
 
@@ -29,6 +30,19 @@ std::string default_values(const stagemem::ConfigField& field, const stagemem::C
   }
   const std::int64_t current = *field.integer(const_cast<stagemem::Config&>(config));
   std::vector<std::int64_t> values;
+  if (field.key == "mbs") {
+    // Only sizes that divide the global batch per data-parallel rank can be valid.
+    const std::int64_t per_rank =
+        config.training.global_batch /
+        std::max<std::int64_t>(1, stagemem::data_parallel_size(config.parallel));
+    for (std::int64_t v = 1; v <= per_rank && v <= 64; v *= 2) {
+      if (per_rank % v == 0) values.push_back(v);
+    }
+    if (!values.empty()) {
+      for (const std::int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+      return text;
+    }
+  }
   for (const std::int64_t v : {current / 4, current / 2, current, current * 2, current * 4}) {
     if (v >= std::max<std::int64_t>(1, field.min) && v <= field.max &&
         std::find(values.begin(), values.end(), v) == values.end()) {
@@ -90,71 +104,118 @@ std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
   return "";
 }
 
-void update_sweep(Sweep& sweep, const stagemem::Config& config) {
-  if (sweep.computed_axes_version == sweep.axes_version && sweep.computed_config == config) return;
-  const auto start = std::chrono::steady_clock::now();
-  sweep.computed_config = config;
-  sweep.computed_axes_version = sweep.axes_version;
-  sweep.columns = sweep.axes[0].values.size();
-  sweep.rows = sweep.axes[1].values.size();
-  sweep.cells.assign(sweep.columns * sweep.rows, SweepCell{});
-  sweep.hovered_cell = -1;
-  sweep.largest_peak = 0;
-  sweep.device_bytes = 0;
-  sweep.model_error.clear();
+namespace {
 
-  stagemem::Diagnostics model_diagnostics;
-  const std::optional<stagemem::Model> model = stagemem::resolve_model(config, model_diagnostics);
-  const stagemem::ConfigField* x_field = stagemem::find_field_by_key(sweep.axes[0].key);
-  const stagemem::ConfigField* y_field = stagemem::find_field_by_key(sweep.axes[1].key);
-  if (!model || x_field == nullptr || y_field == nullptr) {
-    sweep.model_error = model_diagnostics.ok() ? "no axes"
-                                               : model_diagnostics.errors.front().field + ": " +
-                                                     model_diagnostics.errors.front().message;
-    ++sweep.sweeps;
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void compute_cell(Sweep& sweep, std::size_t index, const stagemem::ConfigField& x_field,
+                  const stagemem::ConfigField& y_field) {
+  const std::size_t x = index % sweep.columns;
+  const std::size_t y = index / sweep.columns;
+  const stagemem::Config& config = sweep.computed_config;
+  SweepCell& cell = sweep.cells[index];
+  stagemem::Config cell_config = config;
+  stagemem::Diagnostics parse;
+  stagemem::parse_field_text(x_field, sweep.axes[0].values[x], cell_config, parse, "x");
+  stagemem::parse_field_text(y_field, sweep.axes[1].values[y], cell_config, parse, "y");
+  const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
+                            sweep.axes[1].key + "=" + sweep.axes[1].values[y];
+  const stagemem::Report report =
+      stagemem::estimate(cell_config, *sweep.model, sweep.cache, stagemem::EstimateDetail::peaks);
+  cell.current = cell_config == config;
+  cell.gpus = stagemem::world_size(cell_config.parallel);
+  if (!parse.ok() || !report.diagnostics.ok() || report.binding_stage < 0) {
+    const auto& errors = parse.ok() ? report.diagnostics.errors : parse.errors;
+    // The cell says why: the last part of the field its first error names.
+    const std::string field = errors.empty() ? std::string("no stages") : errors.front().field;
+    cell.label = "invalid: " + field.substr(field.rfind('.') + 1);
+    cell.detail = where + "\n" +
+                  (errors.empty() ? std::string("no stages")
+                                  : errors.front().field + ": " + errors.front().message);
     return;
   }
-  for (std::size_t y = 0; y < sweep.rows; ++y) {
-    for (std::size_t x = 0; x < sweep.columns; ++x) {
-      SweepCell& cell = sweep.cells[y * sweep.columns + x];
-      stagemem::Config cell_config = config;
-      stagemem::Diagnostics parse;
-      stagemem::parse_field_text(*x_field, sweep.axes[0].values[x], cell_config, parse, "x");
-      stagemem::parse_field_text(*y_field, sweep.axes[1].values[y], cell_config, parse, "y");
-      const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
-                                sweep.axes[1].key + "=" + sweep.axes[1].values[y];
-      const stagemem::Report report = stagemem::estimate(cell_config, *model);
-      if (!parse.ok() || !report.diagnostics.ok() || report.binding_stage < 0) {
-        const auto& errors = parse.ok() ? report.diagnostics.errors : parse.errors;
-        cell.label = "invalid";
-        cell.detail = where + "\n" +
-                      (errors.empty() ? std::string("no stages")
-                                      : errors.front().field + ": " + errors.front().message);
-        continue;
-      }
-      const stagemem::StageReport& binding =
-          report.stages[static_cast<std::size_t>(report.binding_stage)];
-      cell.valid = true;
-      cell.peak_bytes = binding.peak_bytes;
-      cell.headroom_bytes = binding.headroom_bytes;
-      cell.binding_stage = report.binding_stage;
-      sweep.device_bytes = report.device.bytes;
-      sweep.largest_peak = std::max(sweep.largest_peak, binding.peak_bytes);
-      const bool device = report.device.bytes > 0;
-      cell.label = stagemem::format_gib(device ? binding.headroom_bytes : binding.peak_bytes, 1);
-      cell.detail = where + "\nbinding stage " + std::to_string(report.binding_stage) + ": peak " +
-                    stagemem::format_gib(binding.peak_bytes) + " (" +
-                    stagemem::group_digits(binding.peak_bytes) + " B)" +
-                    (device ? "\nheadroom " + stagemem::format_gib(binding.headroom_bytes) + " (" +
-                                  stagemem::group_digits(binding.headroom_bytes) + " B) on " +
-                                  report.device.name
-                            : std::string("\nno device chosen: coloured by peak")) +
-                    "\nclick to apply these values";
+  const stagemem::StageReport& binding =
+      report.stages[static_cast<std::size_t>(report.binding_stage)];
+  cell.valid = true;
+  cell.peak_bytes = binding.peak_bytes;
+  cell.headroom_bytes = binding.headroom_bytes;
+  cell.binding_stage = report.binding_stage;
+  sweep.device_bytes = report.device.bytes;
+  sweep.largest_peak = std::max(sweep.largest_peak, binding.peak_bytes);
+  const bool device = report.device.bytes > 0;
+  cell.label = stagemem::format_gib(device ? binding.headroom_bytes : binding.peak_bytes, 1);
+  cell.detail =
+      where + "\nbinding stage " + std::to_string(report.binding_stage) + ": peak " +
+      stagemem::format_gib(binding.peak_bytes) + " (" + stagemem::group_digits(binding.peak_bytes) +
+      " B)" +
+      (device ? "\nheadroom " + stagemem::format_gib(binding.headroom_bytes) + " (" +
+                    stagemem::group_digits(binding.headroom_bytes) + " B) on " + report.device.name
+              : std::string("\nno device chosen: coloured by peak")) +
+      "\nclick to apply these values";
+}
+
+}  // namespace
+
+bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
+  if (sweep.computed_axes_version != sweep.axes_version || !(sweep.computed_config == config)) {
+    sweep.computed_config = config;
+    sweep.computed_axes_version = sweep.axes_version;
+    sweep.columns = sweep.axes[0].values.size();
+    sweep.rows = sweep.axes[1].values.size();
+    sweep.cells.assign(sweep.columns * sweep.rows, SweepCell{});
+    sweep.hovered_cell = -1;
+    sweep.largest_peak = 0;
+    sweep.device_bytes = 0;
+    sweep.model_error.clear();
+    sweep.next_cell = 0;
+    sweep.complete = false;
+    // Sequence length and micro-batch size change every activation piece; other fields reuse
+    // them (EstimateCache). Vary such an axis slowest so each value builds its pieces once.
+    const auto rebuilds_pieces = [](const std::string& key) {
+      return key == "seq" || key == "mbs";
+    };
+    sweep.column_major = rebuilds_pieces(sweep.axes[0].key) && !rebuilds_pieces(sweep.axes[1].key);
+    sweep.compute_milliseconds = 0.0;
+    sweep.longest_slice_milliseconds = 0.0;
+    sweep.started_at_seconds = seconds_now();
+    stagemem::Diagnostics model_diagnostics;
+    sweep.cache = {};  // the cache refers to the previous model: drop it with the model
+    sweep.model = stagemem::resolve_model(config, model_diagnostics);
+    if (!sweep.model) {
+      sweep.model_error = model_diagnostics.errors.empty()
+                              ? std::string("no model")
+                              : model_diagnostics.errors.front().field + ": " +
+                                    model_diagnostics.errors.front().message;
     }
   }
+  if (sweep.complete) return false;
+  const stagemem::ConfigField* x_field = stagemem::find_field_by_key(sweep.axes[0].key);
+  const stagemem::ConfigField* y_field = stagemem::find_field_by_key(sweep.axes[1].key);
+  if (!sweep.model || x_field == nullptr || y_field == nullptr) {
+    if (sweep.model_error.empty()) sweep.model_error = "no axes";
+    sweep.complete = true;
+    ++sweep.sweeps;
+    return false;
+  }
+  const double slice_start = seconds_now();
+  while (sweep.next_cell < sweep.cells.size()) {
+    const std::size_t k = sweep.next_cell++;
+    const std::size_t index =
+        sweep.column_major ? (k % sweep.rows) * sweep.columns + k / sweep.rows : k;
+    compute_cell(sweep, index, *x_field, *y_field);
+    if ((seconds_now() - slice_start) * 1e3 >= Sweep::slice_milliseconds) break;
+  }
+  const double end = seconds_now();
+  const double slice = (end - slice_start) * 1e3;
+  sweep.compute_milliseconds += slice;
+  sweep.longest_slice_milliseconds = std::max(sweep.longest_slice_milliseconds, slice);
+  if (sweep.next_cell < sweep.cells.size()) return true;
+  sweep.complete = true;
   ++sweep.sweeps;
-  using milliseconds = std::chrono::duration<double, std::milli>;
-  sweep.last_milliseconds = milliseconds(std::chrono::steady_clock::now() - start).count();
+  sweep.last_milliseconds = (end - sweep.started_at_seconds) * 1e3;
+  return false;
 }
 
 bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config) {

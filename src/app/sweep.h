@@ -3,11 +3,13 @@
 // Purpose: answer "which (seq, mbs) / (recompute, CP) / ... combinations fit?" at a glance. Each
 // axis is one field of a short list of sweepable fields of config_fields() with a list of values
 // (in the field's text form, as in a link); every cell is estimate(config with both values,
-// model). The model is resolved once per configuration change and reused for every cell, and the
-// grid is recomputed only when the configuration or the axes change, never per frame.
+// model, peaks only). The model is resolved once per configuration change and reused, with one
+// EstimateCache, for every cell; the grid is recomputed only when the configuration or the axes
+// change, a time slice per frame until it is complete.
 // Units: bytes (int64) per rank; time in milliseconds.
 // Limitations: at most max_values values per axis; a cell whose configuration is invalid shows the
-// first error instead of numbers.
+// field its first error names, and the error in its tooltip. An empty values text picks values
+// around the current one that can be valid (micro-batch sizes dividing the batch per DP rank).
 #pragma once
 
 #include <array>
@@ -17,7 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include <optional>
+
 #include "config.h"
+#include "model.h"
+#include "report.h"
 
 // Keys of the fields an axis can sweep (config_fields.h keys).
 std::span<const std::string_view> sweepable_keys();
@@ -34,12 +40,15 @@ struct SweepCell {
   std::int64_t peak_bytes = 0;      // of the binding stage
   std::int64_t headroom_bytes = 0;  // device bytes - peak (0 without a device)
   std::int64_t binding_stage = -1;
-  std::string label;   // drawn in the cell: headroom (or peak without a device) in GiB
-  std::string detail;  // the tooltip: values, peak, headroom, binding stage; or the error
+  bool current = false;   // both values are the configuration's own (the cell is marked)
+  std::int64_t gpus = 0;  // world size of the cell's layout (shown when an axis is a parallel size)
+  std::string label;      // drawn in the cell: headroom (or peak without a device) in GiB, or why
+                          // the cell is invalid (the field the error names)
+  std::string detail;     // the tooltip: values, peak, headroom, binding stage; or the error
 };
 
 struct Sweep {
-  static constexpr std::size_t max_values = 16;
+  static constexpr std::size_t max_values = 64;
   std::array<SweepAxis, 2> axes;   // x (columns), y (rows)
   std::uint64_t axes_version = 1;  // bumped on every axis edit
   // The grid, row-major: cells[y * columns + x].
@@ -48,9 +57,20 @@ struct Sweep {
   std::size_t rows = 0;
   std::int64_t device_bytes = 0;  // of the swept configuration (0: no device; colour by peak)
   std::int64_t largest_peak = 0;
-  std::string model_error;         // the configuration's model did not resolve
-  double last_milliseconds = 0.0;  // the last full sweep
-  std::uint64_t sweeps = 0;        // how many full sweeps ran (tests: recomputed only on change)
+  std::string model_error;            // the configuration's model did not resolve
+  double last_milliseconds = 0.0;     // the last full sweep, from its start to its last cell (wall)
+  double compute_milliseconds = 0.0;  // of that: time spent computing cells (all slices)
+  double longest_slice_milliseconds = 0.0;  // the longest single frame's share of it
+  std::uint64_t sweeps = 0;  // how many full sweeps ran (tests: recomputed only on change)
+  // Progressive computation: a grid is filled a time slice per frame (slice_milliseconds), so a
+  // 64 x 64 grid never stalls a frame; `next_cell` is the first cell not computed yet.
+  static constexpr double slice_milliseconds = 12.0;
+  std::size_t next_cell = 0;  // cells computed so far (in `column_major` order or row-major)
+  bool column_major = false;  // rows vary fastest: when only the columns rebuild the pieces
+  bool complete = true;
+  double started_at_seconds = 0.0;       // steady clock, when the grid's first slice ran
+  std::optional<stagemem::Model> model;  // resolved once per configuration change
+  stagemem::EstimateCache cache;         // shared by every cell of the grid (layout reuse)
   // What the grid was computed for.
   stagemem::Config computed_config;
   std::uint64_t computed_axes_version = 0;
@@ -61,7 +81,9 @@ struct Sweep {
 // keeps its previous values then). An empty text picks values around the config's current one.
 std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
                            std::string_view values_text, const stagemem::Config& config);
-// Recomputes the grid when the configuration or the axes changed since the last sweep.
-void update_sweep(Sweep& sweep, const stagemem::Config& config);
+// Restarts the grid when the configuration or the axes changed since the last sweep, then
+// computes cells for at most one time slice; returns true while cells remain (the caller asks
+// for another frame).
+bool update_sweep(Sweep& sweep, const stagemem::Config& config);
 // Applies cell `index`'s two axis values to `config`; false when the cell is invalid.
 bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config);

@@ -27,16 +27,29 @@ enum class Widget : std::uint8_t {
   add_measurement,
   add_gap,
   catalogue_filter,
+  undo,
+  redo,
+  open_file,
+  field_fix,      // the first one-click fix shown under a field
+  gpus_per_node,  // the summary line's editable GPUs per node
+  frame_times,    // the status bar's debug toggle
+  bar_tooltip,    // the stage bar's tooltip window
+  tab_plan,
+  plan_search,
+  plan_first_row,
   count
 };
 
 // Names used by Module.getWidgetRect, in the order of `Widget`.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::count)>
-    widget_names = {"copy_link",       "copy_markdown", "download_json",   "tp_minus",
-                    "tp_plus",         "pp_minus",      "pp_plus",         "ep_minus",
-                    "ep_plus",         "tab_stages",    "tab_sweep",       "tab_cross_checks",
-                    "tab_model",       "hf_import",     "add_measurement", "add_gap",
-                    "catalogue_filter"};
+    widget_names = {
+        "copy_link",   "copy_markdown",    "download_json", "tp_minus",    "tp_plus",
+        "pp_minus",    "pp_plus",          "ep_minus",      "ep_plus",     "tab_stages",
+        "tab_sweep",   "tab_cross_checks", "tab_model",     "hf_import",   "add_measurement",
+        "add_gap",     "catalogue_filter", "undo",          "redo",        "open_file",
+        "field_fix",   "gpus_per_node",    "frame_times",   "bar_tooltip", "tab_plan",
+        "plan_search", "plan_first_row"};
+static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {
   float min_x = 0, min_y = 0, max_x = 0, max_y = 0;

@@ -1,7 +1,7 @@
 // stagemem — command-line front end of the estimator.
 //
 // Dispatches the commands; each lives in its own file (report_command, check_command,
-// sweep_command, params_command, url_command); all read the configuration through one parser
+// sweep_command, params_command, plan_command, url_command); all read the configuration through one parser
 // (config_sources.h).
 // Exit codes: 0 success, 1 `check` found a stage that does not fit, 2 bad input (every error
 // names the field and the allowed range).
@@ -14,6 +14,7 @@
 #include "check_command.h"
 #include "devices.h"
 #include "params_command.h"
+#include "plan_command.h"
 #include "presets.h"
 #include "report_command.h"
 #include "sweep_command.h"
@@ -34,6 +35,8 @@ constexpr const char* usage_text =
     "  check        exit 0 when every stage fits the device, 1 when one does not (CI gate)\n"
     "  sweep        per-stage peaks and fits over lists, e.g. --seq 4096,8192 --mbs 1,2\n"
     "  params       exact parameter counts per component, stage and rank\n"
+    "  plan         the fewest GPUs that fit and the best layouts per GPU count (0 fits, 1 not)\n"
+    "  layout       advise an uneven --pipeline-model-parallel-layout for one configuration\n"
     "  url          `url encode` flags -> link fragment; `url decode LINK` -> JSON\n"
     "  presets      list the built-in models\n"
     "  devices      list the device presets with their usable bytes and sources\n"
@@ -64,6 +67,8 @@ int main(int argc, char** argv) {
   if (args[0] == "params") return run_params({args.begin() + 1, args.end()});
   if (args[0] == "check") return run_check({args.begin() + 1, args.end()});
   if (args[0] == "sweep") return run_sweep({args.begin() + 1, args.end()});
+  if (args[0] == "plan") return run_plan({args.begin() + 1, args.end()});
+  if (args[0] == "layout") return run_layout({args.begin() + 1, args.end()});
   if (args[0] == "url") return run_url({args.begin() + 1, args.end()});
   if (args[0] == "probe-check") return run_probe_check({args.begin() + 1, args.end()});
   if ((args[0] == "devices" || args[0] == "presets") && args.size() > 1) {
@@ -92,7 +97,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "error: command: unknown command '%s'; expected one of: report, check, sweep, "
-               "params, url, presets, devices, probe-check\n",
+               "params, plan, layout, url, presets, devices, probe-check\n",
                std::string(args[0]).c_str());
   return exit_bad_input;
 }

@@ -14,6 +14,7 @@
 #include "cross_check.h"
 #include "devices.h"
 #include "report.h"
+#include "report_markdown.h"
 #include "text_escaping.h"
 #include "units.h"
 
@@ -22,16 +23,18 @@ namespace {
 using stagemem::csv_field;
 using stagemem::Diagnostics;
 using stagemem::group_digits;
-using stagemem::markdown_cell;
 
 using stagemem_cli::exit_bad_input;
 using stagemem_cli::print_diagnostics;
 
-constexpr std::array<stagemem_cli::CommandOption, 2> report_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 3> report_options = {{
     {"--json", "",
      "JSON: stages[] {index, layers, terms[], peak_bytes}, binding_stage, "
      "device_bytes, cross_checks[]"},
-    {"--format", "F", "text | markdown | csv (default text)"},
+    {"--format", "F",
+     "text | markdown | csv (default text); markdown: summary, per-stage table and the link "
+     "fragment, as the app's Copy as Markdown"},
+    {"--terms", "", "markdown: also every stage's full term table"},
 }};
 
 }  // namespace
@@ -111,43 +114,17 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
   }
 }
 
-void print_table(const stagemem::Report& report, bool markdown) {
-  if (markdown) {
-    std::printf(
-        "| stage | layers | term | family | tag | allocated at | bytes/rank | GiB | formula |\n");
-    std::printf("|---:|---|---|---|---|---|---:|---:|---|\n");
-  } else {
-    std::printf("stage,layers,term,family,tag,allocated_at,bytes,formula\n");
-  }
+void print_csv(const stagemem::Report& report) {
+  std::printf("stage,layers,term,family,tag,allocated_at,bytes,formula\n");
   for (const auto& stage : report.stages) {
     for (const auto& t : stage.terms) {
       const std::string family(stagemem::family_name(t.family));
       const std::string tag(stagemem::tag_name(t.tag));
       const std::string at(stagemem::allocation_point_name(t.allocated_at));
-      if (markdown) {
-        char gib[32];
-        std::snprintf(gib, sizeof gib, "%.2f",
-                      static_cast<double>(t.bytes) / stagemem::bytes_per_gib);
-        // Text cells through the escaper (text_escaping.h), numbers as numbers.
-        std::printf("| %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                    static_cast<long long>(stage.index), markdown_cell(layers_text(stage)).c_str(),
-                    markdown_cell(stagemem::term_name(t)).c_str(), markdown_cell(family).c_str(),
-                    markdown_cell(tag).c_str(), markdown_cell(at).c_str(),
-                    group_digits(t.bytes).c_str(), gib,
-                    markdown_cell(stagemem::term_formula(t)).c_str());
-      } else {
-        std::printf("%lld,%s,%s,%s,%s,%s,%lld,%s\n", static_cast<long long>(stage.index),
-                    csv_field(layers_text(stage)).c_str(),
-                    csv_field(stagemem::term_name(t)).c_str(), csv_field(family).c_str(),
-                    csv_field(tag).c_str(), csv_field(at).c_str(), static_cast<long long>(t.bytes),
-                    csv_field(stagemem::term_formula(t)).c_str());
-      }
-    }
-    if (markdown) {
-      std::printf("| %lld | %s | **peak** | | | | **%s** | **%.2f** | resident + measured gaps |\n",
-                  static_cast<long long>(stage.index), markdown_cell(layers_text(stage)).c_str(),
-                  group_digits(stage.peak_bytes).c_str(),
-                  static_cast<double>(stage.peak_bytes) / stagemem::bytes_per_gib);
+      std::printf("%lld,%s,%s,%s,%s,%s,%lld,%s\n", static_cast<long long>(stage.index),
+                  csv_field(layers_text(stage)).c_str(), csv_field(stagemem::term_name(t)).c_str(),
+                  csv_field(family).c_str(), csv_field(tag).c_str(), csv_field(at).c_str(),
+                  static_cast<long long>(t.bytes), csv_field(stagemem::term_formula(t)).c_str());
     }
   }
 }
@@ -191,12 +168,15 @@ int run_report(const std::vector<std::string_view>& args) {
   }
   d.warnings.insert(d.warnings.end(), report.diagnostics.warnings.begin(),
                     report.diagnostics.warnings.end());
-  if (format == "markdown")
-    print_table(report, true);
-  else if (format == "csv")
-    print_table(report, false);
-  else
+  if (format == "markdown") {
+    const stagemem::MarkdownOptions options{.link = "#" + stagemem::encode_fragment(config),
+                                            .terms = line.option("--terms").has_value()};
+    std::fputs(stagemem::report_markdown(report, config, options).c_str(), stdout);
+  } else if (format == "csv") {
+    print_csv(report);
+  } else {
     print_text(report, config);
+  }
   print_diagnostics(d);  // warnings only here
   return 0;
 }

@@ -65,12 +65,91 @@ namespace {
 // Appends the stage's activation and transient terms and decides which phase peaks: forward/
 // backward (stored activations + its largest transient) or the optimizer step (its transients).
 // False when a term's bytes do not fit in int64.
+// The virtual chunks a pipeline rank holds, in order.
+std::vector<const VirtualStage*> chunks_of(const StagePlan& plan, std::int64_t rank) {
+  std::vector<const VirtualStage*> out;
+  for (const VirtualStage& v : plan.virtual_stages) {
+    if (v.pipeline_rank == rank) out.push_back(&v);
+  }
+  return out;
+}
+
+// Whether two ranks keep exactly the same activations and transients: the same layer kinds in
+// the same chunks, the same embedding / head / MTP duties and the same micro-batches in flight.
+// AttnRes slots depend on where a chunk sits in the model, so a model with AttnRes never shares.
+bool same_activation_inputs(const Model& model, const StagePlan& plan, const StageReport& a,
+                            std::int64_t b, const std::vector<std::int64_t>& b_in_flight) {
+  if (model.attn_res.block_size > 0 || a.in_flight_per_chunk != b_in_flight) return false;
+  const auto ca = chunks_of(plan, a.index);
+  const auto cb = chunks_of(plan, b);
+  if (ca.size() != cb.size()) return false;
+  for (std::size_t i = 0; i < ca.size(); ++i) {
+    const VirtualStage& x = *ca[i];
+    const VirtualStage& y = *cb[i];
+    if (x.layer_count != y.layer_count || x.embedding != y.embedding || x.head != y.head ||
+        x.mtp_layers != y.mtp_layers) {
+      return false;
+    }
+    for (std::int64_t l = 0; l < x.layer_count; ++l) {
+      const LayerKind& p = model.layers[static_cast<std::size_t>(x.first_layer + l)];
+      const LayerKind& q = model.layers[static_cast<std::size_t>(y.first_layer + l)];
+      if (p.attention != q.attention || p.mlp != q.mlp) return false;
+    }
+  }
+  return true;
+}
+
+// Copies an identical earlier rank's activation and transient terms (same_activation_inputs);
+// the recompute working set names its layers, so they move with the chunk they belong to.
+StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t first,
+                                           std::int64_t end, const StagePlan& plan, StageReport& to,
+                                           bool fits) {
+  StageActivationTerms copied;
+  copied.first_stored = static_cast<std::int64_t>(to.terms.size());
+  copied.stored_bytes = from.activation_bytes;
+  copied.largest_transient_bytes = from.largest_transient_bytes;
+  copied.largest_transient =
+      from.largest_transient < 0 ? -1 : from.largest_transient - first + copied.first_stored;
+  copied.in_flight_per_chunk = from.in_flight_per_chunk;
+  copied.fits = fits;
+  const auto ca = chunks_of(plan, from.index);
+  const auto cb = chunks_of(plan, to.index);
+  for (std::int64_t i = first; i < end; ++i) {
+    Term t = from.terms[static_cast<std::size_t>(i)];
+    if (t.info->text == TermText::recompute_group) {
+      const std::int64_t group_first = t.formula.factor(1);
+      for (std::size_t c = 0; c < ca.size(); ++c) {
+        if (group_first < ca[c]->first_layer ||
+            group_first >= ca[c]->first_layer + ca[c]->layer_count) {
+          continue;
+        }
+        const std::int64_t shift = cb[c]->first_layer - ca[c]->first_layer;
+        t.formula = Formula()
+                        .number(t.formula.factor(0))
+                        .number(group_first + shift)
+                        .number(t.formula.factor(2) + shift);
+        break;
+      }
+    }
+    to.terms.push_back(t);
+  }
+  return copied;
+}
+
+// Appends the stage's activation and transient terms (computed, or copied from `same`, an
+// identical earlier rank) and decides which phase peaks: forward/backward (stored activations +
+// its largest transient) or the optimizer step (its transients). False when a term's bytes do not
+// fit in int64.
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const std::vector<Term>& optimizer_step,
-                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only) {
+                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only,
+                           const StageReport* same, std::int64_t same_first, std::int64_t same_end,
+                           bool same_fits) {
   StageActivationTerms activations =
-      stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
-                             micro_batches, cache, &stage.terms, peaks_only);
+      same != nullptr
+          ? copy_activation_terms(*same, same_first, same_end, plan, stage, same_fits)
+          : stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
+                                   micro_batches, cache, &stage.terms, peaks_only);
   const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
   if (!peaks_only) {
     stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
@@ -252,6 +331,14 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   LayerPieceCache& piece_cache = cache.pieces;
   std::int64_t largest = -1;
   report.stages.reserve(cache.parameters.size());
+  // Per stage computed so far: where its activation terms are and whether they fit.
+  struct ActivationRange {
+    std::int64_t first = 0;
+    std::int64_t end = 0;
+    bool fits = true;
+  };
+  std::vector<ActivationRange> activation_ranges;
+  activation_ranges.reserve(cache.parameters.size());
   for (const StageParameters& parameters : cache.parameters) {
     StageReport stage;
     stage.index = parameters.pipeline_rank;
@@ -269,9 +356,38 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     }
     bool fits = true;
     for (const Term& t : resident) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
-    fits = add_activation_phases(stage, model, config, plan, cache.optimizer_step_terms[stage_slot],
-                                 report.micro_batches, piece_cache, peaks_only) &&
-           fits;
+    // An identical earlier rank (same layer kinds, duties and micro-batches in flight) is not
+    // computed again.
+    const StageReport* same = nullptr;
+    std::size_t same_slot = 0;
+    const std::vector<std::int64_t> in_flight =
+        report.stages.empty() || model.attn_res.block_size > 0
+            ? std::vector<std::int64_t>{}
+            : in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, stage.index,
+                                report.micro_batches)
+                  .per_chunk;
+    for (std::size_t r = 0; r < report.stages.size() && !in_flight.empty(); ++r) {
+      if (same_activation_inputs(model, plan, report.stages[r], stage.index, in_flight)) {
+        same = &report.stages[r];
+        same_slot = r;
+        break;
+      }
+    }
+    const auto first_activation = static_cast<std::int64_t>(stage.terms.size());
+    const bool activation_fits = add_activation_phases(
+        stage, model, config, plan, cache.optimizer_step_terms[stage_slot], report.micro_batches,
+        piece_cache, peaks_only, same, same ? activation_ranges[same_slot].first : 0,
+        same ? activation_ranges[same_slot].end : 0,
+        same ? activation_ranges[same_slot].fits : true);
+    activation_ranges.push_back(
+        {.first = first_activation,
+         .end = first_activation +
+                (peaks_only ? 0
+                            : static_cast<std::int64_t>(stage.terms.size()) - first_activation -
+                                  static_cast<std::int64_t>(
+                                      cache.optimizer_step_terms[stage_slot].size())),
+         .fits = activation_fits});
+    fits = activation_fits && fits;
     if (peaks_only) {
       fits = fits && add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps));
     } else {

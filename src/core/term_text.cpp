@@ -106,6 +106,13 @@ std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
   return divisor <= 0 ? value : (value + divisor - 1) / divisor;
 }
 
+// "ceil(N / d) = <bytes> x <shard>" over d > 1 ranks; "N" alone when nothing is divided.
+std::string sharded_count(std::int64_t elements, std::int64_t shards, const std::string& bytes) {
+  if (shards <= 1) return group_digits(elements);
+  return "ceil(" + group_digits(elements) + " / " + group_digits(shards) + ") = " + bytes + " x " +
+         group_digits(ceil_div(elements, shards));
+}
+
 std::string generic_formula(const Formula& f) {
   std::string text;
   bool first = true;  // of the current (sub-)formula
@@ -237,8 +244,12 @@ std::string term_formula(const Term& t) {
       // One direction: [S/CP] x [B] x [h or h/TP (SP)] x [1 + AttnRes slots] x 2 B (bf16).
       const auto direction = [&](std::int64_t slots_plus_one) {
         return "[S/CP=" + group_digits(n(t, 0)) + "] x [B=" + group_digits(n(t, 1)) + "] x [" +
-               (n(t, 3) != 0 ? "h/TP (SP)" : "h") + "=" + group_digits(n(t, 2)) +
-               "] x [1 + AttnRes slots=" + group_digits(slots_plus_one) + "] x 2 B (bf16)";
+               (n(t, 3) != 0 ? "h/TP (SP)" : "h") + "=" + group_digits(n(t, 2)) + "]" +
+               // Without AttnRes a boundary carries the hidden state alone: no factor of 1.
+               (slots_plus_one == 1
+                    ? std::string()
+                    : " x [1 + AttnRes slots=" + group_digits(slots_plus_one) + "]") +
+               " x 2 B (bf16)";
       };
       std::string text;
       if (n(t, 4) > 0) text = "receive " + direction(n(t, 4));
@@ -274,8 +285,7 @@ std::string term_formula(const Term& t) {
     case TermText::master_weights: {
       const std::string bytes =
           std::to_string(master_bytes(static_cast<MasterDtype>(n(t, 0)))) + " B";
-      return bytes + " x ceil(" + group_digits(n(t, 2)) + " / " + group_digits(n(t, 3)) +
-             ") = " + bytes + " x " + group_digits(ceil_div(n(t, 2), n(t, 3))) + " (" +
+      return bytes + " x " + sharded_count(n(t, 2), n(t, 3), bytes) + " (" +
              shard_text(n(t, 1), n(t, 3), n(t, 4)) + ")";
     }
     case TermText::muon_momentum:
@@ -285,9 +295,10 @@ std::string term_formula(const Term& t) {
       const std::string per_text =
           muon_group ? std::to_string(moment) + " B"
                      : "(" + std::to_string(moment) + " + " + std::to_string(moment) + ") B";
-      return per_text + " x ceil(" + group_digits(n(t, 3)) + " / " + group_digits(n(t, 4)) +
-             ") = " + std::to_string(moments_per_element(muon_group) * moment) + " B x " +
-             group_digits(ceil_div(n(t, 3), n(t, 4))) + " (" +
+      const std::string per_element =
+          std::to_string(moments_per_element(muon_group) * moment) + " B";
+      const std::string count = sharded_count(n(t, 3), n(t, 4), per_element);
+      return (n(t, 4) > 1 ? per_text + " x " + count : per_element + " x " + count) + " (" +
              shard_text(n(t, 1), n(t, 4), n(t, 5)) + "); created lazily in the first step()";
     }
     case TermText::cast_copy:

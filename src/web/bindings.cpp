@@ -10,8 +10,9 @@
 //                                       errors[]}; each stage has its peak, headroom, phases and
 //                                       terms[] of {name, bytes, tag, family, countsInPeak}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
-//                                       peak, headroom, bindingStage}], sweepMs, sweeps,
-//                                       heatMapDraws}: the Sweep tab's grid (computed on demand)
+//                                       peak, headroom, bindingStage, current, gpus, label,
+//                                       detail}], sweepMs, sweeps, heatMapDraws}: the Sweep
+//                                       tab's grid (computed on demand)
 //   Module.setSweepAxis(axis, key, values)  axis 0 (columns) or 1 (rows); "" or the error
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
 //   Module.heatStripDraws()             times our own shader ran
@@ -27,11 +28,18 @@
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
 //                                        catalogueTerms, catalogueShown, hoveredCell}
 //   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
-//   Module.getMarkdownTable()           what "Copy as Markdown" copies
+//   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h)
+//   Module.stagememPaste(text)          the page's paste event (browser.cpp)
+//   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
+//   Module.requestRedraw(frames)        draw that many frames although nothing changed (tests)
+//   Module.getIdleStats()               {framesDrawn, idleCallbacks}: frames drawn and animation
+//                                       frames that drew nothing (idle costs nothing)
+//   Module.getHistory()                 {undo, redo}: steps available
 //   Module.getReportJson()              what "Download JSON" saves
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -41,8 +49,9 @@
 #include "config_fields.h"
 #include "config_json.h"
 #include "imgui.h"
-#include "markdown_table.h"
+#include "layout.h"
 #include "report_json.h"
+#include "report_markdown.h"
 #include "state.h"
 #include "term_text.h"
 #include "url_fragment.h"
@@ -128,7 +137,12 @@ val get_report() {
   out.set("flatHeadroomBytes", static_cast<double>(r.flat_headroom_bytes));
   out.set("microBatches", static_cast<double>(r.micro_batches));
   out.set("dataParallel", static_cast<double>(r.data_parallel));
-  out.set("errors", field_messages(r.diagnostics.errors));
+  // The configuration on screen's errors; `stages` are then the last valid report's (stale).
+  out.set("errors", field_messages(app_state->diagnostics.errors));
+  out.set("stale", report_stale(*app_state));
+  out.set("valid", app_state->report_valid);
+  out.set("verdict", stagemem::verdict_text(r));
+  out.set("worldSize", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
   val checks = val::array();
   for (const auto& c : r.cross_checks) {
     val check = val::object();
@@ -196,7 +210,39 @@ val get_link_problems() {
 }
 
 void apply_fragment_from_page(const std::string& fragment) {
-  if (app_state) apply_fragment(*app_state, fragment);
+  if (!app_state) return;
+  apply_fragment(*app_state, fragment);
+  request_frames(*app_state, 2);
+}
+
+void paste_from_page(const std::string& text) {
+  if (app_state) on_paste(*app_state, text);
+}
+
+void load_file_from_page(const std::string& name, const std::string& text) {
+  if (!app_state) return;
+  show_message(*app_state, load_text(*app_state, name, text));
+  request_frames(*app_state, 2);
+}
+
+void request_redraw(int frames) {
+  if (app_state) request_frames(*app_state, std::clamp(frames, 1, 600));
+}
+
+val idle_stats() {
+  val out = val::object();
+  if (!app_state) return out;
+  out.set("framesDrawn", static_cast<double>(app_state->frame_count));
+  out.set("idleCallbacks", static_cast<double>(app_state->redraw.idle_callbacks));
+  return out;
+}
+
+val history_stats() {
+  val out = val::object();
+  if (!app_state) return out;
+  out.set("undo", static_cast<double>(app_state->history.undo.size()));
+  out.set("redo", static_cast<double>(app_state->history.redo.size()));
+  return out;
 }
 
 val frame_time_stats() {
@@ -278,12 +324,20 @@ val get_ui_state() {
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
   out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
   out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
-  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model"};
+  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model", "plan"};
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
   out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
   out.set("hoveredCell", static_cast<double>(app_state->sweep.hovered_cell));
   out.set("stackedLayout", app_state->stacked_layout);
+  out.set("version", std::string(app_version()));
+  out.set("commit", std::string(app_commit()));
+  out.set("gpusPerNode", app_state->gpus_per_node);
+  out.set("truncatedLabels", app_state->truncated_labels);
+  out.set("showFrameTimes", app_state->show_frame_times);
+  out.set("chartScrolls", app_state->chart_scrolls);
+  out.set("axisLabelStep", static_cast<double>(app_state->axis_label_step));
+  out.set("legendTerms", static_cast<double>(app_state->report_labels.legend.size()));
   out.set("uiScale", app_state->ui_scale);
   // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
   const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -326,10 +380,18 @@ val get_sweep() {
     cell.set("peak", static_cast<double>(c.peak_bytes));
     cell.set("headroom", static_cast<double>(c.headroom_bytes));
     cell.set("bindingStage", static_cast<double>(c.binding_stage));
+    cell.set("current", c.current);
+    cell.set("gpus", static_cast<double>(c.gpus));
+    cell.set("label", c.label);
+    cell.set("detail", c.detail);
     cells.call<void>("push", cell);
   }
   out.set("cells", cells);
   out.set("sweepMs", sweep.last_milliseconds);
+  out.set("computeMs", sweep.compute_milliseconds);
+  out.set("longestSliceMs", sweep.longest_slice_milliseconds);
+  out.set("complete", sweep.complete);
+  out.set("computedCells", static_cast<double>(sweep.next_cell));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
   out.set("heatMapDraws", static_cast<double>(app_state->heat_map.draws));
   out.set("modelError", sweep.model_error);
@@ -339,6 +401,7 @@ val get_sweep() {
 std::string set_sweep_axis_from_page(int axis, const std::string& key, const std::string& values) {
   if (!app_state) return "app: not started";
   if (axis != 0 && axis != 1) return "axis: 0 (columns) or 1 (rows)";
+  request_frames(*app_state, 2);
   return set_sweep_axis(app_state->sweep, static_cast<std::size_t>(axis), key, values,
                         app_state->config);
 }
@@ -346,7 +409,8 @@ std::string set_sweep_axis_from_page(int axis, const std::string& key, const std
 std::string get_markdown_table() {
   if (!app_state) return "";
   refresh_report(*app_state);
-  return markdown_table(app_state->report);
+  if (!app_state->report_valid || report_stale(*app_state)) return "";
+  return markdown_text(*app_state);
 }
 
 std::string get_report_json() {
@@ -376,5 +440,10 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
   emscripten::function("getSweep", &get_sweep);
+  emscripten::function("stagememPaste", &paste_from_page);
+  emscripten::function("stagememLoadFile", &load_file_from_page);
+  emscripten::function("requestRedraw", &request_redraw);
+  emscripten::function("getIdleStats", &idle_stats);
+  emscripten::function("getHistory", &history_stats);
   emscripten::function("setSweepAxis", &set_sweep_axis_from_page);
 }

@@ -3,6 +3,7 @@
 #include <emscripten.h>
 #include <emscripten/html5.h>
 
+#include "app.h"
 #include "state.h"
 #include "url_fragment.h"
 
@@ -19,6 +20,74 @@ EM_JS(void, js_replace_location_fragment, (const char* fragment), {
   const url = new URL(window.location.href);
   url.hash = UTF8ToString(fragment);
   window.history.replaceState(window.history.state, "", url.href);
+});
+
+EM_JS(void, js_push_location_fragment, (const char* fragment), {
+  const url = new URL(window.location.href);
+  url.hash = UTF8ToString(fragment);
+  if (url.href !== window.location.href) window.history.pushState(null, "", url.href);
+});
+
+EM_JS(char*, js_page_address, (), {
+  const text = window.location.href.split("#")[0];
+  const size = lengthBytesUTF8(text) + 1;
+  const copy = _malloc(size);
+  stringToUTF8(text, copy, size);
+  return copy;
+});
+
+// Input events only set a flag that the frame loop reads (take_input_events): ImGui receives the
+// events themselves through Emscripten's GLFW. Paste hands the text to the app; dropped files
+// (anywhere on the page, not only the canvas) are read as text and loaded.
+EM_JS(void, js_listen_for_page_events, (), {
+  Module.stagememInput = true;
+  const wake = () => { Module.stagememInput = true; };
+  for (const type of ["keydown", "keyup", "mousemove", "mousedown", "mouseup", "wheel",
+                      "touchstart", "touchmove", "touchend", "focus", "blur", "resize",
+                      "pointermove", "pointerdown", "pointerup", "visibilitychange"]) {
+    window.addEventListener(type, wake, { capture: true, passive: true });
+  }
+  document.addEventListener("paste", (event) => {
+    const text = event.clipboardData ? event.clipboardData.getData("text") : "";
+    Module.stagememInput = true;
+    if (text) Module.stagememPaste(text);
+  });
+  window.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    Module.stagememInput = true;
+  });
+  window.addEventListener("drop", (event) => {
+    event.preventDefault();
+    Module.stagememInput = true;
+    const files = event.dataTransfer ? event.dataTransfer.files : null;
+    if (files && files.length > 0) {
+      const file = files[0];
+      file.text().then((text) => Module.stagememLoadFile(file.name, text));
+    } else if (event.dataTransfer) {
+      const text = event.dataTransfer.getData("text");
+      if (text) Module.stagememLoadFile("the dropped text", text);
+    }
+  });
+});
+
+EM_JS(int, js_take_input_events, (), {
+  const had = Module.stagememInput ? 1 : 0;
+  Module.stagememInput = false;
+  return had;
+});
+
+EM_JS(void, js_open_file_picker, (), {
+  const input = document.createElement("input");
+  input.type = "file";
+  input.accept = ".json,application/json";
+  input.style.display = "none";
+  input.addEventListener("change", () => {
+    const file = input.files && input.files[0];
+    if (file) file.text().then((text) => Module.stagememLoadFile(file.name, text));
+    input.remove();
+  });
+  document.body.appendChild(input);
+  input.click();
 });
 
 EM_JS(void, js_listen_for_hash_changes, (), {
@@ -44,7 +113,7 @@ EM_JS(void, js_mark_app_ready, (), {
 });
 
 EM_JS(void, js_copy_to_clipboard, (const char* text), {
-  const value = text ? UTF8ToString(text) : window.location.href;
+  const value = UTF8ToString(text);
   if (!navigator.clipboard) {
     console.warn("stagemem: no clipboard API on this page (it needs https or localhost)");
     return;
@@ -84,16 +153,36 @@ void set_canvas_size(int width, int height) {
   js_set_canvas_size(width, height);
 }
 
+void push_location_fragment(const std::string& fragment) {
+  js_push_location_fragment(fragment.c_str());
+}
+
+std::string page_address() {
+  char* text = js_page_address();
+  std::string result(text);
+  free(text);
+  return result;
+}
+
 void listen_for_hash_changes() {
   js_listen_for_hash_changes();
+}
+
+void listen_for_page_events() {
+  js_listen_for_page_events();
+}
+
+bool take_input_events() {
+  return js_take_input_events() != 0;
+}
+
+void open_file_picker() {
+  js_open_file_picker();
 }
 void mark_app_ready() {
   js_mark_app_ready();
 }
 
-void copy_location_to_clipboard() {
-  js_copy_to_clipboard(nullptr);
-}
 void copy_text_to_clipboard(const std::string& text) {
   js_copy_to_clipboard(text.c_str());
 }
@@ -111,12 +200,11 @@ void canvas_css_size(double& width, double& height) {
 }
 
 void sync_location_fragment(AppState& state) {
-  if (state.config == state.location_config) return;
-  // Only a valid configuration is written: an invalid edit must not become a link.
-  if (!state.report_valid || !(state.reported_config == state.config) ||
-      !state.report.diagnostics.ok()) {
-    return;
-  }
-  replace_location_fragment(stagemem::encode_fragment(state.config));
+  std::string view = view_fragment(state);
+  if (state.config == state.location_config && view == state.location_view) return;
+  // Whatever is on screen, valid or not: the link reproduces it, errors marked in place, so
+  // reloading or sharing never loses the user's work.
+  replace_location_fragment(stagemem::encode_fragment(state.config) + view);
   state.location_config = state.config;
+  state.location_view = std::move(view);
 }

@@ -45,10 +45,15 @@ export async function openApp(harness, fragment, { minFrames = 3, permissions = 
     document.body.dataset.appFailed = "true";
     document.getElementById("failure").textContent = String(event.message);
   }));
+  // The app draws only when something changes (idle costs nothing): ask for the frames waited on.
   await page.waitForFunction(
-    (n) => document.body.dataset.appFailed === "true" ||
-           (typeof Module !== "undefined" && typeof Module.frameCount === "function" &&
-            Module.frameCount() >= n),
+    (n) => {
+      if (document.body.dataset.appFailed === "true") return true;
+      if (typeof Module === "undefined" || typeof Module.frameCount !== "function") return false;
+      if (Module.frameCount() >= n) return true;
+      if (Module.frameCount() >= 1 && typeof Module.requestRedraw === "function") Module.requestRedraw(n);
+      return false;
+    },
     minFrames, { timeout: 60_000 }).catch((error) => {
     throw new Error(`${error.message}; page errors: ${consoleErrors.join(" | ")}`);
   });
@@ -57,9 +62,10 @@ export async function openApp(harness, fragment, { minFrames = 3, permissions = 
   return { context, page, consoleErrors };
 }
 
-// Waits until the app has drawn `count` more frames than now.
+// Waits until the app has drawn `count` more frames than now (asking for them: the app draws
+// nothing while idle).
 export async function waitFrames(page, count = 2) {
-  const start = await page.evaluate(() => Module.frameCount());
+  const start = await page.evaluate((n) => { Module.requestRedraw(n); return Module.frameCount(); }, count);
   await page.waitForFunction((n) => Module.frameCount() >= n, start + count, { timeout: 30_000 });
 }
 

@@ -48,24 +48,32 @@ describe("stagemem driven with real mouse and keyboard events", () => {
     await context.close();
   });
 
-  test("Copy as Markdown copies one table row per stage with exact peak bytes", async () => {
-    const { context, page } = await openApp("v=1&tp=2&pp=8", { permissions: clipboard });
+  test("Copy as Markdown copies the summary, one row per stage and the page's link", async () => {
+    const { context, page } = await openApp("v=1&tp=2&pp=8&device=h100-80gb", { permissions: clipboard });
     await page.evaluate(() => navigator.clipboard.writeText("before"));
     await clickWidget(page, "copy_markdown");
     const expected = await page.evaluate(() => Module.getMarkdownTable());
     await waitUntil(page, async () => (await readClipboard(page)) === expected,
-                    { what: "clipboard = Markdown table" });
+                    { what: "clipboard = Markdown text" });
     const report = await page.evaluate(() => Module.getReport());
+    assert.match(expected, /^- Model: llama-3\.1-8b, 8,030,261,248 parameters$/m);
+    assert.match(expected, /^- Parallel layout: TP 2 x PP 8 x CP 1 x DP 1 = 16 GPUs/m);
+    assert.match(expected, /^- GPUs: 16$/m);
+    assert.match(expected, /^- Device: h100-80gb \(79\.19 GiB per GPU\)$/m);
+    assert.ok(expected.includes(`- Verdict: **${report.verdict}**`), expected);
     const rows = expected.split("\n").filter((line) => line.startsWith("|"));
     assert.equal(rows.length, 2 + report.stages.length, "header, separator and one row per stage");
-    assert.match(rows[0], /^\| stage \| layers \| params\/rank \|.* \| peak \| peak \(bytes\) \|$/);
+    assert.equal(rows[0], "| stage | layers | peak | headroom | fits | binding phase | largest terms |");
     report.stages.forEach((stage, i) => {
       const cells = rows[2 + i].split(" | ");
       assert.ok(cells[0].startsWith(`| ${stage.index}`));
       assert.equal(cells[1], `${stage.firstLayer}-${stage.firstLayer + stage.layerCount - 1}`);
-      assert.equal(cells.at(-1), `${groupDigits(stage.peakBytes)} |`);
+      assert.equal(cells[4], stage.headroomBytes >= 0 ? "yes" : "no");
+      assert.equal(cells[6].split("; ").length, 3, "the three largest terms");
     });
     assert.match(rows[2 + report.bindingStage], /\(binding\)/);
+    const href = await page.evaluate(() => location.href);
+    assert.ok(expected.includes(`[Open this configuration in stagemem](<${href}>)`), "the page's link");
     await context.close();
   });
 

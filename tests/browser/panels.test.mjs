@@ -138,6 +138,8 @@ describe("stagemem panels on a production link", () => {
     await showTab(page, "sweep");
     await waitUntil(page, async () => (await page.evaluate(() => Module.getSweep().heatMapDraws)) > 0,
                     { what: "heat map shader ran" });
+    await waitUntil(page, async () => (await page.evaluate(() => Module.getSweep().complete)),
+                    { what: "sweep complete" });
     const sweep = await page.evaluate(() => Module.getSweep());
     assert.deepEqual(sweep.axes.map((a) => a.key), ["seq", "mbs"]);
     assert.deepEqual(sweep.axes[0].values, ["2048", "4096", "8192", "16384", "32768"]);

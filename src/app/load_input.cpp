@@ -1,0 +1,117 @@
+// Input that arrives from outside the widgets: a link or a JSON document pasted anywhere on the
+// page, dropped onto it, or opened with the file picker. What it is, is read from the text:
+//   - a stagemem link (whole, or just its fragment "v=1&...") -> applied like opening the link;
+//   - a stagemem report JSON (it carries its configuration's "link", or "fragment" in the
+//     earlier draft format) -> that link;
+//   - a stagemem configuration JSON ("format": "stagemem-config") -> config_from_json;
+//   - any other JSON object -> a Hugging Face config.json: its model becomes the custom model and
+//     the rest of the configuration (layout, device, ...) stays as it is.
+// Problems are shown in the banner naming the field, as for a link; nothing is applied then,
+// except a link's good fields.
+#include <cctype>
+#include <string>
+
+#include "app.h"
+#include "config_json.h"
+#include "hf_config.h"
+#include "imgui.h"
+#include "model_text.h"
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return text;
+}
+
+bool looks_like_link(std::string_view text) {
+  if (text.find('\n') != std::string_view::npos) return false;
+  const auto hash = text.find('#');
+  const std::string_view fragment = hash == std::string_view::npos ? text : text.substr(hash + 1);
+  return fragment.starts_with("v=");
+}
+
+// The string value of `"key": "..."` in the document, read without a JSON parser (the first
+// occurrence): a link holds no quotes (they are percent-encoded), and what is read is then
+// decoded as a link, which checks every field. Empty when absent.
+std::string string_value(std::string_view json, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  auto at = json.find(quoted);
+  if (at == std::string_view::npos) return "";
+  at = json.find_first_not_of(" \t\r\n", at + quoted.size());
+  if (at == std::string_view::npos || json[at] != ':') return "";
+  at = json.find_first_not_of(" \t\r\n", at + 1);
+  if (at == std::string_view::npos || json[at] != '"') return "";
+  std::string out;
+  for (std::size_t i = at + 1; i < json.size() && json[i] != '"'; ++i) {
+    if (json[i] == '\\' && i + 1 < json.size()) ++i;
+    out += json[i];
+  }
+  return out;
+}
+
+void show_problems(AppState& state, std::string title, std::vector<stagemem::FieldMessage> errors) {
+  state.link_problems_title = std::move(title);
+  state.link_problems = std::move(errors);
+  state.link_banner_visible = !state.link_problems.empty();
+}
+
+}  // namespace
+
+std::string load_text(AppState& state, std::string_view name, std::string_view text) {
+  text = trim(text);
+  const std::string from(name);
+  if (looks_like_link(text)) {
+    const bool clean = load_link(state, text);
+    state.link_problems_title = "This link has problems; its other fields are applied:";
+    return clean ? "Loaded the link from " + from : "Loaded the link from " + from + " (see above)";
+  }
+  if (!text.starts_with("{")) {
+    show_problems(state, "Nothing was loaded:",
+                  {{from, "not a stagemem link, a stagemem JSON or a Hugging Face config.json"}});
+    return "Nothing loaded from " + from;
+  }
+  std::string fragment = string_value(text, "link");
+  if (!looks_like_link(fragment)) fragment = string_value(text, "fragment");
+  if (looks_like_link(fragment)) {
+    load_link(state, fragment);
+    state.link_problems_title =
+        "The report's configuration has problems; its other fields are applied:";
+    return "Loaded the configuration of the report " + from;
+  }
+  if (string_value(text, "format") == "stagemem-config") {
+    stagemem::DecodedConfig decoded = stagemem::config_from_json(text);
+    if (!decoded.diagnostics.ok()) {
+      show_problems(state, from + " was not loaded:", std::move(decoded.diagnostics.errors));
+      return "Nothing loaded from " + from;
+    }
+    state.config = std::move(decoded.config);
+    show_problems(state, from + ":", std::move(decoded.diagnostics.warnings));
+    platform_push_link(state);
+    return "Loaded the configuration " + from;
+  }
+  stagemem::HfImport imported = stagemem::import_hf_config(text);
+  if (!imported.model) {
+    show_problems(state, from + " is not a usable Hugging Face config.json:",
+                  std::move(imported.diagnostics.errors));
+    return "Nothing loaded from " + from;
+  }
+  state.config.custom_model = stagemem::model_to_text(*imported.model);
+  state.link_banner_visible = false;
+  platform_push_link(state);
+  return "Loaded " + from + " as the custom model";
+}
+
+void on_paste(AppState& state, std::string_view text) {
+  state.clipboard_text = std::string(text);
+  request_frames(state, 2);
+  // A text field being edited takes the text through ImGui's own Ctrl+V (it reads
+  // clipboard_text); anywhere else a link or a JSON document loads.
+  if (ImGui::GetIO().WantTextInput) return;
+  const std::string_view trimmed = trim(text);
+  if (!looks_like_link(trimmed) && !trimmed.starts_with("{")) return;
+  show_message(state, load_text(state, "the clipboard", text));
+}

@@ -1,0 +1,88 @@
+// The first screen's answer, under the toolbar: which model on which device in which parallel
+// layout (with the derived data-parallel size, world size and node count; GPUs per node is
+// editable), and the verdict: "fits: stage 1 binds at 224.7 of 288.0 GiB" or "stage 0 is 71.6 GiB
+// over". While the configuration has errors the verdict is the last valid one's, marked stale,
+// with the first error named.
+#include <algorithm>
+
+#include "app.h"
+#include "imgui.h"
+#include "layout.h"
+#include "report_markdown.h"
+#include "units.h"
+
+namespace {
+
+constexpr ImVec4 fits_colour(0.45f, 0.85f, 0.50f, 1.0f);
+constexpr ImVec4 over_colour(1.0f, 0.45f, 0.40f, 1.0f);
+constexpr ImVec4 stale_colour(0.95f, 0.75f, 0.30f, 1.0f);
+
+std::string device_text(const stagemem::Config& c) {
+  if (c.device.bytes > 0) return "a custom device (" + stagemem::format_gib(c.device.bytes) + ")";
+  return c.device.preset.empty() ? "no device" : c.device.preset;
+}
+
+}  // namespace
+
+void draw_summary_line(AppState& state, const stagemem::Report& report) {
+  const stagemem::Config& c = state.config;
+  const stagemem::ParallelLayout& p = c.parallel;
+  const std::int64_t dp = std::max<std::int64_t>(1, stagemem::data_parallel_size(p));
+  const std::int64_t world = std::max<std::int64_t>(1, stagemem::world_size(p));
+  const std::int64_t per_node = std::max(1, state.gpus_per_node);
+  const std::int64_t nodes = (world + per_node - 1) / per_node;
+  ImGui::AlignTextToFramePadding();
+  ImGui::Text("%s on %s", c.custom_model.empty() ? c.model.c_str() : "a custom model",
+              device_text(c).c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("|");
+  ImGui::SameLine();
+  ImGui::Text("TP %lld x PP %lld x CP %lld x DP %lld = %lld GPU%s = %lld node%s of",
+              static_cast<long long>(p.tensor_parallel),
+              static_cast<long long>(p.pipeline_parallel),
+              static_cast<long long>(p.context_parallel), static_cast<long long>(dp),
+              static_cast<long long>(world), world == 1 ? "" : "s", static_cast<long long>(nodes),
+              nodes == 1 ? "" : "s");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
+  if (ImGui::InputInt("GPUs per node", &state.gpus_per_node)) {
+    state.gpus_per_node = std::clamp(state.gpus_per_node, 1, 1024);
+  }
+  record_widget_rect(state, Widget::gpus_per_node);
+  ImGui::SetItemTooltip("for the node count only; not part of the configuration");
+  if (p.expert_parallel > 1) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("| EP %lld, expert DP %lld", static_cast<long long>(p.expert_parallel),
+                        static_cast<long long>(stagemem::expert_data_parallel_size(p)));
+  }
+
+  if (report_stale(state) || !state.report_valid) {
+    // The first error, named, with its one-click fix when it has one.
+    const auto& first = state.diagnostics.errors.front();
+    ImGui::AlignTextToFramePadding();
+    if (state.report_valid) {
+      ImGui::TextColored(stale_colour, "STALE (last valid configuration): %s |",
+                         stagemem::verdict_text(report).c_str());
+    } else {
+      ImGui::TextColored(over_colour, "No report yet |");
+    }
+    if (draw_fix(state, first)) {
+      record_widget_rect(state, Widget::field_fix);
+      ImGui::SameLine();
+    }
+    // Wrapped at word boundaries: a long message never runs off the window.
+    ImGui::PushStyleColor(ImGuiCol_Text, over_colour);
+    ImGui::TextWrapped("%s: %s", first.field.c_str(), first.message.c_str());
+    ImGui::PopStyleColor();
+    return;
+  }
+  const std::string verdict = stagemem::verdict_text(report);
+  const bool has_device = report.device.bytes > 0;
+  const bool fits =
+      has_device && report.binding_stage >= 0 &&
+      report.stages[static_cast<std::size_t>(report.binding_stage)].headroom_bytes >= 0;
+  ImGui::TextColored(!has_device ? ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]
+                     : fits      ? fits_colour
+                                 : over_colour,
+                     "%s", verdict.c_str());
+}

@@ -1,0 +1,205 @@
+#include "plan_tab.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Points per step() call between clock readings: one (a kimi-k3 estimate costs ~0.1-0.3 ms in
+// wasm; reading the clock costs far less), so a slice ends within one estimate of its budget.
+constexpr std::int64_t points_per_step = 1;
+
+bool parse_list(std::string_view text, std::vector<std::int64_t>& out, const char* name,
+                std::string& error) {
+  out.clear();
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || value < 1 ||
+        value > (std::int64_t{1} << 32)) {
+      error = std::string(name) + ": '" + std::string(item.substr(0, 16)) +
+              "' is not a positive integer (comma-separated list)";
+      return false;
+    }
+    out.push_back(value);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return true;
+}
+
+bool parse_one(std::string_view text, std::int64_t& out, std::int64_t fallback, const char* name,
+               std::string& error) {
+  std::vector<std::int64_t> values;
+  if (!parse_list(text, values, name, error)) return false;
+  if (values.size() > 1) {
+    error = std::string(name) + ": one integer";
+    return false;
+  }
+  out = values.empty() ? fallback : values.front();
+  return true;
+}
+
+struct LinkKey {
+  std::string_view key;
+  std::string PlanTab::*text;
+};
+constexpr std::array<LinkKey, 8> link_keys = {{
+    {"plan_gpn", &PlanTab::gpus_per_node},
+    {"plan_min", &PlanTab::min_gpus},
+    {"plan_max", &PlanTab::max_gpus},
+    {"plan_tp", &PlanTab::tp},
+    {"plan_pp", &PlanTab::pp},
+    {"plan_vpp", &PlanTab::vpp},
+    {"plan_ep", &PlanTab::ep},
+    {"plan_mbs", &PlanTab::mbs},
+}};
+
+// The link's text of a list: digits and commas only (nothing to escape).
+bool link_safe(std::string_view text) {
+  return text.size() <= 200 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || c == ',';
+         });
+}
+
+}  // namespace
+
+bool plan_bounds_from_inputs(PlanTab& tab, stagemem::PlanBounds& b) {
+  b = {};
+  std::string& e = tab.input_error;
+  e.clear();
+  const bool ok = parse_one(tab.gpus_per_node, b.gpus_per_node, 8, "GPUs per node", e) &&
+                  parse_one(tab.min_gpus, b.min_gpus, 1, "min GPUs", e) &&
+                  parse_one(tab.max_gpus, b.max_gpus, 0, "max GPUs", e) &&
+                  parse_list(tab.tp, b.tp, "TP", e) && parse_list(tab.pp, b.pp, "PP", e) &&
+                  parse_list(tab.vpp, b.vpp, "VPP", e) && parse_list(tab.ep, b.ep, "EP", e) &&
+                  parse_list(tab.mbs, b.mbs, "mbs", e);
+  if (!ok) return false;
+  using stagemem::RecomputePolicy;
+  const std::array<RecomputePolicy, 3> policies = {
+      RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    if (tab.recompute[i]) b.recompute.push_back(policies[i]);
+  }
+  if (b.recompute.empty()) {
+    e = "recompute: choose at least one policy";
+    return false;
+  }
+  b.top = 2;
+  return true;
+}
+
+void start_plan_search(PlanTab& tab, const stagemem::Config& config) {
+  tab.search.reset();
+  stagemem::PlanBounds bounds;
+  if (!plan_bounds_from_inputs(tab, bounds)) return;
+  stagemem::Diagnostics d;
+  auto model = stagemem::resolve_model(config, d);
+  if (!model) {
+    tab.input_error = d.errors.empty() ? "the model does not resolve"
+                                       : d.errors[0].field + ": " + d.errors[0].message;
+    return;
+  }
+  tab.model = std::make_unique<stagemem::Model>(std::move(*model));
+  tab.bounds = bounds;
+  tab.searched_config = config;
+  tab.search = std::make_unique<stagemem::PlanSearch>(config, *tab.model, bounds);
+  if (!tab.search->diagnostics().ok()) {
+    const auto& first = tab.search->diagnostics().errors[0];
+    tab.input_error = first.field + ": " + first.message;
+    tab.search.reset();
+    return;
+  }
+  tab.elapsed_ms = 0.0;
+  tab.longest_slice_ms = 0.0;
+  tab.slices = 0;
+}
+
+void advance_plan_search(PlanTab& tab) {
+  if (!tab.search) return;
+  const auto start = Clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  bool more = true;
+  while (more && elapsed() < tab.slice_budget_ms) more = tab.search->step(points_per_step);
+  const double slice = elapsed();
+  tab.elapsed_ms += slice;
+  tab.longest_slice_ms = std::max(tab.longest_slice_ms, slice);
+  ++tab.slices;
+  if (more) return;
+  stagemem::PlanResult result = stagemem::select_plan(tab.search->entries(), tab.bounds.top);
+  result.device_bytes = tab.search->device_bytes();
+  result.configurations_searched = tab.search->searched();
+  result.configurations_estimated = tab.search->estimated();
+  result.configurations_pruned = tab.search->pruned();
+  tab.result = std::move(result);
+  tab.result_config = tab.searched_config;
+  tab.has_result = true;
+  tab.hovered = -1;
+  tab.search.reset();
+}
+
+double plan_progress(const PlanTab& tab) {
+  return tab.search ? tab.search->progress() : 1.0;
+}
+
+std::string plan_link_keys(const PlanTab& tab) {
+  const PlanTab defaults;
+  std::string out;
+  for (const LinkKey& k : link_keys) {
+    const std::string& value = tab.*k.text;
+    if (value != defaults.*k.text && link_safe(value)) {
+      out += "&" + std::string(k.key) + "=" + value;
+    }
+  }
+  if (tab.recompute != defaults.recompute) {
+    std::string value;
+    const std::array<const char*, 3> names = {"none", "selective", "full"};
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (tab.recompute[i]) value += std::string(value.empty() ? "" : ",") + names[i];
+    }
+    out += "&plan_recompute=" + value;
+  }
+  return out;
+}
+
+std::string take_plan_link_keys(std::string_view fragment, PlanTab& tab) {
+  std::string kept;
+  std::size_t start = 0;
+  if (const auto hash = fragment.find('#'); hash != std::string_view::npos) start = hash + 1;
+  std::string_view rest = fragment.substr(start);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    bool taken = false;
+    for (const LinkKey& k : link_keys) {
+      if (key == k.key && link_safe(value)) {
+        tab.*k.text = std::string(value);
+        taken = true;
+      }
+    }
+    if (key == "plan_recompute") {
+      taken = true;
+      tab.recompute = {value.find("none") != std::string_view::npos,
+                       value.find("selective") != std::string_view::npos,
+                       value.find("full") != std::string_view::npos};
+    }
+    if (!taken && !pair.empty()) kept += (kept.empty() ? "" : "&") + std::string(pair);
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  tab.plan_link_keys = plan_link_keys(tab);
+  return kept;
+}

@@ -1,0 +1,539 @@
+// Tests of plan.h: the cost factors against hand-worked numbers, the search against a brute force
+// over the same space, and every reported configuration against the estimate `check` runs.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "catch.h"
+#include "config.h"
+#include "devices.h"
+#include "layout_advisor.h"
+#include "pipeline_layout_string.h"
+#include "plan.h"
+#include "presets.h"
+#include "report.h"
+
+using namespace stagemem;
+
+namespace {
+
+Model preset(const char* name) {
+  return *find_preset(name);
+}
+
+Config base_config(const char* model, const char* device, std::int64_t seq, std::int64_t gbs) {
+  Config c;
+  c.model = model;
+  c.device.preset = device;
+  c.training.sequence_length = seq;
+  c.training.global_batch = gbs;
+  return c;
+}
+
+std::vector<std::int64_t> divisors_of(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The same space as PlanSearch, enumerated without any pruning: every point of the cartesian
+// product is estimated; the plan's own rules (GPU bounds, whole nodes, TP within a node,
+// Megatron's interleaved M % PP, VPP > 1 needs PP > 1) are applied as the filter they are.
+std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const PlanBounds& b) {
+  std::vector<PlanEntry> out;
+  std::int64_t ordinal = 0;
+  const std::int64_t device = find_device(base.device.preset)->bytes;
+  const std::vector<bool> sp_auto = {false};
+  for (std::int64_t tp : b.tp)
+    for (std::int64_t pp : b.pp)
+      for (std::int64_t vpp : b.vpp)
+        for (std::int64_t cp : b.cp)
+          for (std::int64_t ep : b.ep)
+            for (std::int64_t etp : b.etp)
+              for (bool sp_value : b.sp.empty() ? sp_auto : b.sp)
+                for (OptimizerKind opt : b.optimizer)
+                  for (std::int64_t dp : divisors_of(base.training.global_batch))
+                    for (std::int64_t mbs : b.mbs)
+                      for (RecomputePolicy rc : b.recompute) {
+                        ++ordinal;
+                        const bool sp = b.sp.empty() ? tp > 1 : sp_value;
+                        PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt};
+                        const std::int64_t gpus = tp * pp * cp * dp;
+                        if (base.training.global_batch % (mbs * dp) != 0) continue;
+                        const std::int64_t m = base.training.global_batch / (mbs * dp);
+                        if (gpus < b.min_gpus || (b.max_gpus > 0 && gpus > b.max_gpus)) continue;
+                        if (gpus % b.gpus_per_node != 0 && b.gpus_per_node % gpus != 0) continue;
+                        if (b.gpus_per_node % tp != 0) continue;
+                        if (vpp > 1 && (pp == 1 || m % pp != 0)) continue;
+                        const Config config = candidate_config(base, c);
+                        const Report r = estimate(config, model);
+                        if (!r.diagnostics.ok()) continue;
+                        PlanEntry e;
+                        e.candidate = c;
+                        e.ordinal = ordinal;
+                        e.gpus = gpus;
+                        e.micro_batches = r.micro_batches;
+                        std::int64_t peak = 0;
+                        for (const StageReport& s : r.stages) {
+                          if (s.peak_bytes > peak) {
+                            peak = s.peak_bytes;
+                            e.binding_stage = s.index;
+                          }
+                        }
+                        e.peak_bytes = peak;
+                        e.headroom_bytes = device - peak;
+                        e.bubble_fraction = bubble_fraction(pp, vpp, r.micro_batches);
+                        e.recompute_overhead = step_flops(config, model).overhead();
+                        out.push_back(e);
+                      }
+  return out;
+}
+
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t, std::int64_t, int, bool, int>;
+Key key(const PlanCandidate& c) {
+  return {c.tp,
+          c.pp,
+          c.vpp,
+          c.cp,
+          c.ep,
+          c.etp,
+          c.dp,
+          c.mbs,
+          static_cast<int>(c.recompute),
+          c.sp,
+          static_cast<int>(c.optimizer)};
+}
+
+// The frontier by its definition, written out plainly: per GPU count, the `top` best fitting
+// configurations by each factor, ties broken by the other factors, then enumeration order.
+std::map<std::int64_t, std::set<std::pair<Key, int>>> brute_frontier(std::vector<PlanEntry> all,
+                                                                     std::size_t top) {
+  std::map<std::int64_t, std::vector<PlanEntry>> groups;
+  for (const PlanEntry& e : all) {
+    if (e.headroom_bytes >= 0) groups[e.gpus].push_back(e);
+  }
+  std::map<std::int64_t, std::set<std::pair<Key, int>>> out;
+  for (auto& item : groups) {
+    const std::int64_t gpus = item.first;
+    std::vector<PlanEntry>& g =
+        item.second;  // a plain reference: clang 14 lambdas cannot capture bindings
+    std::map<Key, int> ranks;
+    const auto pick = [&](auto score, int bit) {
+      std::sort(g.begin(), g.end(), [&](const PlanEntry& a, const PlanEntry& b) {
+        return std::make_pair(score(a), a.ordinal) < std::make_pair(score(b), b.ordinal);
+      });
+      for (std::size_t i = 0; i < std::min(top, g.size()); ++i) ranks[key(g[i].candidate)] |= bit;
+    };
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(e.bubble_fraction, e.recompute_overhead, -e.headroom_bytes);
+        },
+        rank_bubble);
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(e.recompute_overhead, e.bubble_fraction, -e.headroom_bytes);
+        },
+        rank_recompute);
+    pick(
+        [](const PlanEntry& e) {
+          return std::make_tuple(-static_cast<double>(e.headroom_bytes), e.bubble_fraction,
+                                 e.recompute_overhead);
+        },
+        rank_headroom);
+    for (const auto& [k, bits] : ranks) out[gpus].insert({k, bits});
+  }
+  return out;
+}
+
+std::map<std::int64_t, std::set<std::pair<Key, int>>> frontier_of(const PlanResult& r) {
+  std::map<std::int64_t, std::set<std::pair<Key, int>>> out;
+  for (const PlanEntry& e : r.frontier) out[e.gpus].insert({key(e.candidate), e.ranks});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plan: bubble fraction (P-1)/(v M), (P-1)/M for 1F1B") {
+  // kimi-k3 production: PP 8, M = 896 / (1 x 28) = 32: 7/32 = 0.21875.
+  CHECK(bubble_fraction(8, 1, 32) == Approx(0.21875));
+  // Interleaved with v = 2: 7 / (2 x 32) = 0.109375.
+  CHECK(bubble_fraction(8, 2, 32) == Approx(0.109375));
+  CHECK(bubble_fraction(1, 1, 32) == 0.0);
+}
+
+TEST_CASE("plan: recompute overhead from Llama-3.1-8B's shapes") {
+  // Per layer, 2-D weights: q, o 4096 x 4096 = 16,777,216 each; k, v 4096 x 1024 = 4,194,304
+  // each; gate, up, down 3 x 4096 x 14336 = 176,160,768; sum 218,103,808 -> 436,207,616 FLOPs.
+  // Attention core at S 4096: 2 x 32 heads x 128 x 4096 = 33,554,432. Layer: 469,762,048.
+  // 32 layers: 15,032,385,536. LM head: 2 x 4096 x 128,256 = 1,050,673,152.
+  // F = 16,083,058,688 FLOPs per token.
+  const Model model = preset("llama-3.1-8b");
+  Config c = base_config("llama-3.1-8b", "h100-80gb", 4096, 64);
+  StepFlops f = step_flops(c, model);
+  CHECK(f.forward_per_token == Approx(16'083'058'688.0));
+  CHECK(f.recomputed_per_token == 0.0);
+  CHECK(f.overhead() == 0.0);
+  // Full (uniform): every layer again: 15,032,385,536 / (3 x 16,083,058,688) = 0.311556.
+  c.training.recompute.policy = RecomputePolicy::full;
+  f = step_flops(c, model);
+  CHECK(f.recomputed_per_token == Approx(15'032'385'536.0));
+  CHECK(f.overhead() == Approx(15'032'385'536.0 / (3.0 * 16'083'058'688.0)));
+  // Selective core_attn: only the attention core, 32 x 33,554,432 = 1,073,741,824: 0.022254.
+  c.training.recompute.policy = RecomputePolicy::selective;
+  f = step_flops(c, model);
+  CHECK(f.recomputed_per_token == Approx(1'073'741'824.0));
+  CHECK(f.overhead() == Approx(0.0222541).epsilon(1e-4));
+  // Full, block method with 2 layers per chunk at PP 4: 4 chunks x 2 layers of 32.
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.training.recompute.method = FullRecomputeMethod::block;
+  c.training.recompute.layers = 2;
+  c.parallel.pipeline_parallel = 4;
+  f = step_flops(c, model);
+  CHECK(f.recomputed_per_token == Approx(8 * 469'762'048.0));
+}
+
+TEST_CASE("plan: the minimum and the frontier equal a brute force (Llama-3.1-8B)") {
+  const Model model = preset("llama-3.1-8b");
+  const Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.tp = {1, 2, 4, 8};
+  b.pp = {1, 2, 4, 8};
+  b.vpp = {1, 2};
+  b.cp = {1};
+  b.ep = {1};
+  b.etp = {1};
+  b.mbs = {1, 2};
+  b.recompute = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+  b.optimizer = {OptimizerKind::adam, OptimizerKind::distributed_adam};
+  b.max_gpus = 64;
+  b.top = 2;
+  const PlanResult r = plan(base, model, b);
+  REQUIRE(r.diagnostics.ok());
+  const std::vector<PlanEntry> all = brute_force(base, model, b);
+  // Exhaustive: every valid point estimated; pruned (the default): the same frontier with fewer
+  // estimates, the skipped points all ruled out by their resident set.
+  b.exhaustive = true;
+  const PlanResult every = plan(base, model, b);
+  CHECK(every.configurations_valid == static_cast<std::int64_t>(all.size()));
+  CHECK(every.configurations_pruned == 0);
+  CHECK(frontier_of(every) == frontier_of(r));
+  CHECK(r.configurations_pruned > 0);
+  CHECK(r.configurations_estimated + r.configurations_pruned == every.configurations_estimated);
+  std::int64_t fitting = 0;
+  for (const PlanEntry& e : all) fitting += e.headroom_bytes >= 0;
+  CHECK(r.configurations_fitting == fitting);
+  CHECK(every.configurations_fitting == fitting);
+  REQUIRE(fitting > 0);
+  REQUIRE(fitting < static_cast<std::int64_t>(all.size()));  // the space has both kinds
+  CHECK(frontier_of(r) == brute_frontier(all, 2));
+  // The minimum: the smallest fitting GPU count, least bubble first.
+  std::int64_t fewest = 1 << 30;
+  for (const PlanEntry& e : all) {
+    if (e.headroom_bytes >= 0) fewest = std::min(fewest, e.gpus);
+  }
+  REQUIRE(r.has_minimum);
+  CHECK(r.minimum.gpus == fewest);
+  const auto at_minimum = brute_frontier(all, 1).at(fewest);
+  bool found = false;
+  for (const auto& [k, bits] : at_minimum)
+    found |= k == key(r.minimum.candidate) && (bits & rank_bubble);
+  CHECK(found);
+}
+
+TEST_CASE("plan: a MoE space with EP, SP and interleaving equals a brute force") {
+  // Qwen3-30B-A3B: 48 layers, 128 experts; SP is required with TP > 1 (auto on).
+  const Model model = preset("qwen3-30b-a3b");
+  const Config base = base_config("qwen3-30b-a3b", "h100-80gb", 4096, 16);
+  PlanBounds b;
+  b.tp = {1, 2, 4};
+  b.pp = {1, 2, 4};
+  b.vpp = {1, 2};
+  b.cp = {1};
+  b.ep = {1, 2, 4, 8};
+  b.etp = {1};
+  b.mbs = {1, 2};
+  b.recompute = {RecomputePolicy::none, RecomputePolicy::full};
+  b.optimizer = {OptimizerKind::distributed_adam};
+  b.max_gpus = 64;
+  b.top = 1;
+  const PlanResult r = plan(base, model, b);
+  REQUIRE(r.diagnostics.ok());
+  const std::vector<PlanEntry> all = brute_force(base, model, b);
+  CHECK(frontier_of(r) == brute_frontier(all, 1));
+  b.exhaustive = true;
+  const PlanResult every = plan(base, model, b);
+  CHECK(every.configurations_valid == static_cast<std::int64_t>(all.size()));
+  CHECK(frontier_of(every) == brute_frontier(all, 1));
+}
+
+TEST_CASE("plan: a search split over shards merges into the same result") {
+  const Model model = preset("llama-3.1-8b");
+  const Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.pp = {1, 2, 4};
+  b.mbs = {1, 2};
+  b.max_gpus = 64;
+  const PlanResult whole = plan(base, model, b);
+  std::vector<PlanEntry> merged;
+  std::int64_t searched = 0;
+  for (std::int64_t shard = 0; shard < 3; ++shard) {
+    PlanSearch s(base, model, b, shard, 3);
+    while (s.step(7)) {  // small slices, as the browser runs it
+      CHECK(s.progress() <= 1.0);
+    }
+    merged.insert(merged.end(), s.entries().begin(), s.entries().end());
+    searched += s.searched();
+  }
+  const PlanResult split = select_plan(merged, b.top);
+  CHECK(searched == whole.configurations_searched);
+  CHECK(frontier_of(split) == frontier_of(whole));
+  CHECK(split.minimum.ordinal == whole.minimum.ordinal);
+}
+
+TEST_CASE(
+    "plan: every reported configuration fits by the estimate `check` runs, every rejected "
+    "one does not") {
+  const Model model = preset("qwen3-30b-a3b");
+  const Config base = base_config("qwen3-30b-a3b", "h100-80gb", 4096, 16);
+  PlanBounds b;
+  b.tp = {1, 2};
+  b.pp = {1, 2, 4};
+  b.ep = {1, 8};
+  b.mbs = {1};
+  b.max_gpus = 32;
+  PlanSearch search(base, model, b);
+  while (search.step(1000)) {
+  }
+  const std::int64_t device = find_device("h100-80gb")->bytes;
+  std::int64_t fits = 0, not_fits = 0;
+  for (const PlanEntry& e : search.entries()) {
+    const Report r = estimate(candidate_config(base, e.candidate), model);
+    REQUIRE(r.diagnostics.ok());
+    bool all_fit = true;
+    for (const StageReport& s : r.stages) all_fit &= s.peak_bytes <= device;
+    CHECK(all_fit == e.fits());
+    (e.fits() ? fits : not_fits) += 1;
+  }
+  CHECK(fits > 0);
+  CHECK(not_fits > 0);
+}
+
+TEST_CASE("plan: bad bounds name the field and the allowed range") {
+  const Model model = preset("llama-3.1-8b");
+  Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.gpus_per_node = 0;
+  PlanResult r = plan(base, model, b);
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "plan.gpus_per_node");
+  CHECK(r.diagnostics.errors[0].message.find("[1, 1024]") != std::string::npos);
+  b = {};
+  b.pp = {0};
+  r = plan(base, model, b);
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "parallel.pp");
+  b = {};
+  base.device.preset.clear();
+  r = plan(base, model, b);
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "device");
+}
+
+TEST_CASE("plan: nothing fits on a tiny device") {
+  const Model model = preset("llama-3.1-8b");
+  Config base = base_config("llama-3.1-8b", "", 4096, 32);
+  base.device.bytes = 1 << 30;  // 1 GiB
+  PlanBounds b;
+  b.max_gpus = 16;
+  const PlanResult r = plan(base, model, b);
+  REQUIRE(r.diagnostics.ok());
+  CHECK(!r.has_minimum);
+  CHECK(r.frontier.empty());
+  CHECK(r.configurations_valid > 0);
+}
+
+TEST_CASE("plan: Megatron arguments") {
+  const Model model = preset("kimi-k3");
+  Config c = base_config("kimi-k3", "mi355x", 8192, 896);
+  c = candidate_config(c, {.tp = 1,
+                           .pp = 8,
+                           .vpp = 1,
+                           .ep = 28,
+                           .dp = 28,
+                           .mbs = 1,
+                           .recompute = RecomputePolicy::full,
+                           .optimizer = OptimizerKind::distributed_muon});
+  // 93 layers over 8 stages do not divide: the even split is written as a layout string.
+  const std::string args = megatron_arguments(c, model);
+  CHECK(args.find("--tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 "
+                  "--pipeline-model-parallel-layout \"Et*12|(t*12|)*4(t*11|)*2t*11L\"") == 0);
+  CHECK(args.find("--expert-model-parallel-size 28") != std::string::npos);
+  CHECK(args.find("--recompute-granularity full --recompute-method uniform "
+                  "--recompute-num-layers 1") != std::string::npos);
+  CHECK(args.find("--use-distributed-optimizer") != std::string::npos);
+  // Llama-3.1-8B, 32 layers at PP 4 x VPP 2: 4 layers per virtual stage.
+  Config l = candidate_config(base_config("llama-3.1-8b", "h100-80gb", 4096, 32),
+                              {.tp = 2, .pp = 4, .vpp = 2, .dp = 1, .sp = true});
+  const std::string la = megatron_arguments(l, preset("llama-3.1-8b"));
+  CHECK(la.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);
+  CHECK(la.find("--sequence-parallel") != std::string::npos);
+}
+
+TEST_CASE("layout text: compact and read back unchanged by the layout parser") {
+  // DeepSeek-V3-like: 61 layers as "Et*3|(tt|)*29,m|L" reads back to the same entries.
+  std::vector<LayoutStageEntry> stages(32);
+  stages[0] = {.embedding = 1, .decoder = 3};
+  for (int i = 1; i < 30; ++i) stages[static_cast<std::size_t>(i)].decoder = 2;
+  stages[30].mtp = 1;
+  stages[31].loss = 1;
+  const std::string text = pipeline_layout_text(stages);
+  CHECK(text == "Et*3|(t*2|)*29m|L");
+  Diagnostics d;
+  const auto parsed = parse_pipeline_layout_string(text, d);
+  REQUIRE(parsed);
+  CHECK(parsed->stages == stages);
+  // Property: random counts round-trip.
+  std::uint64_t state = 12345;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<LayoutStageEntry> random(1 + (round % 17));
+    for (auto& e : random) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      e.decoder = 1 + static_cast<std::int64_t>((state >> 33) % 3);
+    }
+    random.front().embedding = 1;
+    random.back().loss = 1;
+    Diagnostics rd;
+    const auto back = parse_pipeline_layout_string(pipeline_layout_text(random), rd);
+    REQUIRE(back);
+    CHECK(back->stages == random);
+  }
+}
+
+TEST_CASE("layout advisor: never worse than the even split, and Megatron accepts it") {
+  // DeepSeek-V3 at PP 16: 3 dense layers first, 1F1B holds 16 - p micro-batches on stage p, so
+  // the even split overloads the early stages; the advice moves layers towards the end.
+  const Model model = preset("deepseek-v3");
+  Config c = base_config("deepseek-v3", "h100-80gb", 4096, 15360);
+  c.parallel.pipeline_parallel = 16;
+  c.parallel.expert_parallel = 64;
+  c.parallel.data_parallel = 128;
+  c.training.recompute.policy = RecomputePolicy::selective;
+  c.optimizer.kind = OptimizerKind::distributed_adam;
+  const LayoutAdvice a = advise_layout(c, model);
+  REQUIRE(a.diagnostics.ok());
+  CHECK(a.worst_peak <= a.even_worst_peak);
+  CHECK(a.gain_bytes == a.even_worst_peak - a.worst_peak);
+  CHECK(a.gain_bytes > 0);
+  // The advised string is a valid layout for the same configuration, with the same peaks.
+  Config advised = c;
+  advised.parallel.assignment = StageAssignment::layout_string;
+  advised.parallel.layout_string = a.layout;
+  const Report r = estimate(advised, model);
+  REQUIRE(r.diagnostics.ok());
+  std::int64_t worst = 0;
+  for (const StageReport& s : r.stages) worst = std::max(worst, s.peak_bytes);
+  CHECK(worst == a.worst_peak);
+  // Whole AttnRes blocks only: every boundary at a block multiple (kimi-k3, blocks of 12).
+  const Model kimi = preset("kimi-k3");
+  Config k = base_config("kimi-k3", "mi355x", 8192, 896);
+  k.parallel.pipeline_parallel = 4;
+  k.parallel.expert_parallel = 28;
+  k.parallel.data_parallel = 28;
+  k.training.recompute.policy = RecomputePolicy::full;
+  k.optimizer.kind = OptimizerKind::distributed_muon;
+  AdvisorOptions aligned;
+  aligned.align_attn_res = true;
+  const LayoutAdvice ka = advise_layout(k, kimi, aligned);
+  REQUIRE(ka.diagnostics.ok());
+  CHECK(ka.attn_res_blocks_split == 0);
+}
+
+TEST_CASE(
+    "plan: with M >= 2 x PP no stage's peak falls as the micro-batch grows (the pruning "
+    "rule)") {
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k3"}) {
+    const Model model = preset(name);
+    for (RecomputePolicy rc :
+         {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+      for (std::int64_t vpp : {1, 2}) {
+        // gbs 1024, DP 8: M = 128 / mbs >= 2 x PP for every mbs below.
+        const Config base = base_config(name, "h200", 4096, 1024);
+        std::vector<std::int64_t> previous;
+        for (std::int64_t mbs : {1, 2, 4, 8}) {
+          const Config c = candidate_config(
+              base, {.tp = 1, .pp = 8, .vpp = vpp, .ep = 8, .dp = 8, .mbs = mbs, .recompute = rc});
+          const Report r = estimate(c, model);
+          REQUIRE(r.diagnostics.ok());
+          std::vector<std::int64_t> peaks;
+          for (const StageReport& s : r.stages) peaks.push_back(s.peak_bytes);
+          for (std::size_t i = 0; i < previous.size(); ++i) {
+            INFO(name << " recompute " << static_cast<int>(rc) << " vpp " << vpp << " mbs " << mbs
+                      << " stage " << i);
+            CHECK(peaks[i] >= previous[i]);
+          }
+          previous = peaks;
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("plan: the resident set never grows with DP (the pruning rule)") {
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "kimi-k3"}) {
+    const Model model = preset(name);
+    for (OptimizerKind opt : {OptimizerKind::adam, OptimizerKind::distributed_adam,
+                              OptimizerKind::muon, OptimizerKind::distributed_muon}) {
+      Config base = base_config(name, "h200", 4096, 1024);
+      std::vector<std::int64_t> previous;
+      for (std::int64_t dp : {8, 16, 32, 64, 128}) {
+        const Config c = candidate_config(
+            base, {.tp = 1, .pp = 4, .ep = 8, .dp = dp, .mbs = 1, .optimizer = opt});
+        const Report r = estimate(c, model);
+        REQUIRE(r.diagnostics.ok());
+        std::vector<std::int64_t> resident;
+        for (const StageReport& s : r.stages) resident.push_back(s.resident_bytes + s.gap_bytes);
+        for (std::size_t i = 0; i < previous.size(); ++i) {
+          INFO(name << " optimizer " << static_cast<int>(opt) << " dp " << dp << " stage " << i);
+          CHECK(resident[i] <= previous[i]);
+        }
+        previous = resident;
+      }
+    }
+  }
+}
+
+TEST_CASE("plan: the resident set does not depend on micro-batch or recompute (the pruning rule)") {
+  // The exact pruning of PlanBounds::exhaustive rests on this; if the physics ever changes, this
+  // test names the configuration that breaks it.
+  for (const char* name : {"llama-3.1-8b", "qwen3-30b-a3b", "kimi-k3"}) {
+    const Model model = preset(name);
+    Config base = base_config(name, "h200", 4096, 64);
+    base.optimizer.kind = OptimizerKind::distributed_muon;
+    for (std::int64_t pp : {2, 4}) {
+      std::vector<std::int64_t> first;
+      for (std::int64_t mbs : {1, 2}) {
+        for (RecomputePolicy rc :
+             {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full}) {
+          const Config c = candidate_config(base, {.tp = 1,
+                                                   .pp = pp,
+                                                   .ep = 8,
+                                                   .dp = 8,
+                                                   .mbs = mbs,
+                                                   .recompute = rc,
+                                                   .optimizer = OptimizerKind::distributed_muon});
+          const Report r = estimate(c, model);
+          if (!r.diagnostics.ok()) continue;
+          std::vector<std::int64_t> resident;
+          for (const StageReport& s : r.stages) resident.push_back(s.resident_bytes + s.gap_bytes);
+          if (first.empty()) first = resident;
+          INFO(name << " pp " << pp << " mbs " << mbs << " recompute " << static_cast<int>(rc));
+          CHECK(resident == first);
+        }
+      }
+    }
+  }
+}
