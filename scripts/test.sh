@@ -2,7 +2,8 @@
 # Runs every stagemem test from a clean clone on Debian 12 (as root; installs what is missing):
 #   1. native build with AddressSanitizer + UndefinedBehaviorSanitizer (preset native-asan):
 #      Catch2 core tests, CLI smoke tests, the native GUI smoke run under Xvfb;
-#   2. web build (preset web, Debian's Emscripten): the same core tests compiled to wasm32 and
+#   2. a 60-second libFuzzer smoke of every fuzz target (scripts/fuzz.sh; FUZZ_SMOKE_SECONDS);
+#   3. web build (preset web, Debian's Emscripten): the same core tests compiled to wasm32 and
 #      run under node, and the browser tests in headless Chromium (playwright-core).
 # Artifacts (screenshots) land in out/build/<preset>/artifacts/.
 set -euo pipefail
@@ -27,6 +28,23 @@ run_suite() {  # preset
 
 status=0
 run_suite native-asan || status=1
+
+# A short libFuzzer run of every target (scripts/fuzz.sh: ASan + UBSan, whole path through
+# estimate() and the writers), counted like a suite: a target with a finding is a failed test.
+fuzz_log=$(mktemp)
+set +e
+bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-60}" 2>&1 | tee "$fuzz_log"
+fuzz_status=${PIPESTATUS[0]}
+set -e
+if [[ $(grep -E '^fuzz summary:' "$fuzz_log") =~ ([0-9]+)\ targets,\ ([0-9]+)\ with\ findings ]] &&
+   ((BASH_REMATCH[1] > 0)); then
+  targets=${BASH_REMATCH[1]} findings=${BASH_REMATCH[2]}
+  summary+=("fuzz smoke: $(((targets - findings) * 100 / targets))% tests passed, $findings tests failed out of $targets")
+else
+  summary+=("fuzz smoke: no fuzz summary")
+fi
+rm -f "$fuzz_log"
+((fuzz_status == 0)) || status=1
 # shellcheck source=../emsdk.env
 . ./emsdk.env
 run_suite web || status=1

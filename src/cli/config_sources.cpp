@@ -218,10 +218,27 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
   CommandLine line;
   Config& config = line.config;
   Diagnostics& d = line.diagnostics;
+  // What each field and command option was set to on this command line, to refuse a second
+  // setting (`--pp 4 --pp 8`, or a flag and its alias) instead of silently taking the last.
+  // Sources (--config, --url) may still be layered: they are files and links, not repeats.
+  std::vector<std::pair<const void*, std::string>> given;
+  const auto given_once = [&](const void* what, std::string_view flag, std::string_view value) {
+    const std::string shown = std::string(flag.substr(0, 64)) +
+                              (value.empty() ? "" : " " + std::string(value.substr(0, 64)));
+    for (const auto& [earlier, text] : given) {
+      if (earlier != what) continue;
+      d.error(std::string(flag.substr(0, 64)),
+              "given twice, first `" + text + "`, then `" + shown + "`; give it once");
+      return false;
+    }
+    given.emplace_back(what, shown);
+    return true;
+  };
 
   // Applies `value` to `field`, or records a sweep axis; `flag` names errors.
   const auto set_field = [&](const ConfigField& field, std::string_view value,
                              std::string_view flag) {
+    if (!given_once(&field, flag, value)) return;
     std::erase_if(line.axes, [&](const SweepAxis& axis) { return axis.field == &field; });
     if (rules.allow_lists && sweepable(field) && value.find(',') != std::string_view::npos) {
       SweepAxis axis{.field = &field, .flag = std::string(flag), .values = split_list(value)};
@@ -270,9 +287,9 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
       if (o.name != flag) continue;
       command_option = true;
       if (o.value_name.empty()) {
-        line.options.emplace_back(o.name, "");
+        if (given_once(&o, flag, "")) line.options.emplace_back(o.name, "");
       } else if (const auto value = next_value()) {
-        line.options.emplace_back(o.name, std::string(*value));
+        if (given_once(&o, flag, *value)) line.options.emplace_back(o.name, std::string(*value));
       }
     }
     if (command_option) continue;
@@ -297,6 +314,8 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
     } else if (name == "preset") {
       const auto preset = next_value();
       if (!preset) continue;
+      // --preset and --model set the same field.
+      if (!given_once(stagemem::find_field_by_key("model"), flag, *preset)) continue;
       if (!stagemem::find_preset(*preset)) {
         d.error(std::string(flag), "unknown preset '" + std::string(preset->substr(0, 64)) +
                                        "': expected one of: " + preset_list());

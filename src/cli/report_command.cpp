@@ -123,7 +123,7 @@ void print_csv(const stagemem::Report& report) {
       const std::string at(stagemem::allocation_point_name(t.allocated_at));
       std::printf("%lld,%s,%s,%s,%s,%s,%lld,%s\n", static_cast<long long>(stage.index),
                   csv_field(layers_text(stage)).c_str(), csv_field(stagemem::term_name(t)).c_str(),
-                  family.c_str(), csv_field(tag).c_str(), csv_field(at).c_str(),
+                  csv_field(family).c_str(), csv_field(tag).c_str(), csv_field(at).c_str(),
                   static_cast<long long>(t.bytes), csv_field(stagemem::term_formula(t)).c_str());
     }
   }

@@ -91,12 +91,20 @@ void print_table(const std::vector<stagemem_cli::SweepAxis>& axes, const std::ve
     rows.push_back(std::move(row));
   }
   if (csv) {
+    // Numbers stagemem computed (the stage peaks, max peak, binding stage, min headroom) are
+    // written as numbers; every other column is text and goes through the text-cell escaper
+    // (text_escaping.h), so a negative headroom stays a number and a user's text cannot start
+    // a formula.
+    const std::size_t first_number = axes.size();
+    const std::size_t end_numbers = first_number + stage_count + 3;
     for (std::size_t c = 0; c < header.size(); ++c)
-      std::printf("%s%s", c ? "," : "", header[c].c_str());
+      std::printf("%s%s", c ? "," : "", csv_field(header[c]).c_str());
     std::printf("\n");
     for (const auto& row : rows) {
-      for (std::size_t c = 0; c < row.size(); ++c)
-        std::printf("%s%s", c ? "," : "", csv_field(row[c]).c_str());
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        const bool number = c >= first_number && c < end_numbers;
+        std::printf("%s%s", c ? "," : "", number ? row[c].c_str() : csv_field(row[c]).c_str());
+      }
       std::printf("\n");
     }
     return;

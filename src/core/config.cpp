@@ -131,6 +131,19 @@ void validate_training(const Config& config, Diagnostics& d) {
                                     "] bytes, got " + std::to_string(g.bytes));
     }
     check_source(d, field + ".source", g.source);
+    // One reading per kind and stage: the report shows one (gaps.cpp), so a second one would be
+    // dropped without a word.
+    for (std::size_t j = 0; j < i; ++j) {
+      const GapEntry& earlier = config.gaps[j];
+      if (earlier.kind != g.kind || earlier.stage != g.stage) continue;
+      d.error(field,
+              std::string(gap_kind_name(g.kind)) +
+                  (g.stage < 0 ? " for every stage" : " for stage " + std::to_string(g.stage)) +
+                  " is given twice, first " + std::to_string(earlier.bytes) + " B (gaps[" +
+                  std::to_string(j) + "]), then " + std::to_string(g.bytes) +
+                  " B; give one reading per kind and stage");
+      break;
+    }
   }
 }
 

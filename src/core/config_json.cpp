@@ -1,8 +1,12 @@
 #include "config_json.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "hf_config.h"
+#include "json_reader.h"
 #include "measurement_text.h"
 #include "model_text.h"
 #include "option_names.h"
@@ -13,6 +17,35 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t max_json_length = 1 << 20;
+// A configuration nests 3 levels ("training.recompute.modules"); an inline hf_config a few more.
+// Anything deeper is refused before it is walked (read_object recurses).
+constexpr int max_json_depth = 32;
+
+// "parallel", "training", "training.recompute", ...: the objects that hold the table's fields.
+bool is_section(std::string_view path) {
+  for (const ConfigField& field : config_fields()) {
+    if (field.path.size() > path.size() && field.path.starts_with(path) &&
+        field.path[path.size()] == '.')
+      return true;
+  }
+  return false;
+}
+
+// The keys a section holds directly ("tensor_parallel, ..." for "parallel"), for its error.
+std::string section_keys(std::string_view path) {
+  std::vector<std::string_view> keys;
+  for (const ConfigField& field : config_fields()) {
+    if (field.path.size() <= path.size() || !field.path.starts_with(path) ||
+        field.path[path.size()] != '.')
+      continue;
+    std::string_view rest = field.path.substr(path.size() + 1);
+    rest = rest.substr(0, rest.find('.'));
+    if (std::find(keys.begin(), keys.end(), rest) == keys.end()) keys.push_back(rest);
+  }
+  std::string out;
+  for (std::string_view k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
 
 nlohmann::ordered_json field_to_json(const ConfigField& field, const Config& config) {
   using ordered = nlohmann::ordered_json;
@@ -284,8 +317,13 @@ void read_object(const json& object, const std::string& prefix, Config& config, 
       }
     } else if (const ConfigField* field = find_field_by_path(path)) {
       field_from_json(*field, value, config, d, "json." + path);
-    } else if (value.is_object()) {
-      read_object(value, path, config, d);
+    } else if (is_section(path)) {
+      if (value.is_object()) {
+        read_object(value, path, config, d);
+      } else {
+        d.error("json." + path, std::string("found ") + value.type_name() +
+                                    ": expected an object with keys " + section_keys(path));
+      }
     } else {
       d.warn("json." + path, "unknown key ignored (a file from a newer stagemem?)");
     }
@@ -334,16 +372,10 @@ DecodedConfig config_from_json(std::string_view text) {
 DecodedConfig config_from_json(std::string_view text, const Config& base) {
   DecodedConfig result{.config = base, .diagnostics = {}};
   Diagnostics& d = result.diagnostics;
-  if (text.size() > max_json_length) {
-    d.error("json", "the document is " + std::to_string(text.size()) + " bytes; at most " +
-                        std::to_string(max_json_length) + " are read");
-    return result;
-  }
-  const json document = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    d.error("json", "not valid JSON");
-    return result;
-  }
+  const std::optional<json> parsed = parse_json_bounded(
+      text, {.max_bytes = max_json_length, .max_depth = max_json_depth}, "json", d);
+  if (!parsed) return result;
+  const json& document = *parsed;
   if (!document.is_object()) {
     d.error("json", "the document must be a JSON object");
     return result;

@@ -23,7 +23,10 @@
 // A stage may be omitted (measurement 0, gap -1: every stage); the other keys are required.
 // Import also checks what fields refer to: the preset and device names exist and a custom model
 // text parses ("json.model", "json.custom_model.<item>", "json.device.preset").
-// Limitations: at most 1 MiB of JSON text is read; nesting deeper than the paths is an error.
+// Bounds (json_reader.h): at most 1 MiB of JSON text and 32 levels of nesting are read (the error
+// names the path and the limit); a key given twice in one object is an error naming both values;
+// a section of the table ("parallel", "training.recompute") that is not an object is an error.
+// Limitations: an unknown key is one warning, whatever it holds (its contents are not read).
 #pragma once
 
 #include <string>

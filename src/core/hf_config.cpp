@@ -3,11 +3,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "json_reader.h"
 #include "parameters.h"
 
 namespace stagemem {
@@ -43,10 +45,17 @@ std::string printable(const std::string& value) {
 }
 
 // Typed, checked access to one JSON object; every failure is an error naming `prefix + key`.
+// A key that failed is remembered (shared with nested objects' Fields): a check that depends on
+// its value is skipped or widened, so no error speaks of a fallback the user never wrote.
 class Fields {
  public:
   Fields(const json& object, std::string prefix, Diagnostics& d)
-      : object_(object), prefix_(std::move(prefix)), d_(d) {}
+      : object_(object),
+        prefix_(std::move(prefix)),
+        d_(d),
+        failed_(std::make_shared<std::set<std::string>>()) {}
+  Fields(const json& object, std::string prefix, const Fields& parent)
+      : object_(object), prefix_(std::move(prefix)), d_(parent.d_), failed_(parent.failed_) {}
 
   std::string field(std::string_view key) const { return prefix_ + std::string(key); }
   Diagnostics& diagnostics() const { return d_; }
@@ -58,11 +67,18 @@ class Fields {
     return &*it;
   }
   bool present(std::string_view key) const { return find(key) != nullptr; }
+  // False once reading `key` failed: its value is a fallback.
+  bool ok(std::string_view key) const { return failed_->count(field(key)) == 0; }
+  // `value` (derived from `key`) as a bound, or `otherwise` (the field's own limit) when `key`
+  // failed: a range from a fallback would reject what the user wrote for no reason they gave.
+  std::int64_t bound(std::string_view key, std::int64_t value, std::int64_t otherwise) const {
+    return ok(key) ? value : otherwise;
+  }
 
   std::int64_t required(std::string_view key, std::int64_t low, std::int64_t high) const {
     const json* value = find(key);
     if (!value) {
-      d_.error(field(key), "is missing; expected an integer in " + range(low, high));
+      fail(key, "is missing; expected an integer in " + range(low, high));
       return low;
     }
     return convert(key, *value, low, high);
@@ -78,7 +94,7 @@ class Fields {
     const json* value = find(key);
     if (!value) return fallback;
     if (!value->is_boolean()) {
-      d_.error(field(key), "must be true or false");
+      fail(key, "must be true or false");
       return fallback;
     }
     return value->get<bool>();
@@ -88,7 +104,7 @@ class Fields {
     const json* value = find(key);
     if (!value) return fallback;
     if (!value->is_string()) {
-      d_.error(field(key), "must be a string");
+      fail(key, "must be a string");
       return fallback;
     }
     return value->get<std::string>();
@@ -101,12 +117,13 @@ class Fields {
     const json* value = find(key);
     if (!value) return out;
     if (!value->is_array()) {
-      d_.error(field(key), "must be a list of integers in " + range(low, high));
+      fail(key, "must be a list of integers in " + range(low, high));
       return out;
     }
     for (std::size_t i = 0; i < value->size(); ++i) {
       const std::string item_key = std::string(key) + "[" + std::to_string(i) + "]";
       out.push_back(convert(item_key, (*value)[i], low, high));
+      if (!ok(item_key)) failed_->insert(field(key));
     }
     return out;
   }
@@ -138,25 +155,31 @@ class Fields {
       }
     }
     if (!integral) {
-      d_.error(field(key), "must be an integer in " + range(low, high));
+      fail(key, "must be an integer in " + range(low, high));
       return low;
     }
     if (out < low || out > high) {
-      d_.error(field(key),
-               text(out) + " is out of range: expected an integer in " + range(low, high));
+      fail(key, text(out) + " is out of range: expected an integer in " + range(low, high));
       return low;
     }
     return out;
   }
 
+  void fail(std::string_view key, std::string message) const {
+    failed_->insert(field(key));
+    d_.error(field(key), std::move(message));
+  }
+
   const json& object_;
   std::string prefix_;
   Diagnostics& d_;
+  std::shared_ptr<std::set<std::string>> failed_;
 };
 
 // head_dim as Llama/Qwen3 derive it when absent: hidden_size // num_attention_heads.
 std::int64_t head_dim_of(const Fields& f, std::int64_t hidden, std::int64_t heads) {
   if (f.present("head_dim")) return f.required("head_dim", 1, max_head_dim);
+  if (!f.ok("hidden_size") || !f.ok("num_attention_heads")) return 1;  // already reported
   if (hidden / heads < 1) {
     f.diagnostics().error(
         f.field("num_attention_heads"),
@@ -175,8 +198,9 @@ void read_common(const Fields& f, Model& m, std::int64_t& layers) {
 
 void read_gqa(const Fields& f, Model& m) {
   const std::int64_t heads = f.required("num_attention_heads", 1, max_heads);
-  const std::int64_t kv_heads = f.optional("num_key_value_heads", heads, 1, heads);
-  if (heads % kv_heads != 0) {
+  const std::int64_t kv_heads =
+      f.optional("num_key_value_heads", heads, 1, f.bound("num_attention_heads", heads, max_heads));
+  if (f.ok("num_attention_heads") && f.ok("num_key_value_heads") && heads % kv_heads != 0) {
     f.diagnostics().error(
         f.field("num_key_value_heads"),
         text(kv_heads) + " must divide num_attention_heads (" + text(heads) + ")");
@@ -210,7 +234,8 @@ std::optional<Model> import_mixtral(const Fields& f) {
   read_gqa(f, m);
   // MixtralSparseMoeBlock: gate Linear(h, E, bias=False); experts w1/w3 (h -> I), w2 (I -> h).
   m.moe.routed_experts = f.required("num_local_experts", 1, max_experts);
-  m.moe.top_k = f.required("num_experts_per_tok", 1, m.moe.routed_experts);
+  m.moe.top_k = f.required("num_experts_per_tok", 1,
+                           f.bound("num_local_experts", m.moe.routed_experts, max_experts));
   m.moe.expert_intermediate = f.required("intermediate_size", 1, max_intermediate);
   m.layers.assign(static_cast<std::size_t>(layers), LayerKind{AttentionKind::gqa, MlpKind::moe});
   return m;
@@ -226,8 +251,10 @@ std::optional<Model> import_qwen3_moe(const Fields& f) {
   m.gqa.qkv_bias = attention_bias;
   m.gqa.output_bias = attention_bias;
   const std::int64_t experts = f.required("num_experts", 0, max_experts);
-  const std::int64_t step = f.optional("decoder_sparse_step", 1, 1, layers);
-  const std::vector<std::int64_t> mlp_only = f.integer_list("mlp_only_layers", 0, layers - 1);
+  const std::int64_t step =
+      f.optional("decoder_sparse_step", 1, 1, f.bound("num_hidden_layers", layers, max_layers));
+  const std::vector<std::int64_t> mlp_only = f.integer_list(
+      "mlp_only_layers", 0, f.bound("num_hidden_layers", layers - 1, max_layers - 1));
   const std::set<std::int64_t> mlp_only_set(mlp_only.begin(), mlp_only.end());
   bool any_dense = false, any_moe = false;
   for (std::int64_t i = 0; i < layers; ++i) {
@@ -239,7 +266,8 @@ std::optional<Model> import_qwen3_moe(const Fields& f) {
   }
   if (any_moe) {
     m.moe.routed_experts = experts;
-    m.moe.top_k = f.required("num_experts_per_tok", 1, experts);
+    m.moe.top_k =
+        f.required("num_experts_per_tok", 1, f.bound("num_experts", experts, max_experts));
     m.moe.expert_intermediate = f.required("moe_intermediate_size", 1, max_intermediate);
   }
   if (any_dense) {
@@ -255,7 +283,8 @@ void read_mla(const Fields& f, Model& m) {
   m.mla.qk_nope_head_dim = f.required("qk_nope_head_dim", 0, max_head_dim);
   m.mla.qk_rope_head_dim = f.required("qk_rope_head_dim", 0, max_head_dim);
   m.mla.v_head_dim = f.required("v_head_dim", 1, max_head_dim);
-  if (m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim < 1) {
+  if (f.ok("qk_nope_head_dim") && f.ok("qk_rope_head_dim") &&
+      m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim < 1) {
     f.diagnostics().error(f.field("qk_nope_head_dim"),
                           "qk_nope_head_dim + qk_rope_head_dim must be at least 1");
   }
@@ -272,8 +301,10 @@ std::optional<Model> import_deepseek(const Fields& f) {
         "only false is supported for MLA models (DeepSeek-V3 and Kimi K2 have none)");
   }
   const bool has_moe = f.present("n_routed_experts");
-  const std::int64_t first_dense = f.optional("first_k_dense_replace", 0, 0, layers);
-  const std::int64_t frequency = f.optional("moe_layer_freq", 1, 1, layers);
+  const std::int64_t first_dense =
+      f.optional("first_k_dense_replace", 0, 0, f.bound("num_hidden_layers", layers, max_layers));
+  const std::int64_t frequency =
+      f.optional("moe_layer_freq", 1, 1, f.bound("num_hidden_layers", layers, max_layers));
   // DeepseekV3DecoderLayer: MoE when n_routed_experts is set, i >= first_k_dense_replace and
   // i % moe_layer_freq == 0. The MTP layers continue the numbering after the last layer.
   auto is_moe = [&](std::int64_t i) { return has_moe && i >= first_dense && i % frequency == 0; };
@@ -287,7 +318,8 @@ std::optional<Model> import_deepseek(const Fields& f) {
   if (m.mtp_layers > 0) any_dense |= !is_moe(layers);
   if (has_moe) {
     m.moe.routed_experts = f.required("n_routed_experts", 1, max_experts);
-    m.moe.top_k = f.required("num_experts_per_tok", 1, m.moe.routed_experts);
+    m.moe.top_k = f.required("num_experts_per_tok", 1,
+                             f.bound("n_routed_experts", m.moe.routed_experts, max_experts));
     m.moe.expert_intermediate = f.required("moe_intermediate_size", 1, max_intermediate);
     m.moe.shared_experts = f.optional("n_shared_experts", 0, 0, 64);
     // No shared experts: no shared intermediate size either (the model text requires both or
@@ -316,7 +348,10 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
       d.error(f.field("linear_attn_config"), "must be an object");
       return std::nullopt;
     }
-    const Fields linear(*config, f.field("linear_attn_config."), d);
+    // The layer lists index a vector of `layers` entries: without a layer count there is
+    // nothing to check them against.
+    if (!f.ok("num_hidden_layers")) return std::nullopt;
+    const Fields linear(*config, f.field("linear_attn_config."), f);
     // Layer ids are 1-based (KimiLinearConfig.is_kda_layer tests layer_idx + 1).
     const auto kda_ids = linear.integer_list("kda_layers", 1, layers);
     const auto full_ids = linear.integer_list("full_attn_layers", 1, layers);
@@ -356,8 +391,10 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
   }
 
   const bool has_moe = f.present("num_experts");
-  const std::int64_t first_dense = f.optional("first_k_dense_replace", 0, 0, layers);
-  const std::int64_t frequency = f.optional("moe_layer_freq", 1, 1, layers);
+  const std::int64_t first_dense =
+      f.optional("first_k_dense_replace", 0, 0, f.bound("num_hidden_layers", layers, max_layers));
+  const std::int64_t frequency =
+      f.optional("moe_layer_freq", 1, 1, f.bound("num_hidden_layers", layers, max_layers));
   bool any_dense = false;
   for (std::int64_t i = 0; i < layers; ++i) {
     // KimiDecoderLayer: MoE when num_experts is set, i >= first_k_dense_replace and
@@ -369,7 +406,8 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
   }
   if (has_moe) {
     m.moe.routed_experts = f.required("num_experts", 1, max_experts);
-    m.moe.top_k = f.required("num_experts_per_token", 1, m.moe.routed_experts);
+    m.moe.top_k = f.required("num_experts_per_token", 1,
+                             f.bound("num_experts", m.moe.routed_experts, max_experts));
     m.moe.expert_intermediate = f.required("moe_intermediate_size", 1, max_intermediate);
     m.moe.shared_experts = f.optional("num_shared_experts", 0, 0, 64);
     // No shared experts: no shared intermediate size either (the model text requires both or
@@ -377,15 +415,16 @@ std::optional<Model> import_kimi_linear(const Fields& f) {
     m.moe.shared_intermediate = m.moe.shared_experts > 0 ? m.moe.expert_intermediate : 0;
     m.moe.router_correction_bias = true;  // KimiMoEGate always creates e_score_correction_bias
     // Latent MoE (Kimi K3): routed experts in a narrower width than the hidden size.
-    const std::int64_t expert_width =
-        f.optional("routed_expert_hidden_size", m.hidden, 1, m.hidden);
+    const std::int64_t expert_width = f.optional("routed_expert_hidden_size", m.hidden, 1,
+                                                 f.bound("hidden_size", m.hidden, max_hidden));
     if (expert_width != m.hidden) {
       m.moe.latent_hidden = expert_width;
       m.moe.latent_norm = f.flag("latent_moe_use_norm", false);
     }
   }
   if (any_dense) m.dense_mlp.intermediate = f.required("intermediate_size", 1, max_intermediate);
-  m.attn_res.block_size = f.optional("attn_res_block_size", 0, 0, layers);
+  m.attn_res.block_size =
+      f.optional("attn_res_block_size", 0, 0, f.bound("num_hidden_layers", layers, max_layers));
   f.optional("num_nextn_predict_layers", 0, 0, 0);  // KimiLinearForCausalLM has no MTP module
   return m;
 }
@@ -397,7 +436,7 @@ std::optional<Model> import_gpt2(const Fields& f) {
   m.vocab = f.required("vocab_size", 1, max_vocab);
   const std::int64_t layers = f.required("n_layer", 1, max_layers);
   const std::int64_t heads = f.required("n_head", 1, max_heads);
-  if (m.hidden % heads != 0) {
+  if (f.ok("n_embd") && f.ok("n_head") && m.hidden % heads != 0) {
     d.error(f.field("n_head"), text(heads) + " must divide n_embd (" + text(m.hidden) + ")");
   }
   m.learned_positions = f.required("n_positions", 1, max_positions);
@@ -469,12 +508,11 @@ HfImport import_hf_config(std::string_view json_text) {
                       " bytes");
     return result;
   }
-  const json root = json::parse(json_text.begin(), json_text.end(), nullptr,
-                                /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    d.error("hf", "is not valid JSON");
-    return result;
-  }
+  // Real configs nest 3 or 4 levels (text_config.rope_scaling, quantization_config...).
+  const std::optional<json> parsed =
+      parse_json_bounded(json_text, {.max_bytes = max_config_bytes, .max_depth = 32}, "hf", d);
+  if (!parsed) return result;
+  const json& root = *parsed;
   if (!root.is_object()) {
     d.error("hf", "must be a JSON object");
     return result;

@@ -256,7 +256,7 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
   }
   Model m;
   m.name = "custom";
-  bool have_hidden = false, have_vocab = false, have_layers = false;
+  bool have_hidden = false, have_vocab = false, have_layers = false, layers_failed = false;
   bool have[3] = {false, false, false};
   bool have_dense = false, have_moe = false;
   for (std::string_view item : split(text, ';')) {
@@ -379,8 +379,11 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
       m.attn_res.sites_per_layer = r.integer(1, "AttnRes sites per layer", 1, 8);
     } else if (key == "layers") {
       m.layers.clear();
+      const std::size_t errors_before = d.errors.size();
       parse_layers(value, field, m, d);
+      // A layers item that failed was reported; "missing" would be a second error for it.
       have_layers = true;
+      layers_failed = d.errors.size() != errors_before;
     } else {
       d.error(field,
               "unknown item; known: name, h, v, norm, tied, pos, fnorm, gqa, mla, kda, mlp, "
@@ -393,7 +396,7 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
   if (!have_vocab)
     d.error(prefix + ".v",
             "is missing: the vocabulary size, an integer in " + range_text(1, max_vocab));
-  if (!have_layers || m.layers.empty())
+  if (!have_layers || (m.layers.empty() && !layers_failed))
     d.error(prefix + ".layers", "is missing: at least one layer, e.g. gd*32");
   if (!d.ok()) return result;
   std::vector<LayerKind> used = m.layers;

@@ -1,5 +1,9 @@
 #include "url_fragment.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "config_fields.h"
 #include "measurement_text.h"
 
@@ -89,12 +93,16 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
   if (const auto hash = text.find('#'); hash != std::string_view::npos)
     text.remove_prefix(hash + 1);
   if (text.size() > max_fragment_length) {
-    d.error("url", "the fragment is " + std::to_string(text.size()) + " characters; at most " +
-                       std::to_string(max_fragment_length) + " are read");
+    // Nothing is applied (a cut link would be half a configuration): `base` stays as it was.
+    d.error("url", "the fragment is " + std::to_string(text.size()) +
+                       " characters long; the limit is " + std::to_string(max_fragment_length) +
+                       " (16 KiB), so none of it was applied and the configuration is unchanged");
     return result;
   }
   bool saw_version = false;
   std::string value;
+  // Each key once (measured= and gap= repeat by design): a second pp= would silently win.
+  std::vector<std::pair<std::string_view, std::string>> seen;
   while (!text.empty()) {
     const auto amp = text.find('&');
     const std::string_view pair = text.substr(0, amp);
@@ -110,6 +118,16 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
     if (!percent_decode(pair.substr(eq + 1), value)) {
       d.error(reported, "a '%' must be followed by two hexadecimal digits");
       continue;
+    }
+    if (key != "measured" && key != "gap") {
+      const auto earlier = std::find_if(seen.begin(), seen.end(),
+                                        [&](const auto& entry) { return entry.first == key; });
+      if (earlier != seen.end()) {
+        d.error(reported, "the key is given twice, first '" + earlier->second + "', then '" +
+                              shown(value) + "'; give each key once");
+        continue;
+      }
+      seen.emplace_back(key, shown(value));
     }
     if (key == "v") {
       saw_version = true;

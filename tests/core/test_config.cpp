@@ -32,3 +32,19 @@ TEST_CASE("Validation names device, measurement and gap fields") {
   CHECK(d.errors.at(0).message.find("[0, 3]") != std::string::npos);
   CHECK(validate(Config{}).ok());
 }
+
+TEST_CASE("A gap of one kind and stage given twice is an error naming both readings") {
+  // Found by the property sweep (issue 14): the report shows one reading per kind and stage, so
+  // the second of two every-stage runtime-context readings used to vanish without a word.
+  Config c;
+  c.gaps = {{.kind = GapKind::runtime_context, .stage = -1, .bytes = 512, .source = "a"},
+            {.kind = GapKind::runtime_context, .stage = 0, .bytes = 256, .source = "b"},
+            {.kind = GapKind::runtime_context, .stage = -1, .bytes = 1024, .source = "c"}};
+  const Diagnostics d = validate(c);
+  REQUIRE(d.errors.size() == 1);
+  CHECK(d.errors[0].field == "gaps[2]");
+  CHECK(d.errors[0].message.find("first 512 B (gaps[0]), then 1024 B") != std::string::npos);
+  // A stage's own reading next to an every-stage one is the documented override, not a repeat.
+  c.gaps.pop_back();
+  CHECK(validate(c).ok());
+}

@@ -179,3 +179,39 @@ TEST_CASE("A document over a base configuration changes only what it holds") {
   CHECK(decoded.config.parallel.tensor_parallel == 2);
   CHECK(decoded.config.parallel.pipeline_parallel == 8);
 }
+
+TEST_CASE("Bounded JSON: deep nesting, wrong-typed sections and duplicate keys are errors") {
+  // The issue's crash: 10,000 levels under an unknown key. One error naming the path and limit.
+  std::string deep = "1";
+  for (int i = 0; i < 10000; ++i) deep = "{\"a\":" + deep + "}";
+  const DecodedConfig nested = config_from_json("{\"x\":" + deep + "}");
+  REQUIRE(nested.diagnostics.errors.size() == 1);
+  CHECK(nested.diagnostics.errors[0].field.starts_with("json.x.a.a"));
+  CHECK(nested.diagnostics.errors[0].message.find("limit of 32 levels") != std::string::npos);
+
+  // A known section that is not an object: an error listing what it holds, not a warning.
+  const DecodedConfig wrong = config_from_json(R"({"parallel": []})");
+  REQUIRE(wrong.diagnostics.errors.size() == 1);
+  CHECK(wrong.diagnostics.errors[0].field == "json.parallel");
+  CHECK(wrong.diagnostics.errors[0].message.find("found array: expected an object with keys "
+                                                 "tensor_parallel, pipeline_parallel") !=
+        std::string::npos);
+  CHECK(wrong.diagnostics.warnings.empty());
+  CHECK(config_from_json(R"({"training": {"recompute": 3}})").diagnostics.errors.at(0).field ==
+        "json.training.recompute");
+
+  // Two model keys: both values named, nothing applied.
+  const DecodedConfig twice =
+      config_from_json(R"({"model": "llama-3.1-8b", "model": "deepseek-v3"})");
+  REQUIRE(twice.diagnostics.errors.size() == 1);
+  CHECK(twice.diagnostics.errors[0].field == "json.model");
+  CHECK(twice.diagnostics.errors[0].message.find(R"(first "llama-3.1-8b", then "deepseek-v3")") !=
+        std::string::npos);
+}
+
+TEST_CASE("An unknown key holding an object is one warning; its contents are not read") {
+  const DecodedConfig decoded = config_from_json(R"({"future": {"a": {"b": 1}, "c": 2}})");
+  CHECK(decoded.diagnostics.ok());
+  REQUIRE(decoded.diagnostics.warnings.size() == 1);
+  CHECK(decoded.diagnostics.warnings[0].field == "json.future");
+}

@@ -228,3 +228,50 @@ TEST_CASE("An MoE config without shared experts has no shared intermediate size"
   CHECK(imported.model->moe.shared_intermediate == 0);
   CHECK(model_from_text(model_to_text(*imported.model), "model").model == imported.model);
 }
+
+TEST_CASE("A field that failed gets no follow-on errors about its fallback value") {
+  // "hidden_size": "4096" is a string: one error for it, and none from the head_dim derivation
+  // (hidden_size // num_attention_heads), which would speak of a hidden size of 1.
+  const HfImport string_hidden = import_hf_config(R"({"model_type": "llama",
+    "hidden_size": "4096", "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256})");
+  REQUIRE(string_hidden.diagnostics.errors.size() == 1);
+  CHECK(string_hidden.diagnostics.errors[0].field == "hf.hidden_size");
+  CHECK(string_hidden.diagnostics.errors[0].message.find("(1)") == std::string::npos);
+
+  // A bad head count: kv heads (8) are checked against the field's own limit, not against 1.
+  const HfImport bad_heads = import_hf_config(R"({"model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 0,
+    "num_key_value_heads": 8, "vocab_size": 128256})");
+  REQUIRE(bad_heads.diagnostics.errors.size() == 1);
+  CHECK(bad_heads.diagnostics.errors[0].field == "hf.num_attention_heads");
+
+  // A bad expert count: top-k is not then "out of [1, 1]".
+  const HfImport bad_experts = import_hf_config(R"({"model_type": "mixtral", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "vocab_size": 1000, "num_local_experts": "8", "num_experts_per_tok": 2})");
+  REQUIRE(bad_experts.diagnostics.errors.size() == 1);
+  CHECK(bad_experts.diagnostics.errors[0].field == "hf.num_local_experts");
+
+  // A bad layer count under Kimi Linear: the layer-id lists are not checked against it.
+  const HfImport bad_layers = import_hf_config(R"({"model_type": "kimi_linear",
+    "hidden_size": 64, "vocab_size": 1000, "num_hidden_layers": -1, "num_attention_heads": 4,
+    "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8,
+    "intermediate_size": 128, "linear_attn_config": {"kda_layers": [1, 2, 3],
+    "full_attn_layers": [4], "num_heads": 4, "head_dim": 16, "short_conv_kernel_size": 4}})");
+  REQUIRE(bad_layers.diagnostics.errors.size() == 1);
+  CHECK(bad_layers.diagnostics.errors[0].field == "hf.num_hidden_layers");
+}
+
+TEST_CASE("HF configs go through the bounded JSON reader: depth and duplicate keys") {
+  std::string deep = "1";
+  for (int i = 0; i < 10000; ++i) deep = "[" + deep + "]";
+  const HfImport nested = import_hf_config(R"({"model_type": "llama", "x": )" + deep + "}");
+  REQUIRE(nested.diagnostics.errors.size() == 1);
+  CHECK(nested.diagnostics.errors[0].field.starts_with("hf.x[0][0]"));
+  const HfImport twice = import_hf_config(R"({"model_type": "llama", "hidden_size": 64,
+    "hidden_size": 128})");
+  REQUIRE(twice.diagnostics.errors.size() == 1);
+  CHECK(twice.diagnostics.errors[0].field == "hf.hidden_size");
+  CHECK(twice.diagnostics.errors[0].message.find("first 64, then 128") != std::string::npos);
+}

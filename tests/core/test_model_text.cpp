@@ -79,3 +79,20 @@ TEST_CASE("Bad model texts name the item and the allowed range") {
     CHECK(decoded.diagnostics.errors[0].field == c.field);
   }
 }
+
+TEST_CASE("A layers item that failed is one error, without a follow-on 'missing'") {
+  // The case: the repeat count is out of range, so m.layers ends empty; saying that
+  // "at least one layer is missing" too would be a second error about the same item.
+  for (const char* layers : {"gd*1000000000", "gd*0", "zz", "gd,gd*x"}) {
+    INFO(layers);
+    const DecodedModel decoded =
+        model_from_text(std::string("h:10;v:10;gqa:1,1,1;mlp:1,swiglu;layers:") + layers, "m");
+    REQUIRE(decoded.diagnostics.errors.size() == 1);
+    CHECK(decoded.diagnostics.errors[0].field == "m.layers");
+    CHECK(decoded.diagnostics.errors[0].message.find("missing") == std::string::npos);
+  }
+  // An empty layers item failed nothing: then it is missing.
+  const DecodedModel empty = model_from_text("h:10;v:10;gqa:1,1,1;mlp:1,swiglu;layers:", "m");
+  REQUIRE(!empty.diagnostics.ok());
+  CHECK(empty.diagnostics.errors.back().field == "m.layers");
+}

@@ -173,6 +173,45 @@ TEST_CASE("An empty or oversized fragment") {
   CHECK(!decode_fragment(huge).diagnostics.ok());
 }
 
+TEST_CASE("An over-long link keeps the base configuration and names its length and the limit") {
+  Config base;
+  base.parallel.pipeline_parallel = 4;
+  // Good fields followed by padding: 16,385 characters after the '#', one over the limit.
+  std::string link = "#v=1&tp=2&pp=8&";
+  link += std::string(16385 - (link.size() - 1), 'x');
+  const DecodedFragment decoded = decode_fragment(link, base);
+  REQUIRE(decoded.diagnostics.errors.size() == 1);
+  CHECK(decoded.diagnostics.errors[0].field == "url");
+  CHECK(decoded.diagnostics.errors[0].message.find("16385 characters long; the limit is 16384") !=
+        std::string::npos);
+  CHECK(decoded.config == base);  // nothing of it applied, nothing of base lost
+  // Exactly at the limit it is read (the padding is then an unknown-key-less bad pair).
+  std::string at_limit = "v=1&tp=2&pp=8&";
+  at_limit += std::string(16384 - at_limit.size() - 2, 'x') + "=1";
+  CHECK(decode_fragment(at_limit).config.parallel.pipeline_parallel == 8);
+}
+
+TEST_CASE("A key given twice in a link is an error naming both values") {
+  const DecodedFragment decoded = decode_fragment("#v=1&pp=4&pp=8");
+  REQUIRE(decoded.diagnostics.errors.size() == 1);
+  CHECK(decoded.diagnostics.errors[0].field == "url.pp");
+  CHECK(decoded.diagnostics.errors[0].message.find("first '4', then '8'") != std::string::npos);
+  CHECK(!decode_fragment("v=1&model=llama-3.1-8b&model=deepseek-v3").diagnostics.ok());
+  CHECK(!decode_fragment("v=1&v=1").diagnostics.ok());
+  // measured= and gap= repeat by design.
+  CHECK(decode_fragment("v=1&gap=runtime-context=1MiB@a&gap=runtime-context/0=2MiB@b")
+            .diagnostics.ok());
+}
+
+TEST_CASE("A bad custom model in a link is one error, not a follow-on chain") {
+  // The repeat count is out of range; "at least one layer is missing" would be a second error
+  // about the same item.
+  const DecodedFragment decoded = decode_fragment("v=1&custom=h:4096;v:1000;layers:gd*1000000000");
+  REQUIRE(decoded.diagnostics.errors.size() == 1);
+  CHECK(decoded.diagnostics.errors[0].field == "url.custom.layers");
+  CHECK(decoded.diagnostics.errors[0].message.find("1000000000") != std::string::npos);
+}
+
 TEST_CASE("Percent decoding rejects truncated escapes") {
   std::string out;
   CHECK(percent_decode("a%20b", out));
