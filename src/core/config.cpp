@@ -251,8 +251,21 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
   }
   if (d.ok()) {
     Diagnostics batch;
-    micro_batches_per_step(t.global_batch, t.micro_batch, data_parallel_size(layout), batch);
+    const std::int64_t m =
+        micro_batches_per_step(t.global_batch, t.micro_batch, data_parallel_size(layout), batch);
     for (auto& e : batch.errors) d.error(std::move(e.field), std::move(e.message));
+    // Megatron's interleaved schedule (forward_backward_pipelining_with_interleaving) refuses
+    // fewer micro-batches than PP and a remainder: M must be a positive multiple of PP.
+    const std::int64_t pp = layout.pipeline_parallel;
+    if (batch.ok() && layout.virtual_stages > 1 && pp > 1 && (m < pp || m % pp != 0)) {
+      d.error("training.global_batch",
+              "the interleaved schedule (vpp " + std::to_string(layout.virtual_stages) +
+                  ") needs the micro-batches per step M = gbs / (mbs x DP) = " +
+                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) +
+                  " x " + std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
+                  " to be a multiple of PP = " + std::to_string(pp) +
+                  " (Megatron refuses it otherwise): change gbs, mbs, DP or PP");
+    }
   }
 }
 

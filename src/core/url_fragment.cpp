@@ -162,7 +162,9 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       }
     } else if (const ConfigField* field = find_field_by_key(key)) {
       parse_field_text(*field, value, result.config, d, reported);
-    } else {
+    } else if (!key.starts_with("view.") && !key.starts_with("plan_")) {
+      // view.* (the app's open tab and sweep axes) and plan_* (its Plan tab's bounds) are the
+      // browser app's own state in a shared link, not configuration: skipped without a word.
       d.warn(reported, "unknown key ignored (a link from a newer stagemem?)");
     }
   }

@@ -48,3 +48,23 @@ TEST_CASE("A gap of one kind and stage given twice is an error naming both readi
   c.gaps.pop_back();
   CHECK(validate(c).ok());
 }
+
+TEST_CASE("Interleaved schedule: M must be a positive multiple of PP, as Megatron requires") {
+  // forward_backward_pipelining_with_interleaving raises for M < P and for 0 < M % P < P
+  // (microbatch_group_size_per_vp_stage defaults to P).
+  Config c;
+  c.parallel.pipeline_parallel = 4;
+  c.parallel.virtual_stages = 2;
+  c.training.global_batch = 2;  // M = 2 < PP 4
+  Diagnostics d = validate(c);
+  REQUIRE(!d.ok());
+  CHECK(d.errors[0].field == "training.global_batch");
+  CHECK(d.errors[0].message.find("M = gbs / (mbs x DP) = 2 / (1 x 1) = 2") != std::string::npos);
+  c.training.global_batch = 6;  // 6 % 4 = 2
+  CHECK(!validate(c).ok());
+  c.training.global_batch = 8;  // 8 = 2 x PP
+  CHECK(validate(c).ok());
+  c.parallel.virtual_stages = 1;  // 1F1B takes any M
+  c.training.global_batch = 2;
+  CHECK(validate(c).ok());
+}
