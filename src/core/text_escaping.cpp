@@ -36,6 +36,8 @@ std::string markdown_cell(std::string_view text) {
       case '|':
       case '\\':
       case '`':
+      case '*':
+      case '_':
       case '[':
       case ']':
         out += '\\';

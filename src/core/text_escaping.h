@@ -26,9 +26,8 @@ namespace stagemem {
 std::string csv_field(std::string_view text);
 
 // A Markdown table cell: '|' (which would end the cell) and '\' (which would escape the
-// next character, e.g. a following '|') are backslash-escaped; ` [ ] are backslash-escaped so a
-// value cannot open a code span or a link ("[x](javascript:...)"; emphasis with * or _ is left
-// alone: it cannot change the table or run anything, and names like exp_avg stay readable); the
+// next character, e.g. a following '|') are backslash-escaped; the inline-Markdown characters
+// ` * _ [ ] are backslash-escaped so a value cannot add emphasis, code spans or links; the
 // HTML-significant characters < > & " ' become entities, so "<img src=x onerror=...>" is text,
 // not an element; a line break (which would end the row) becomes "<br>".
 std::string markdown_cell(std::string_view text);

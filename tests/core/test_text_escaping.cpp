@@ -70,7 +70,7 @@ TEST_CASE("Markdown: the worked hostile cells") {
   CHECK(markdown_cell("row\nnext") == "row<br>next");
   CHECK(markdown_cell("row\r\nnext\rlast") == "row<br>next<br>last");
   CHECK(markdown_cell("[x](javascript:alert(1))") == "\\[x\\](javascript:alert(1))");
-  CHECK(markdown_cell("`code` *b* exp_avg") == "\\`code\\` *b* exp_avg");
+  CHECK(markdown_cell("`code` *b* _i_") == "\\`code\\` \\*b\\* \\_i\\_");
 }
 
 TEST_CASE("Properties over random hostile text: nothing structural survives") {
