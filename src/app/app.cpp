@@ -154,6 +154,11 @@ void apply_fragment(AppState& state, std::string_view link) {
       stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan));
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
+  // A link the decoder refuses whole (over its length limit) changes nothing on screen: the
+  // user's configuration stays, and the banner says how long the link was.
+  const bool refused_whole =
+      decoded.diagnostics.errors.size() == 1 && decoded.diagnostics.errors.front().field == "url";
+  if (refused_whole) decoded.config = state.config;
   // Every good field of the link is kept (a bad one keeps its default and is named in the
   // banner): one typo must not throw the rest of someone's setup away. A name that refers to
   // nothing (an unknown preset or device, a custom model that does not parse) falls back to the

@@ -1,5 +1,5 @@
-#include "term_text.h"
 #include "check_command.h"
+#include "term_text.h"
 
 #include <algorithm>
 #include <array>
@@ -111,7 +111,8 @@ void print_text(const stagemem::Report& report, bool markdown) {
                 format_gib(-s.headroom_bytes).c_str(), group_digits(-s.headroom_bytes).c_str());
     for (const stagemem::Term* t : largest_terms(s)) {
       std::printf(markdown ? "1. %s: %s (%s B, %s)\n" : "    %-66s %12s  %s B  [%s]\n",
-                  stagemem::term_name(*t).c_str(), format_gib(t->bytes).c_str(), group_digits(t->bytes).c_str(),
+                  stagemem::term_name(*t).c_str(), format_gib(t->bytes).c_str(),
+                  group_digits(t->bytes).c_str(),
                   std::string(stagemem::family_name(t->family)).c_str());
     }
   }

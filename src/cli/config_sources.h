@@ -28,7 +28,7 @@ inline constexpr int exit_bad_input = 2;
 
 // An option of one command beside the configuration flags.
 struct CommandOption {
-  std::string_view name;         // "--format"
+  std::string_view name;        // "--format"
   std::string_view value_name;  // "" for a switch, else e.g. "F"
   std::string_view help;
 };

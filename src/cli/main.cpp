@@ -1,10 +1,9 @@
 // stagemem — command-line front end of the estimator.
 //
 // Dispatches the commands; each lives in its own file (report_command, check_command,
-// sweep_command, params_command, plan_command, url_command); all read the configuration through one parser
-// (config_sources.h).
-// Exit codes: 0 success, 1 `check` found a stage that does not fit, 2 bad input (every error
-// names the field and the allowed range).
+// sweep_command, params_command, plan_command, url_command); all read the configuration through one
+// parser (config_sources.h). Exit codes: 0 success, 1 `check` found a stage that does not fit, 2
+// bad input (every error names the field and the allowed range).
 #include <charconv>
 #include <cstdio>
 #include <string>

@@ -261,8 +261,8 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
       d.error("training.global_batch",
               "the interleaved schedule (vpp " + std::to_string(layout.virtual_stages) +
                   ") needs the micro-batches per step M = gbs / (mbs x DP) = " +
-                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) +
-                  " x " + std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
+                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) + " x " +
+                  std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
                   " to be a multiple of PP = " + std::to_string(pp) +
                   " (Megatron refuses it otherwise): change gbs, mbs, DP or PP");
     }

@@ -2,8 +2,8 @@
 // context-parallel buffers.
 #include "activation_model.h"
 #include "catch.h"
-#include "term_text.h"
 #include "presets.h"
+#include "term_text.h"
 #include "units.h"
 
 using namespace stagemem;

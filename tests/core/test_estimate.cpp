@@ -1,11 +1,11 @@
 // Tests of report.h / estimate.cpp: the per-stage report, its totals and the binding stage.
 #include <random>
 
+#include "activation_terms.h"
 #include "catch.h"
-#include "term_text.h"
 #include "report.h"
 #include "report_json.h"
-#include "activation_terms.h"
+#include "term_text.h"
 
 using namespace stagemem;
 
@@ -226,7 +226,8 @@ TEST_CASE("Property: one EstimateCache across 600 changing configurations = fres
     c.optimizer.kind = static_cast<OptimizerKind>(pick(0, 3));
     c.precision.expert_weights = pick(0, 1) == 0 ? WeightDtype::bf16 : WeightDtype::mxfp4;
     c.training.dropout = pick(0, 4) == 0;
-    if (pick(0, 3) == 0) c.gaps = {{.kind = GapKind::runtime_context, .bytes = 1 << 20, .source = "s"}};
+    if (pick(0, 3) == 0)
+      c.gaps = {{.kind = GapKind::runtime_context, .bytes = 1 << 20, .source = "s"}};
     const Model& model = use_kimi ? *kimi : *deepseek;
     const Report fresh = estimate(c, model);
     const Report cached = estimate(c, model, cache);
@@ -295,8 +296,8 @@ TEST_CASE("Identical stages are computed once and copied exactly (M < P, shifted
     const auto plan = plan_stages(*model, c.parallel, d);
     REQUIRE(plan);
     for (const StageReport& s : r.stages) {
-      const StageActivationTerms own = stage_activation_terms(
-          *model, c.parallel, c.training, *plan, s.index, r.micro_batches);
+      const StageActivationTerms own =
+          stage_activation_terms(*model, c.parallel, c.training, *plan, s.index, r.micro_batches);
       std::vector<std::string> expected, got;
       for (const auto* list : {&own.stored, &own.transients}) {
         for (const Term& t : *list) {

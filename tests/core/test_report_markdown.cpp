@@ -43,9 +43,10 @@ TEST_CASE("Markdown: summary, one row per stage with the three largest terms, th
   // Stage 0's three largest terms at Adam (2,270,232,576 params): the fp32 moments (8 B/param),
   // the fp32 main gradients and the fp32 master weights (4 B/param each).
   // (Markdown cells escape inline markup: exp\_avg.)
-  CHECK(md.find("| Adam exp\\_avg + exp\\_avg\\_sq (fp32): dense parameters 16.91 GiB; main gradient "
-                "buffer (fp32) 8.46 GiB; fp32 master weights: dense parameters 8.46 GiB |") !=
-        std::string::npos);
+  CHECK(
+      md.find("| Adam exp\\_avg + exp\\_avg\\_sq (fp32): dense parameters 16.91 GiB; main gradient "
+              "buffer (fp32) 8.46 GiB; fp32 master weights: dense parameters 8.46 GiB |") !=
+      std::string::npos);
   CHECK(md.find("[Open this configuration in stagemem](<https://wiki.example/tools/#v=1&pp=4>)") !=
         std::string::npos);
   CHECK(md.find("#### Stage") == std::string::npos);  // the term table only on request

@@ -1,8 +1,8 @@
 // Tests of resident_terms.h: every resident formula against a hand-worked derivation, sharding
 // over DP x CP and expert DP, allocation points, and the users' worked numbers.
 #include "catch.h"
-#include "term_text.h"
 #include "resident_terms.h"
+#include "term_text.h"
 #include "units.h"
 
 using namespace stagemem;

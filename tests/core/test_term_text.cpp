@@ -38,8 +38,8 @@ struct GoldenLink {
 };
 
 std::vector<GoldenLink> read_golden() {
-  std::istringstream in(
-      stagemem_tests::read_whole_file(stagemem_tests::corpus_path("core/data/term_text_golden.tsv")));
+  std::istringstream in(stagemem_tests::read_whole_file(
+      stagemem_tests::corpus_path("core/data/term_text_golden.tsv")));
   std::vector<GoldenLink> out;
   std::string line;
   while (std::getline(in, line)) {
