@@ -176,6 +176,10 @@ inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
   }
   return !__builtin_mul_overflow(a, b, out);
 }
+// Elements per shard when `value` is split over `divisor` ranks (a divisor <= 0 splits nothing).
+inline std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
+  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
+}
 inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }

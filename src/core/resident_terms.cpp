@@ -10,10 +10,6 @@ namespace {
 constexpr std::int64_t fp8_block_values = 128 * 128;  // one fp32 scale per 128 x 128 block
 constexpr std::int64_t mx_block_values = 32;          // one e8m0 scale per 32 values (OCP MX)
 
-std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
-  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
-}
-
 constexpr std::string_view parameters_scaling =
     "parameters on this rank: layers on the stage, 1/TP for split tensors, 1/(EP x ETP) for "
     "routed experts, embedding on the first and head on the last stage";

@@ -102,10 +102,6 @@ std::string shard_text(std::int64_t expert, std::int64_t shards, std::int64_t di
          group_digits(shards);
 }
 
-std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
-  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
-}
-
 // "ceil(N / d) = <bytes> x <shard>" over d > 1 ranks; "N" alone when nothing is divided.
 std::string sharded_count(std::int64_t elements, std::int64_t shards, const std::string& bytes) {
   if (shards <= 1) return group_digits(elements);
