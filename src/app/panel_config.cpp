@@ -109,10 +109,12 @@ bool field_applies(const AppState& state, const ConfigField& field) {
                     c.optimizer.kind == stagemem::OptimizerKind::distributed_muon;
   if (m.known) {
     if (key == "ep" || key == "etp" || key == "imbalance" || key == "expert_weights" ||
-        key == "muon_experts" || key == "muon_routers") {
+        key == "muon_experts" || key == "muon_routers" || key == "moe_unpermute" ||
+        key == "router_dtype") {
       if (!m.moe) return false;
     }
-    if ((key == "kda_backend" || key == "kda_chunk") && !m.kda) return false;
+    if ((key == "kda_backend" || key == "kda_chunk" || key == "fla_version") && !m.kda)
+      return false;
     if (key == "attnres_temps" && !m.attn_res) return false;
   }
   if (key.starts_with("muon_")) return muon;
@@ -129,6 +131,7 @@ bool field_applies(const AppState& state, const ConfigField& field) {
   if (key == "recompute_method" || key == "recompute_layers") {
     return c.training.recompute.policy == stagemem::RecomputePolicy::full;
   }
+  if (key == "cp_comm_type") return c.parallel.context_parallel > 1;
   if (key == "ce_chunk") {
     return c.training.kernels.cross_entropy == stagemem::CrossEntropyKernel::fused_chunked;
   }

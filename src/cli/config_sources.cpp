@@ -27,7 +27,7 @@ struct Alias {
   std::string_view key;
   std::string_view value = {};
 };
-constexpr std::array<Alias, 36> aliases = {{
+constexpr std::array<Alias, 37> aliases = {{
     {"tensor_model_parallel_size", "tp"},
     {"pipeline_model_parallel_size", "pp"},
     {"virtual_pipeline_model_parallel_size", "vpp"},
@@ -52,6 +52,7 @@ constexpr std::array<Alias, 36> aliases = {{
     {"global_batch_size", "gbs"},
     {"recompute_granularity", "recompute"},
     {"recompute_num_layers", "recompute_layers"},
+    {"moe_router_dtype", "router_dtype"},
     {"weights_dtype", "weights"},
     {"expert_weights_dtype", "expert_weights"},
     {"grad_dtype", "grads"},

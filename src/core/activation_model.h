@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "activation_pieces.h"
@@ -42,8 +43,19 @@ ActivationPiece attn_res_internal_piece(const Model& model, const TokenShape& sh
 
 // One direction of a pipeline boundary: the hidden state and the AttnRes slots it carries.
 Formula pipeline_buffer_formula(const Model& model, const TokenShape& shape, std::int64_t slots);
+// Context-parallel attention transients per --cp-comm-type (TE's context_parallel.py): forward
+// (ring buffers for p2p; q, k, v all-to-all buffers for a2a and a2a+p2p; fla's state exchange for
+// KDA) and backward (p2p only).
 ActivationPiece context_parallel_exchange_piece(const Model& model, const TokenShape& shape,
-                                                AttentionKind kind);
-ActivationPiece moe_dispatch_piece(const Model& model, const TokenShape& shape);
+                                                AttentionKind kind, const TrainingConfig& training);
+std::optional<ActivationPiece> context_parallel_backward_piece(const Model& model,
+                                                               const TokenShape& shape,
+                                                               AttentionKind kind,
+                                                               const TrainingConfig& training);
+ActivationPiece moe_dispatch_piece(const Model& model, const TokenShape& shape,
+                                   const ParallelLayout& layout);
+// An MTP layer under full uniform recompute: its checkpoint keeps the hidden states and the
+// decoder input.
+ActivationPiece mtp_checkpoint_inputs_piece(const Model& model, const TokenShape& shape);
 
 }  // namespace stagemem

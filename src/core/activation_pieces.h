@@ -79,6 +79,24 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
                                         const TrainingConfig& training,
                                         const ParallelLayout& layout);
 
+// Whether a layer kind's norm is fused into the following TE LayerNormColumnParallelLinear
+// (Megatron's TE spec: GQA's linear_qkv, the dense MLP's fc1), so that `layernorm` recompute,
+// which only reaches stand-alone norm modules, cannot drop its output. MLA and MoE layers (and
+// the users' KDA port) have a stand-alone norm.
+bool attention_norm_fused(AttentionKind kind);
+bool mlp_norm_fused(MlpKind kind);
+
+// Backward working set of one layer (allocated in its backward, freed when it ends), one half at a
+// time: the attention half (dq, dk, dv and the kernel's scratch) and the MLP half (the gradients
+// of the fc1 and activation outputs while the saved ones are alive).
+ActivationPiece attention_backward_piece(const Model& model, AttentionKind kind,
+                                         const TokenShape& shape, const TrainingConfig& training);
+ActivationPiece mlp_backward_piece(const Model& model, MlpKind kind, const TokenShape& shape,
+                                   const TrainingConfig& training, const ParallelLayout& layout);
+// chunk_kda's forward intermediates of one KDA layer (fused backend; none for the others).
+std::optional<ActivationPiece> kda_forward_transient(const Model& model, const TokenShape& shape,
+                                                     const TrainingConfig& training);
+
 // Bytes one rank keeps per layer and micro-batch after the recompute policy is applied:
 // selective drops the pieces of the chosen modules; a fully recomputed layer keeps its input only.
 std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces,

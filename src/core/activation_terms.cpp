@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 
 #include "activation_model.h"
@@ -19,6 +20,12 @@ constexpr TermInfo term_pipeline_buffers{"pipeline send/receive buffers (hidden 
 constexpr TermInfo term_pipeline_buffers_attn_res{
     "pipeline send/receive buffers (hidden state + AttnRes slots)",
     "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers};
+constexpr TermInfo term_pipeline_gradient_buffers{
+    "pipeline gradient send/receive buffers (hidden-state gradients)",
+    "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers, true};
+constexpr TermInfo term_pipeline_gradient_buffers_attn_res{
+    "pipeline gradient send/receive buffers (hidden-state + AttnRes slot gradients)",
+    "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers, true};
 constexpr TermInfo term_recompute_group{"recompute working set (one checkpointed group, backward)",
                                         "S/CP, B, recompute group size", TermText::recompute_group,
                                         true};
@@ -131,7 +138,10 @@ std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
 std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
-  return stored_bytes(p.attention, dropped) + stored_bytes(p.mlp, dropped);
+  std::int64_t sum = 0;
+  return checked_add(stored_bytes(p.attention, dropped), stored_bytes(p.mlp, dropped), &sum)
+             ? sum
+             : std::numeric_limits<std::int64_t>::max();
 }
 
 // Layer kinds index a small table: 3 attention kinds x 2 MLP kinds.
@@ -202,6 +212,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   ActivationPiece working_set_piece;
   bool has_moe = false;
   bool attention_kinds[3] = {false, false, false};
+  bool mlp_kinds[2] = {false, false};
   std::int64_t largest_slots = 0;  // AttnRes K at the rank's last mixing site
   std::int64_t largest_pipeline_buffers = 0;
   Formula pipeline_formula;
@@ -252,6 +263,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       const LayerKind kind = model.layers[static_cast<std::size_t>(i)];
       has_moe |= kind.mlp == MlpKind::moe;
       attention_kinds[static_cast<int>(kind.attention)] = true;
+      mlp_kinds[static_cast<int>(kind.mlp)] = true;
       if (i >= first_full_layer) {
         ++full_layers[static_cast<std::size_t>(slot_of(kind))];
         continue;
@@ -328,11 +340,32 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
       std::int64_t mtp_copies = 0;
       fits = checked_mul(chunk.mtp_layers, copies, &mtp_copies) && fits;
-      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, 0);
-      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_copies);
-      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies);
+      if (recompute.policy == RecomputePolicy::full &&
+          recompute.method == FullRecomputeMethod::uniform) {
+        // Megatron checkpoints each MTP layer under uniform full recompute: it keeps its two
+        // inputs, and its working set comes back in backward.
+        sums.add(TermGroup::mtp, mtp_checkpoint_inputs_piece(model, shape), mtp_copies);
+        std::int64_t mtp_bytes = pieces.all_bytes;
+        for (const ActivationPiece& p : *cache.mtp_extra) {
+          fits = checked_add(mtp_bytes, p.bytes, &mtp_bytes) && fits;
+        }
+        if (mtp_bytes > working_set) {
+          const std::int64_t mtp_index = total_layers;
+          working_set = mtp_bytes;
+          working_set_piece.info = &term_recompute_group;
+          working_set_piece.formula =
+              Formula().number(1).number(mtp_index).number(mtp_index).number(mtp_bytes);
+        }
+      } else {
+        sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, 0);
+        sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention,
+                     mtp_copies);
+        sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies);
+      }
       sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, 0);
       has_moe |= model.mtp_layer.mlp == MlpKind::moe;
+      attention_kinds[static_cast<int>(model.mtp_layer.attention)] = true;
+      mlp_kinds[static_cast<int>(model.mtp_layer.mlp)] = true;
     }
     // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
     // output leaving for the next one (both alive while a step sends and receives).
@@ -360,23 +393,58 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     }
   }
 
-  if (has_moe) keep_transient(moe_dispatch_piece(model, shape));
+  if (has_moe) keep_transient(moe_dispatch_piece(model, shape, layout));
+  if (attention_kinds[static_cast<int>(AttentionKind::kda)]) {
+    if (auto p = kda_forward_transient(model, shape, training)) keep_transient(*p);
+  }
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
     ActivationPiece buffers = make_piece(
         block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers, pipeline_formula);
     buffers.bytes = largest_pipeline_buffers;
     keep_transient(buffers);
+    // In backward the same boundary carries the gradients: the output's gradient arrives and the
+    // input's gradient leaves (Megatron's send_backward_recv_forward / recv_backward).
+    ActivationPiece gradients = make_piece(
+        block > 0 ? term_pipeline_gradient_buffers_attn_res : term_pipeline_gradient_buffers,
+        pipeline_formula);
+    gradients.bytes = largest_pipeline_buffers;
+    keep_transient(gradients);
   }
   if (shape.context_parallel > 1) {
     ActivationPiece largest;
+    ActivationPiece largest_backward;
+    for (int k = 0; k < 3; ++k) {
+      if (!attention_kinds[k]) continue;
+      const auto kind = static_cast<AttentionKind>(k);
+      ActivationPiece p = context_parallel_exchange_piece(model, shape, kind, training);
+      if (p.bytes > largest.bytes) largest = p;
+      if (auto b = context_parallel_backward_piece(model, shape, kind, training)) {
+        if (b->bytes > largest_backward.bytes) largest_backward = *b;
+      }
+    }
+    if (largest.info != nullptr) keep_transient(largest);
+    if (largest_backward.info != nullptr) keep_transient(largest_backward);
+  }
+  // The backward working set of the layer being back-propagated: the largest attention half and
+  // the largest MLP half over the layer kinds of the stage.
+  {
+    ActivationPiece attention;
     for (int k = 0; k < 3; ++k) {
       if (!attention_kinds[k]) continue;
       ActivationPiece p =
-          context_parallel_exchange_piece(model, shape, static_cast<AttentionKind>(k));
-      if (p.bytes > largest.bytes) largest = p;
+          attention_backward_piece(model, static_cast<AttentionKind>(k), shape, training);
+      if (p.bytes > attention.bytes || p.formula.overflowed()) attention = p;
     }
-    if (largest.info != nullptr) keep_transient(largest);
+    if (attention.info != nullptr) keep_transient(attention);
+    ActivationPiece mlp;
+    for (int k = 0; k < 2; ++k) {
+      if (!mlp_kinds[k]) continue;
+      ActivationPiece p =
+          mlp_backward_piece(model, static_cast<MlpKind>(k), shape, training, layout);
+      if (p.bytes > mlp.bytes || p.formula.overflowed()) mlp = p;
+    }
+    if (mlp.info != nullptr) keep_transient(mlp);
   }
   if (working_set > 0) {
     working_set_piece.bytes = working_set;

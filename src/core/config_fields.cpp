@@ -32,7 +32,7 @@ constexpr std::int64_t max_bytes = max_config_bytes;
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 45> fields = {{
+const std::array<ConfigField, 49> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -208,7 +208,7 @@ const std::array<ConfigField, 45> fields = {{
      STAGEMEM_CHOICE(training.kernels.attention, AttentionKernel)},
     {.key = "kda_backend",
      .path = "training.kernels.kda",
-     .help = "KDA backend: fused or eager",
+     .help = "KDA backend: fused (chunk_kda), eager (fla's naive_chunk_kda) or disable-recompute",
      .kind = FieldKind::choice,
      .choices = kda_backend_names,
      STAGEMEM_CHOICE(training.kernels.kda, KdaBackend)},
@@ -236,6 +236,30 @@ const std::array<ConfigField, 45> fields = {{
      .min = 0,
      .max = 64,
      STAGEMEM_INTEGER(training.kernels.attn_res_live_temporaries)},
+    {.key = "fla_version",
+     .path = "training.kernels.fla_version",
+     .help = "fla release of chunk_kda (0.4.0 keeps an fp32 gate cumsum and fp32 Aqk/Akk)",
+     .kind = FieldKind::choice,
+     .choices = fla_version_names,
+     STAGEMEM_CHOICE(training.kernels.fla_version, FlaVersion)},
+    {.key = "moe_unpermute",
+     .path = "training.kernels.moe_unpermute",
+     .help = "MoE unpermute: probs in the activation (Megatron core >= 0.13) or legacy with probs",
+     .kind = FieldKind::choice,
+     .choices = moe_unpermute_names,
+     STAGEMEM_CHOICE(training.kernels.moe_unpermute, MoeUnpermute)},
+    {.key = "router_dtype",
+     .path = "training.kernels.router_dtype",
+     .help = "dtype of the MoE routing probabilities (Megatron's --moe-router-dtype)",
+     .kind = FieldKind::choice,
+     .choices = router_dtype_names,
+     STAGEMEM_CHOICE(training.kernels.router_dtype, RouterDtype)},
+    {.key = "cp_comm_type",
+     .path = "training.kernels.cp_comm_type",
+     .help = "context-parallel attention communication (Megatron's --cp-comm-type)",
+     .kind = FieldKind::choice,
+     .choices = cp_comm_type_names,
+     STAGEMEM_CHOICE(training.kernels.cp_comm_type, CpCommType)},
     // Precision and optimizer.
     {.key = "weights",
      .path = "precision.dense_weights",

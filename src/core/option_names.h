@@ -33,8 +33,14 @@ inline constexpr std::array<std::string_view, recompute_module_count> recompute_
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
 inline constexpr std::array<std::string_view, 2> full_recompute_method_names = {"uniform", "block"};
 inline constexpr std::array<std::string_view, 2> attention_kernel_names = {"flash", "materialized"};
-inline constexpr std::array<std::string_view, 2> kda_backend_names = {"fused", "eager"};
-inline constexpr std::array<std::string_view, 2> cross_entropy_kernel_names = {"vocab-parallel",
-                                                                               "fused-chunked"};
+inline constexpr std::array<std::string_view, 3> kda_backend_names = {"fused", "eager",
+                                                                      "disable-recompute"};
+inline constexpr std::array<std::string_view, 4> cross_entropy_kernel_names = {
+    "vocab-parallel", "fused-chunked", "te-fused", "native-fused"};
+inline constexpr std::array<std::string_view, 2> fla_version_names = {"since-0.4.1", "0.4.0"};
+inline constexpr std::array<std::string_view, 2> moe_unpermute_names = {
+    "probs-in-activation", "legacy-unpermute-with-probs"};
+inline constexpr std::array<std::string_view, 2> router_dtype_names = {"activation", "fp32"};
+inline constexpr std::array<std::string_view, 3> cp_comm_type_names = {"p2p", "a2a", "a2a+p2p"};
 
 }  // namespace stagemem

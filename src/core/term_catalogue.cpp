@@ -43,6 +43,22 @@ constexpr Variant variants[] = {
     {"cross_entropy=fused-chunked",
      [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked; }},
     {"cp=2", [](Config& c) { c.parallel.context_parallel = 2; }},
+    {"cp=2, cp_comm_type=a2a",
+     [](Config& c) {
+       c.parallel.context_parallel = 2;
+       c.training.kernels.cp_comm_type = CpCommType::a2a;
+     }},
+    {"kda_backend=disable-recompute",
+     [](Config& c) { c.training.kernels.kda = KdaBackend::disable_recompute; }},
+    {"fla_version=0.4.0", [](Config& c) { c.training.kernels.fla_version = FlaVersion::v0_4_0; }},
+    {"moe_unpermute=legacy-unpermute-with-probs",
+     [](Config& c) {
+       c.training.kernels.moe_unpermute = MoeUnpermute::legacy_unpermute_with_probs;
+     }},
+    {"cross_entropy=te-fused",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::te_fused; }},
+    {"cross_entropy=native-fused",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::native_fused; }},
 };
 
 }  // namespace

@@ -35,8 +35,30 @@ enum class RecomputeModule : std::uint8_t {
 inline constexpr int recompute_module_count = 7;
 enum class FullRecomputeMethod : std::uint8_t { uniform, block };
 enum class AttentionKernel : std::uint8_t { flash, materialized };
-enum class KdaBackend : std::uint8_t { fused, eager };
-enum class CrossEntropyKernel : std::uint8_t { vocab_parallel, fused_chunked };
+// fused: fla's chunk_kda (recomputes its intermediates in backward); eager: fla's naive_chunk_kda
+// under autograd; disable_recompute: chunk_kda with disable_recompute=True (keeps them, bf16).
+enum class KdaBackend : std::uint8_t { fused, eager, disable_recompute };
+// Megatron's loss paths (vocab_parallel, te_fused, native_fused) all keep an fp32 [S/CP, B, V/TP]
+// tensor; fused_chunked is an external fused linear + cross-entropy kernel (Liger-style).
+enum class CrossEntropyKernel : std::uint8_t {
+  vocab_parallel,
+  fused_chunked,
+  te_fused,
+  native_fused
+};
+// fla releases whose saved tensors differ: since_0_4_1 (use_gate_in_kernel; no fp32 gate; bf16
+// Aqk/Akk) and v0_4_0 (the first KDA release: one fp32 chunk-local cumsum; fp32 Aqk/Akk).
+enum class FlaVersion : std::uint8_t { since_0_4_1, v0_4_0 };
+// Megatron's MoE unpermute: probs_in_activation (core >= 0.13: the weighted SwiGLU applies the
+// probabilities, the combine input is not saved); legacy_unpermute_with_probs (core <= 0.12:
+// unpermute multiplies by the probabilities and saves the combine input).
+enum class MoeUnpermute : std::uint8_t { probs_in_activation, legacy_unpermute_with_probs };
+// Megatron's --moe-router-dtype: the routing probabilities in the activation dtype (default) or
+// fp32.
+enum class RouterDtype : std::uint8_t { activation, fp32 };
+// Megatron's --cp-comm-type (TransformerEngine's context-parallel attention): p2p ring,
+// all-to-all over heads, or all-to-all inside and p2p ring across (hierarchical).
+enum class CpCommType : std::uint8_t { p2p, a2a, a2a_p2p };
 
 // The spelling of each option value is in option_names.h.
 
@@ -56,17 +78,25 @@ struct KernelAssumptions {
   // flash: no [B, heads, S, S] score is stored, only the log-sum-exp; materialized: the
   // Korthikanti et al. accounting (softmax output, dropout mask and output are kept).
   AttentionKernel attention = AttentionKernel::flash;
-  // fused: fla's chunk_kda (recomputes chunk states in backward); eager: a chunked PyTorch
-  // implementation that keeps per-chunk states and fp32 intermediates.
+  // fused: fla's chunk_kda (recomputes its intermediates in backward); eager: fla's
+  // naive_chunk_kda under autograd (fp32, keeps per-position intra-chunk products);
+  // disable_recompute: chunk_kda keeps w, u, qg, kg, v_new and the chunk states (bf16).
   KdaBackend kda = KdaBackend::fused;
+  FlaVersion fla_version = FlaVersion::since_0_4_1;
   std::int64_t kda_chunk = 64;  // fla's chunk size BT
   // vocab_parallel: Megatron's cross-entropy keeps the fp32 softmax over V/TP per token;
-  // fused_chunked: logits are produced and consumed chunk by chunk, only per-token statistics stay.
+  // te_fused: TransformerEngine's Triton cross-entropy (saves its fp32 gradient); native_fused:
+  // Megatron's --cross-entropy-fusion-impl native (torch.compile, keeps the fp32 softmax);
+  // fused_chunked: an external fused linear + cross-entropy kernel (Liger-style): logits are
+  // produced and consumed chunk by chunk, only per-token statistics stay.
   CrossEntropyKernel cross_entropy = CrossEntropyKernel::vocab_parallel;
   std::int64_t cross_entropy_chunk = 4096;  // tokens per chunk of the fused kernel
   // Live fp32 temporaries of the AttnRes mix besides the (1+K) upcast slots (running
   // accumulator and output in the users' kernel).
   std::int64_t attn_res_live_temporaries = 2;
+  MoeUnpermute moe_unpermute = MoeUnpermute::probs_in_activation;
+  RouterDtype router_dtype = RouterDtype::activation;
+  CpCommType cp_comm_type = CpCommType::p2p;
   friend bool operator==(const KernelAssumptions&, const KernelAssumptions&) = default;
 };
 

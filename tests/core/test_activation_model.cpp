@@ -76,13 +76,74 @@ TEST_CASE("Vocab-parallel cross-entropy keeps the fp32 softmax; the fused kernel
   CHECK(fused[0].bytes == 1024LL * 128'256 / 2 * 6);
 }
 
-TEST_CASE("Context-parallel exchange: ring attention K/V, KDA state") {
+TEST_CASE("Context-parallel attention per --cp-comm-type: p2p ring, a2a; KDA state exchange") {
   const Model m = *find_preset("llama-3.1-8b");
   const TokenShape s = shape_of(8192, 1, {.context_parallel = 2});
-  // 2 (send + receive) x 4096 tokens x 2 x 8 kv heads x 128 x 2 B.
-  CHECK(context_parallel_exchange_piece(m, s, AttentionKind::gqa).bytes ==
-        2LL * 4096 * 2 * 8 * 128 * 2);
+  TrainingConfig t;
+  // TE's P2P ring forward, per local token (S/CP = 4096; kv = 2 x 8 x 128 = 2048, out = 32 x 128 =
+  // 4096): (CP - 1) x 2048 x 2 B + CP x 4096 x 2 B + 4096 x 4 B = 4,096 + 16,384 + 16,384 = 36,864.
+  const ActivationPiece ring = context_parallel_exchange_piece(m, s, AttentionKind::gqa, t);
+  CHECK(ring.bytes == 4096LL * 36'864);
+  CHECK(ring.bytes == 150'994'944LL);
+  // Backward: kv + dkv double-buffered (4 kv), dq_buffer and one step's dq, dk, dv:
+  // (5 x 2048 + 2 x 4096) x 2 B = 36,864 B per token.
+  const auto back = context_parallel_backward_piece(m, s, AttentionKind::gqa, t);
+  REQUIRE(back);
+  CHECK(back->info->in_backward);
+  CHECK(back->bytes == 4096LL * (5 * 2048 + 2 * 4096) * 2);
+  // a2a: send + receive buffers of q, k, v: 2 x (4096 + 2048) x 2 B = 24,576 B per token; no
+  // backward ring buffers.
+  t.kernels.cp_comm_type = CpCommType::a2a;
+  CHECK(context_parallel_exchange_piece(m, s, AttentionKind::gqa, t).bytes == 4096LL * 24'576);
+  CHECK_FALSE(context_parallel_backward_piece(m, s, AttentionKind::gqa, t));
+  // fla's KDA CP: own hm [96, 128, 128 + 128] fp32 plus its all-gather over CP 2:
+  // (2 + 1) x 96 x 128 x 256 x 4 B = 37,748,736 B.
   const Model k3 = *find_preset("kimi-k3");
-  CHECK(context_parallel_exchange_piece(k3, s, AttentionKind::kda).bytes ==
-        2LL * 96 * 128 * 128 * 4);
+  CHECK(context_parallel_exchange_piece(k3, s, AttentionKind::kda, t).bytes == 37'748'736LL);
+}
+
+TEST_CASE("Megatron's three cross-entropy paths keep one fp32 [S/CP, B, V/TP] tensor") {
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  const TokenShape s = shape_of(4096, 1, {.tensor_parallel = 2});
+  const std::int64_t padded = 128'256;
+  for (const CrossEntropyKernel ce :
+       {CrossEntropyKernel::vocab_parallel, CrossEntropyKernel::te_fused,
+        CrossEntropyKernel::native_fused}) {
+    t.kernels.cross_entropy = ce;
+    const auto pieces = head_pieces(m, s, t, padded);
+    // final norm input + output, the fp32 tensor, the per-token loss.
+    REQUIRE(pieces.size() == 4);
+    // 4096 x 64,128 x 4 B = 1,050,673,152 B.
+    CHECK(pieces[2].bytes == 1'050'673'152LL);
+    const auto transients = head_transients(s, t, padded);
+    REQUIRE(transients.size() == 2);
+    CHECK(transients[1].info->in_backward);
+  }
+  t.kernels.cross_entropy = CrossEntropyKernel::te_fused;
+  CHECK(head_pieces(m, s, t, padded)[2].info->name.find("TE's fused kernel") != std::string::npos);
+  t.kernels.cross_entropy = CrossEntropyKernel::fused_chunked;
+  CHECK(head_pieces(m, s, t, padded)[2].info->name.find("external fused linear") !=
+        std::string::npos);
+}
+
+TEST_CASE("MoE dispatch: the permuted copy and the all-to-all output are alive together") {
+  const Model k3 = *find_preset("kimi-k3");
+  const TokenShape s = shape_of(8192, 1);
+  // 2 x 8192 tokens x top-16 x latent 3584 x 2 B = 1,879,048,192 B (1.75 GiB).
+  CHECK(moe_dispatch_piece(k3, s, {}).bytes == 1'879'048'192LL);
+  // ETP 2 gathers the received tokens over ETP: a third buffer.
+  CHECK(moe_dispatch_piece(k3, s, {.expert_tensor_parallel = 2}).bytes ==
+        3LL * 8192 * 16 * 3584 * 2);
+}
+
+TEST_CASE("MTP: the hidden norm's input is the final-norm output, not a second tensor") {
+  const Model k3 = *find_preset("kimi-k3");
+  const TokenShape s = shape_of(8192, 1);
+  const auto pieces = mtp_extra_pieces(k3, s);
+  // The embedding norm input (h) and the eh_proj input (2h): 3 x 8192 x 7168 x 2 B.
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[0].bytes + pieces[1].bytes == 3LL * 8192 * 7168 * 2);
+  // Under uniform full recompute an MTP layer keeps its two checkpoint inputs.
+  CHECK(mtp_checkpoint_inputs_piece(k3, s).bytes == 2LL * 8192 * 7168 * 2);
 }

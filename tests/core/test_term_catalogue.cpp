@@ -29,5 +29,17 @@ TEST_CASE("The catalogue lists every kind of term once, from the real estimator"
   CHECK(brought("recompute working set") == "recompute=full");
   CHECK(brought("Muon Newton-Schulz buffers") == "optimizer=distributed-muon");
   CHECK(brought("AttnRes mix internal") == "default options");
-  CHECK(brought("context-parallel KV exchange") == "cp=2");
+  CHECK(brought("context-parallel ring attention forward buffers") == "cp=2");
+  CHECK(brought("context-parallel ring attention backward buffers") == "cp=2");
+  CHECK(brought("context-parallel all-to-all buffers") == "cp=2, cp_comm_type=a2a");
+  CHECK(brought("KDA: w, u, gated q, gated k, new v (chunk_kda disable_recompute") ==
+        "kda_backend=disable-recompute");
+  CHECK(brought("KDA: intra-chunk Aqk and Akk matrices (fp32, fla 0.4.0)") == "fla_version=0.4.0");
+  CHECK(brought("MoE: expert outputs before probability weighting") ==
+        "moe_unpermute=legacy-unpermute-with-probs");
+  CHECK(brought("output: cross-entropy logits gradient computed in forward") ==
+        "cross_entropy=te-fused");
+  CHECK(brought("MLP backward working set") == "default options");
+  CHECK(brought("attention backward working set") == "default options");
+  CHECK(brought("chunk_kda forward intermediates") == "default options");
 }

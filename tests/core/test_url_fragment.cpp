@@ -66,6 +66,10 @@ Config every_field_changed() {
   c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked;
   c.training.kernels.cross_entropy_chunk = 2048;
   c.training.kernels.attn_res_live_temporaries = 5;
+  c.training.kernels.fla_version = FlaVersion::v0_4_0;
+  c.training.kernels.moe_unpermute = MoeUnpermute::legacy_unpermute_with_probs;
+  c.training.kernels.router_dtype = RouterDtype::fp32;
+  c.training.kernels.cp_comm_type = CpCommType::a2a_p2p;
   c.precision.dense_weights = WeightDtype::fp8_block_scaled;
   c.precision.expert_weights = WeightDtype::mxfp4;
   c.precision.grads = GradDtype::bf16;
@@ -96,6 +100,8 @@ TEST_CASE("Every field of the table round-trips through a fragment") {
   CHECK(text.find("layout=Et*3|(tt|)*29,m|L") != std::string::npos);
   CHECK(text.find("recompute_modules=moe_act,mla_up_proj") != std::string::npos);
   CHECK(text.find("imbalance=1.25") != std::string::npos);
+  // Megatron's spelling of the hierarchical CP value keeps its '+' (a fragment is not a query).
+  CHECK(text.find("cp_comm_type=a2a+p2p") != std::string::npos);
   const DecodedFragment decoded = decode_fragment(text);
   CHECK(decoded.diagnostics.ok());
   CHECK(decoded.config == c);
