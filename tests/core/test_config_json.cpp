@@ -27,6 +27,25 @@ TEST_CASE("JSON export writes every field and imports back to the same configura
   CHECK(config_from_json(config_to_json(Config{})).config == Config{});
 }
 
+TEST_CASE("Issue 11's kernel options round-trip through JSON under training.kernels") {
+  Config c;
+  c.training.kernels.kda = KdaBackend::disable_recompute;
+  c.training.kernels.fla_version = FlaVersion::v0_4_0;
+  c.training.kernels.cross_entropy = CrossEntropyKernel::te_fused;
+  c.training.kernels.moe_unpermute = MoeUnpermute::legacy_unpermute_with_probs;
+  c.training.kernels.router_dtype = RouterDtype::fp32;
+  c.training.kernels.cp_comm_type = CpCommType::a2a_p2p;
+  const std::string text = config_to_json(c);
+  INFO(text);
+  CHECK(text.find("\"cp_comm_type\": \"a2a+p2p\"") != std::string::npos);
+  CHECK(text.find("\"fla_version\": \"0.4.0\"") != std::string::npos);
+  CHECK(text.find("\"moe_unpermute\": \"legacy-unpermute-with-probs\"") != std::string::npos);
+  CHECK(text.find("\"kda\": \"disable-recompute\"") != std::string::npos);
+  const DecodedConfig decoded = config_from_json(text);
+  CHECK(decoded.diagnostics.ok());
+  CHECK(decoded.config == c);
+}
+
 TEST_CASE("Numbers and name sets keep their JSON types") {
   Config c;
   c.training.routing_imbalance = 1.5;
