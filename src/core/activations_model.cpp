@@ -61,7 +61,7 @@ constexpr TermInfo term_moe_dispatch_all_to_all_send_buffer_permuted_cop{
     "MoE dispatch buffers (permuted copies of the local tokens and the all-to-all output)",
     "S/CP, B (/TP with SP), top-k, expert width"};
 constexpr TermInfo term_mtp_checkpoint_inputs{
-    "MTP checkpoint inputs (hidden states and decoder input, full recompute)",
+    "checkpoint inputs (hidden states and decoder input, full recompute)",
     "S/CP, B, 2h (/TP with SP)"};
 
 constexpr std::int64_t bf16 = 2;
