@@ -5,6 +5,7 @@
 
 #include "activation_terms.h"
 #include "catch.h"
+#include "model_text.h"
 #include "presets.h"
 #include "report.h"
 #include "term_text.h"
@@ -101,6 +102,61 @@ TEST_CASE("kimi-k3 at PP 8 (AttnRes-aligned): AttnRes terms on every stage, the 
   CHECK(bytes_of(first.transients, "pipeline send/receive") == 234'881'024LL);
 }
 
+TEST_CASE("Backward-phase transients: one layer's working set and the pipeline gradient buffers") {
+  const Model m = *find_preset("kimi-k3");
+  TrainingConfig t;
+  t.sequence_length = 8192;
+  ParallelLayout layout{.pipeline_parallel = 8, .expert_parallel = 28};
+  layout.assignment = StageAssignment::attn_res_aligned;
+  const auto first = terms_for(m, layout, t, 0, 32);
+  const auto find = [&](std::string_view prefix) -> const Term* {
+    for (const Term& term : first.transients) {
+      if (term_name(term).starts_with(prefix)) return &term;
+    }
+    return nullptr;
+  };
+  // The MLP half: T_recv = 8192 x 16 = 131,072 tokens x (3 x 3072 + 3584) x 2 B = 3,355,443,200 B,
+  // larger than the dense layers' half on this stage; allocated in backward.
+  const Term* moe = find("MoE backward working set");
+  REQUIRE(moe != nullptr);
+  CHECK(moe->bytes == 3'355'443'200LL);
+  CHECK(moe->allocated_at == AllocationPoint::backward);
+  CHECK(find("MLP backward working set") == nullptr);
+  // The attention half is the largest over the stage's attention kinds (KDA here: 128 chunks x 96
+  // heads x 212,992 B, see test_activations.cpp).
+  const Term* attention = find("KDA backward working set");
+  REQUIRE(attention != nullptr);
+  CHECK(attention->bytes == 128LL * 96 * 212'992);
+  // The stage's largest transient is now the MoE half (the dispatch buffers are 1.75 GiB).
+  CHECK(first.largest_transient_bytes == 3'355'443'200LL);
+  // Stage 0 sends the hidden state + 1 slot; in backward that boundary's gradient arrives: the
+  // same 224 MiB, a backward transient.
+  const Term* gradients = find("pipeline gradient send/receive buffers");
+  REQUIRE(gradients != nullptr);
+  CHECK(gradients->bytes == 234'881'024LL);
+  CHECK(gradients->allocated_at == AllocationPoint::backward);
+}
+
+TEST_CASE("MTP under uniform full recompute keeps its two checkpoint inputs") {
+  const auto decoded = model_from_text(
+      "name:mtp;h:1024;v:32000;gqa:8,4,128;mlp:4096,swiglu;mtp:1,gd;layers:gd*4", "model");
+  REQUIRE(decoded.model);
+  const Model& m = *decoded.model;
+  TrainingConfig t;
+  t.sequence_length = 4096;
+  const ParallelLayout layout{.pipeline_parallel = 2};
+  const auto kept = terms_for(m, layout, t, 1, 8);
+  CHECK(bytes_of(kept.stored, "MTP: checkpoint inputs") == 0);
+  CHECK(bytes_of(kept.stored, "MTP GQA:") > 0);
+  t.recompute.policy = RecomputePolicy::full;
+  const auto full = terms_for(m, layout, t, 1, 8);
+  // The last stage holds 1 micro-batch: 2 x 4096 x 1024 x 2 B = 16,777,216 B, and no MTP layer
+  // pieces.
+  CHECK(bytes_of(full.stored, "MTP: checkpoint inputs") == 16'777'216LL);
+  CHECK(bytes_of(full.stored, "MTP GQA:") == 0);
+  CHECK(bytes_of(full.stored, "MTP dense MLP:") == 0);
+}
+
 TEST_CASE(
     "Property: activations are never negative, grow with seq, mbs and layers, shrink with CP and "
     "TP") {
@@ -127,7 +183,11 @@ TEST_CASE(
     c.training.recompute.policy = static_cast<RecomputePolicy>(random() % 3);
     c.training.recompute.modules = static_cast<std::uint32_t>(random() % 128);
     c.training.dropout = random() % 2 == 0;
-    c.training.kernels.kda = static_cast<KdaBackend>(random() % 2);
+    c.training.kernels.kda = static_cast<KdaBackend>(random() % 3);
+    c.training.kernels.fla_version = static_cast<FlaVersion>(random() % 2);
+    c.training.kernels.moe_unpermute = static_cast<MoeUnpermute>(random() % 2);
+    c.training.kernels.router_dtype = static_cast<RouterDtype>(random() % 2);
+    c.training.kernels.cp_comm_type = static_cast<CpCommType>(random() % 3);
     const Report base = estimate(c, m);
     if (!base.diagnostics.ok()) continue;
     ++checked;
