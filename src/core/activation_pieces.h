@@ -110,6 +110,7 @@ struct LayerPieces {
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
+  bool kept_fits = true;  // false: a kept piece, or their sum, does not fit in int64
 };
 // One group of stored pieces summed over a stage's layers and micro-batches (activation_terms.cpp).
 struct StoredBlock {
@@ -118,6 +119,45 @@ struct StoredBlock {
   ActivationPiece single;                      // or one piece, when `pieces` is null
   std::int64_t copies;
   std::uint32_t dropped;
+};
+
+// How one virtual chunk's layers split under a recompute policy: layer counts only, no bytes
+// (they depend on the layout and the recompute setting, not on sequence or batch).
+struct ChunkLayers {
+  std::array<std::int64_t, 6> full_layers{};  // layers keeping every piece, per layer kind slot
+  std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
+  // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
+  // in the order they first occur, with the first occurrence's layer range.
+  struct Group {
+    std::array<std::int64_t, 6> layers{};
+    std::int64_t count = 0;
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+  };
+  std::vector<Group> groups;
+};
+// A rank's chunks under one recompute setting (policy none and selective share one structure).
+struct RankLayers {
+  bool full = false;
+  FullRecomputeMethod method = FullRecomputeMethod::uniform;
+  std::int64_t group_layers = 0;
+  std::vector<ChunkLayers> chunks;
+};
+// What a rank keeps that depends on the training inputs but not on recompute or micro-batches in
+// flight: the AttnRes pieces of each chunk and the rank's transients other than the recompute
+// working set, in the order they are listed.
+struct RankPieces {
+  struct Chunk {
+    ActivationPiece attn_res_slots;
+    ActivationPiece attn_res_weights;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<ActivationPiece>
+      transients;  // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
+  std::int64_t largest_transient_bytes = 0;  // of `transients`
+  std::uint64_t generation = 0;              // LayerPieceCache::generation it was built in
+  bool has_moe = false;
+  bool fits = true;  // false: a buffer or a transient does not fit in int64
 };
 
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
@@ -131,6 +171,16 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
+  std::optional<ActivationPiece> checkpoint_input;              // full recompute's group input
+  std::optional<ActivationPiece> mtp_checkpoint_inputs;  // an MTP layer's, under full uniform
+  // Counts the training inputs the cache has been built for: a rank's pieces from an older
+  // generation are rebuilt in place (their lists keep their storage).
+  std::uint64_t generation = 1;
+  std::vector<RankPieces> ranks;  // per pipeline rank
+  // Per pipeline rank, the layer structure without and with full recompute (kept when only the
+  // training inputs change: prepare_piece_cache keeps them; a new layout clears the whole cache).
+  std::vector<std::optional<RankLayers>> plain_layers;
+  std::vector<std::optional<RankLayers>> full_layers;
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
