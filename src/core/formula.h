@@ -77,12 +77,19 @@ inline constexpr std::string_view formula_labels[] = {
     "MLA output projection",
     "KDA q/k/v projection",
     "KDA output projection",
-    "MLP fc1 (gate or up)",
+    "MLP fc1",
     "MLP fc2",
-    "routed expert matrix",
+    "routed expert fc2",
     "router",
-    "shared experts fc1",
     "latent projection",
+    "MLP fc1 (gate and up, fused)",
+    "routed expert fc1 (gate and up, fused)",
+    "shared experts fc1 (gate and up, fused)",
+    "elements in this rank's optimizer shard",
+    // Library buffers (resident_terms.cpp, gaps.cpp)
+    "elements of the distinct weight shapes",
+    "workspaces",
+    "bytes per workspace",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);

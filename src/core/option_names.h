@@ -36,5 +36,10 @@ inline constexpr std::array<std::string_view, 2> attention_kernel_names = {"flas
 inline constexpr std::array<std::string_view, 2> kda_backend_names = {"fused", "eager"};
 inline constexpr std::array<std::string_view, 2> cross_entropy_kernel_names = {"vocab-parallel",
                                                                                "fused-chunked"};
+inline constexpr std::array<std::string_view, 3> param_gather_names = {"buffer", "layer-wise",
+                                                                       "layer-wise-2026-01"};
+inline constexpr std::array<std::string_view, 3> muon_tp_mode_names = {"duplicated", "blockwise",
+                                                                       "distributed"};
+inline constexpr std::array<std::string_view, 3> gemm_workspace_names = {"sm90", "sm80", "none"};
 
 }  // namespace stagemem

@@ -1,6 +1,8 @@
 #include "resident_terms.h"
 
+#include <algorithm>
 #include <array>
+#include <utility>
 
 #include "term_info.h"
 
@@ -31,6 +33,12 @@ constexpr TermInfo term_adam_moments{"exp_avg + exp_avg_sq", parameters_scaling,
                                      TermText::adam_moments};
 constexpr TermInfo term_cast_copy{"bf16 cast copy kept by the optimizer", parameters_scaling,
                                   TermText::cast_copy};
+
+constexpr TermInfo term_dummy_wgrad{
+    "TE dummy weight-gradient buffers (gradient-accumulation fusion, {} distinct weight shapes)",
+    "distinct per-rank weight shapes on this stage (1/TP, 1/ETP); independent of layer count, "
+    "sequence and micro-batch",
+    TermText::generic};
 
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
     TensorRole::hidden_matrix,     TensorRole::expert_matrix, TensorRole::router_matrix,
@@ -268,6 +276,102 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                                     Formula().number(muon_only).number(roles).number(elements)));
     }
   }
+}
+
+void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
+                              const ParallelLayout& layout, const Precision& precision,
+                              std::vector<Term>& out) {
+  if (!precision.gradient_accumulation_fusion) return;
+  // Distinct [rows, cols] per-rank weight shapes: get_dummy_wgrad's dict key (one dtype here).
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  const auto add = [&](std::int64_t rows, std::int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    for (const auto& s : shapes) {
+      if (s.first == rows && s.second == cols) return;
+    }
+    shapes.emplace_back(rows, cols);
+  };
+  const std::int64_t tp = std::max<std::int64_t>(1, layout.tensor_parallel);
+  const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
+  const std::int64_t h = m.hidden;
+  const auto layer = [&](LayerKind kind) {
+    switch (kind.attention) {
+      case AttentionKind::gqa: {
+        const GqaShape& a = m.gqa;
+        add((a.heads + 2 * a.kv_heads) * a.head_dim / tp, h);
+        add(h, a.heads * a.head_dim / tp);
+        break;
+      }
+      case AttentionKind::mla: {
+        const MlaShape& a = m.mla;
+        const std::int64_t q_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+        if (a.q_lora_rank > 0) {
+          add(a.q_lora_rank, h);
+          add(a.heads * q_head / tp, a.q_lora_rank);
+        } else {
+          add(a.heads * q_head / tp, h);
+        }
+        add(a.kv_lora_rank + a.qk_rope_head_dim, h);
+        add(a.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank);
+        add(h, a.heads * a.v_head_dim / tp);
+        if (a.output_gate) add(a.heads * a.v_head_dim / tp, h);
+        break;
+      }
+      case AttentionKind::kda: {
+        const std::int64_t width = m.kda.heads * m.kda.head_dim / tp;
+        add(width, h);  // q, k, v (and a full-rank gate) share the shape
+        add(h, width);
+        break;
+      }
+    }
+    if (kind.mlp == MlpKind::dense) {
+      const std::int64_t i = m.dense_mlp.intermediate / tp;
+      add((m.dense_mlp.activation == MlpActivation::swiglu ? 2 : 1) * i, h);
+      add(h, i);
+    } else {
+      const MoeShape& e = m.moe;
+      const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : h;
+      add(2 * e.expert_intermediate / etp, width);
+      add(width, e.expert_intermediate / etp);
+      if (e.shared_experts > 0) {
+        const std::int64_t i = e.shared_experts * e.shared_intermediate / tp;
+        add(2 * i, h);
+        add(h, i);
+      }
+      if (e.latent_hidden > 0) {
+        add(e.latent_hidden, h);
+        add(h, e.latent_hidden);
+      }
+    }
+  };
+  bool head = false;
+  bool mtp = false;
+  for (const VirtualStage& chunk : stage.chunks) {
+    for (std::int64_t i = chunk.first_layer; i < chunk.first_layer + chunk.layer_count; ++i) {
+      layer(m.layers[static_cast<std::size_t>(i)]);
+    }
+    if (chunk.mtp_layers > 0) {
+      mtp = true;
+      layer(m.mtp_layer);
+    }
+    head = head || chunk.head;
+  }
+  if (mtp) add(h, 2 * h);  // eh_proj
+  if (head || mtp) add(padded_vocab(m.vocab, layout) / tp, h);
+  if (shapes.empty()) return;
+  std::int64_t elements = 0;
+  for (const auto& s : shapes) elements += s.first * s.second;  // each < 2^40: no overflow
+  const std::int64_t bytes = precision.dense_weights == WeightDtype::fp32 ? 4 : 2;
+  const Formula formula = Formula()
+                              .times(label_id("elements of the distinct weight shapes"), elements)
+                              .bytes(bytes, bytes == 4 ? label_id("fp32") : label_id("bf16"));
+  out.push_back(Term{.info = &term_dummy_wgrad,
+                     .bytes = formula.value(),
+                     .name_value = static_cast<std::int64_t>(shapes.size()),
+                     .formula = formula,
+                     .family = Family::resident,
+                     .tag = Tag::derived,
+                     .allocated_at = AllocationPoint::first_step});
 }
 
 double resident_bytes_per_parameter(const Precision& precision, const OptimizerConfig& optimizer,

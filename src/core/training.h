@@ -37,6 +37,18 @@ enum class FullRecomputeMethod : std::uint8_t { uniform, block };
 enum class AttentionKernel : std::uint8_t { flash, materialized };
 enum class KdaBackend : std::uint8_t { fused, eager };
 enum class CrossEntropyKernel : std::uint8_t { vocab_parallel, fused_chunked };
+// The GEMM workspaces the math libraries allocate through PyTorch's caching allocator (so they
+// count in torch.cuda.max_memory_allocated), as documented library constants:
+//  - sm90 (compute capability >= 9, CUDA): TE's GEMM workspace 32 MiB + 1 KiB
+//    (transformer_engine/pytorch/cpp_extensions/gemm.py get_cublas_workspace_size_bytes), TE's
+//    grouped GEMM (MoE experts) one more per compute stream, 4 streams
+//    (common/util/multi_stream.cpp num_compute_streams), and PyTorch's cuBLAS workspace for the
+//    GEMMs outside TE (the output layer) :4096:8 = 32 MiB on sm90 and under Megatron's
+//    --deterministic-mode (CUBLAS_WORKSPACE_CONFIG);
+//  - sm80: TE 4 MiB per workspace; PyTorch's default :4096:2:16:8 = 8 MiB + 128 KiB;
+//  - none: not derived; the "math-library workspaces" gap row alone (e.g. ROCm).
+// A MEASURED "math-library workspaces" gap row of a stage replaces these constants there.
+enum class GemmWorkspaces : std::uint8_t { sm90, sm80, none };
 
 // The spelling of each option value is in option_names.h.
 
@@ -67,6 +79,7 @@ struct KernelAssumptions {
   // Live fp32 temporaries of the AttnRes mix besides the (1+K) upcast slots (running
   // accumulator and output in the users' kernel).
   std::int64_t attn_res_live_temporaries = 2;
+  GemmWorkspaces gemm_workspaces = GemmWorkspaces::sm90;
   friend bool operator==(const KernelAssumptions&, const KernelAssumptions&) = default;
 };
 
