@@ -13,8 +13,9 @@
 //       (1 rank) is not gathered;
 //     - `layer-wise-2026-01` (its first version, commit 5548cdc57b): a receive slot for every
 //       rank plus the own flattened shard: 2 B x (G + ceil(G / D)) for the larger group.
-//    The users' measured flat ~9.7 GiB optimizer-step transient (a 4-layer proxy) is the size of
-//    the layer-wise gather: a cross-check of that option, never an input.
+//    The users' measured flat ~9.7 GiB optimizer-step transient (a 4-layer proxy) is what they
+//    attributed to this gather; it fits `layer-wise`, not the in-place gather. It is a
+//    cross-check source of that option (the proxy's inventory was not recorded), never an input.
 //  - Muon's Newton-Schulz iteration (Emerging-Optimizers muon_utils.py newton_schulz): the fp32
 //    update X [m, n] stays alive while the iteration runs in bf16 ("medium" matmul precision) on
 //    X, A = X X^T and B = b A + c A^2 and the new X (the addmm's output): 4 m n + (2 m n +

@@ -6,6 +6,12 @@
 // option that brings in terms (recompute, kernels, precisions, optimizers, cast copies, CP, ETP,
 // routing imbalance, measured gaps) and the synthetic catalogue model with every layer kind. The
 // test decodes each link, estimates, renders every term and compares the whole set per stage.
+//
+// After a deliberate physics change, regenerate it (same header, same links) and review the diff:
+//   export STAGEMEM_WRITE_GOLDEN=$PWD/tests/core/data/term_text_golden.tsv
+//   out/build/native-asan/tests/stagemem_core_tests "Terms rendered on demand*"
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -65,11 +71,39 @@ std::string term_key(const Term& t) {
          std::string(allocation_point_name(t.allocated_at)) + "\t" + std::to_string(t.bytes);
 }
 
+// Writes the golden file again from the current core: the same header and links, in order.
+void write_golden(const char* path, const std::vector<GoldenLink>& golden) {
+  std::istringstream in(stagemem_tests::read_whole_file(
+      stagemem_tests::corpus_path("core/data/term_text_golden.tsv")));
+  std::ofstream out(path);
+  std::string line;
+  while (std::getline(in, line) && line.starts_with("#")) out << line << "\n";
+  for (const GoldenLink& g : golden) {
+    const DecodedFragment decoded = decode_fragment(g.link.substr(1));
+    const Report report = estimate(decoded.config);
+    std::string peaks;
+    std::map<std::string, std::string> terms;
+    std::vector<std::string> order;  // first appearance, as the file lists them
+    for (const StageReport& stage : report.stages) {
+      peaks += (peaks.empty() ? "" : ",") + std::to_string(stage.peak_bytes);
+      for (const Term& t : stage.terms) {
+        const std::string key = term_key(t);
+        std::string& stages = terms[key];
+        if (stages.empty()) order.push_back(key);
+        stages += (stages.empty() ? "" : ",") + std::to_string(stage.index);
+      }
+    }
+    out << "link\t" << g.link << "\npeaks\t" << peaks << "\n";
+    for (const std::string& key : order) out << terms[key] << "\t" << key << "\n";
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Terms rendered on demand equal the text of the string-building core") {
   const std::vector<GoldenLink> golden = read_golden();
   REQUIRE(golden.size() == 26);
+  if (const char* path = std::getenv("STAGEMEM_WRITE_GOLDEN")) write_golden(path, golden);
   for (const GoldenLink& g : golden) {
     INFO(g.link);
     const DecodedFragment decoded = decode_fragment(g.link.substr(1));
