@@ -55,6 +55,9 @@ void validate_training(const Config& config, Diagnostics& d) {
   if (static_cast<std::size_t>(p.grads) >= grad_dtype_names.size()) {
     d.error("precision.grads", one_of(grad_dtype_names));
   }
+  if (static_cast<std::size_t>(p.fp8_recipe) >= fp8_recipe_names.size()) {
+    d.error("precision.fp8_recipe", one_of(fp8_recipe_names));
+  }
   const auto& o = config.optimizer;
   if (static_cast<std::size_t>(o.kind) >= optimizer_kind_names.size()) {
     d.error("optimizer.kind", one_of(optimizer_kind_names));
@@ -175,6 +178,9 @@ std::string_view cast_copy_name(CastCopy c) {
 }
 std::string_view param_gather_name(ParamGather g) {
   return name_of(param_gather_names, g);
+}
+std::string_view fp8_recipe_name(Fp8Recipe r) {
+  return name_of(fp8_recipe_names, r);
 }
 std::string_view muon_tp_mode_name(MuonTpMode m) {
   return name_of(muon_tp_mode_names, m);

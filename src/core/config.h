@@ -22,6 +22,7 @@
 //    parameter all-gather implementation, ParamGather).
 //  - optimizer.muon_tp_mode: duplicated | blockwise | distributed (MuonTpMode).
 //  - precision.gradient_accumulation_fusion: boolean.
+//  - precision.fp8_recipe: none | tensor | mxfp8 | block (Fp8Recipe).
 //  - device.preset: "" (no device) or a name from devices.h; device.bytes: 0 (use the preset) or
 //    an integer in [1, 2^50] bytes, which overrides the preset (a custom device).
 //  - measurements[i]: point (MeasurementPoint), stage in [0, PP-1], bytes in [0, 2^50], source
@@ -55,6 +56,12 @@ enum class WeightDtype : std::uint8_t {
 inline constexpr int weight_dtype_count = 6;
 
 enum class GradDtype : std::uint8_t { fp32, bf16 };
+// TransformerEngine's fp8 compute recipe for the linear layers (none: bf16 compute):
+//  - tensor: per-tensor scaling (delayed or current), Hopper GEMM layouts: a weight is used
+//    row-wise in forward and column-wise (its transpose) in backward;
+//  - mxfp8: MXFP8 block scaling (e8m0 scale per 32 values), row- and column-wise copies;
+//  - block: fp8 block scaling (fp32 scale per 128 x 128 weight block), row- and column-wise.
+enum class Fp8Recipe : std::uint8_t { none, tensor, mxfp8, block };
 enum class OptimizerKind : std::uint8_t { adam, distributed_adam, muon, distributed_muon };
 enum class MasterDtype : std::uint8_t { fp32, fp16 };
 enum class MomentDtype : std::uint8_t { fp32, bf16, fp16, fp8 };
@@ -83,6 +90,7 @@ std::string_view master_dtype_name(MasterDtype dtype);
 std::string_view moment_dtype_name(MomentDtype dtype);
 std::string_view cast_copy_name(CastCopy copy);
 std::string_view param_gather_name(ParamGather gather);
+std::string_view fp8_recipe_name(Fp8Recipe recipe);
 std::string_view muon_tp_mode_name(MuonTpMode mode);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
 std::optional<GradDtype> parse_grad_dtype(std::string_view name);
@@ -102,6 +110,7 @@ struct Precision {
   // Megatron's own linear layers) hand autograd a dummy bf16 weight gradient instead, one
   // buffer per distinct weight shape, kept for the whole run (TE module/base.py get_dummy_wgrad).
   bool gradient_accumulation_fusion = true;
+  Fp8Recipe fp8_recipe = Fp8Recipe::none;
   friend bool operator==(const Precision&, const Precision&) = default;
 };
 

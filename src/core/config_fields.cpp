@@ -32,7 +32,7 @@ constexpr std::int64_t max_bytes = max_config_bytes;
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 49> fields = {{
+const std::array<ConfigField, 50> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -336,6 +336,13 @@ const std::array<ConfigField, 49> fields = {{
      .kind = FieldKind::choice,
      .choices = gemm_workspace_names,
      STAGEMEM_CHOICE(training.kernels.gemm_workspaces, GemmWorkspaces)},
+    {.key = "fp8_recipe",
+     .path = "precision.fp8_recipe",
+     .help = "TE fp8 compute recipe of the linear layers (none: bf16): tensor, mxfp8 or block; "
+             "adds TE's cached fp8 weight copies",
+     .kind = FieldKind::choice,
+     .choices = fp8_recipe_names,
+     STAGEMEM_CHOICE(precision.fp8_recipe, Fp8Recipe)},
 }};
 
 #undef STAGEMEM_INTEGER

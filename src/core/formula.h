@@ -90,6 +90,16 @@ inline constexpr std::string_view formula_labels[] = {
     "elements of the distinct weight shapes",
     "workspaces",
     "bytes per workspace",
+    // fp8 weight caches (resident_terms.cpp)
+    "linear-layer weight elements",
+    "fp8 row-wise + column-wise",
+    "fp8 column-wise",
+    "weight tensors",
+    "32-value blocks x 2 copies",
+    "128 x 128 blocks x 2 copies",
+    "32-value blocks",
+    "128 x 128 blocks",
+    "e8m0",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);

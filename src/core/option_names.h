@@ -40,6 +40,8 @@ inline constexpr std::array<std::string_view, 3> param_gather_names = {"buffer",
                                                                        "layer-wise-2026-01"};
 inline constexpr std::array<std::string_view, 3> muon_tp_mode_names = {"duplicated", "blockwise",
                                                                        "distributed"};
+inline constexpr std::array<std::string_view, 4> fp8_recipe_names = {"none", "tensor", "mxfp8",
+                                                                     "block"};
 inline constexpr std::array<std::string_view, 3> gemm_workspace_names = {"sm90", "sm80", "none"};
 
 }  // namespace stagemem

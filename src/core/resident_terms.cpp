@@ -40,6 +40,18 @@ constexpr TermInfo term_dummy_wgrad{
     "sequence and micro-batch",
     TermText::generic};
 
+constexpr TermInfo term_fp8_weight_cache{
+    "TE cached fp8 weight copies (row-wise + column-wise, fp8 compute of bf16 weights)",
+    "linear-layer weights on this rank (not the LM head, router or embedding); quantised once per "
+    "step, kept across micro-batches and steps",
+    TermText::generic};
+constexpr TermInfo term_fp8_columnwise{
+    "TE column-wise (transposed) copies of the fp8 primary weights",
+    "fp8-stored linear-layer weights on this rank; made for the backward GEMMs and kept",
+    TermText::generic};
+constexpr TermInfo term_fp8_cache_scales{"TE fp8 weight-copy scales",
+                                         "linear-layer weights on this rank", TermText::generic};
+
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
     TensorRole::hidden_matrix,     TensorRole::expert_matrix, TensorRole::router_matrix,
     TensorRole::embedding_or_head, TensorRole::vector,        TensorRole::convolution};
@@ -120,6 +132,69 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
           term_weight_scales, AllocationPoint::model_init, scale_bytes,
           Formula().number(dtype_id).number(elements).number(tensors).number(named_roles)));
     }
+  }
+}
+
+// TE's fp8 compute (Megatron passes is_first_microbatch, so TE Linear/GroupedLinear cache the
+// quantised weight in `_fp8_workspaces`, transformer_engine/pytorch/module/base.py
+// quantize_weight): row-wise data for forward and column-wise data for the backward dgrad GEMM,
+// each with its scales. fp8 primary weights are the row-wise copy already; their column-wise
+// data is made by update_usage(columnwise_usage=True) and kept with the parameter.
+void add_fp8_weight_cache_terms(std::vector<Term>& terms, const RoleCounts& counts,
+                                const Precision& precision) {
+  if (precision.fp8_recipe == Fp8Recipe::none) return;
+  std::int64_t high = 0;     // linear-layer elements stored in bf16 / fp32: a whole cached copy
+  std::int64_t primary = 0;  // stored in fp8 already: the column-wise copy only
+  std::int64_t high_tensors = 0;
+  for (const TensorRole role : {TensorRole::hidden_matrix, TensorRole::expert_matrix}) {
+    const WeightDtype dtype = storage_dtype(precision, role);
+    if (dtype == WeightDtype::bf16 || dtype == WeightDtype::fp32) {
+      high += elements_of(counts, role);
+      high_tensors += counts.tensors(role);
+    } else if (dtype != WeightDtype::mxfp4) {
+      primary += elements_of(counts, role);
+    }
+  }
+  const auto copies = [&](const TermInfo& info, std::int64_t elements, std::int64_t bytes,
+                          Label dtype) {
+    if (elements == 0) return;
+    const Formula f =
+        Formula().times(label_id("linear-layer weight elements"), elements).bytes(bytes, dtype);
+    terms.push_back(resident_term(info, AllocationPoint::first_step, f.value(), f));
+  };
+  copies(term_fp8_weight_cache, high, 2, label_id("fp8 row-wise + column-wise"));
+  copies(term_fp8_columnwise, primary, 1, label_id("fp8 column-wise"));
+  // Scales of the cached copies (the primary weights' own scales are a "weight scales" term).
+  Formula scales;
+  switch (precision.fp8_recipe) {
+    case Fp8Recipe::tensor:  // one fp32 scale_inv per tensor, shared by both layouts
+      if (high_tensors > 0) {
+        scales =
+            Formula().times(label_id("weight tensors"), high_tensors).bytes(4, label_id("fp32"));
+      }
+      break;
+    case Fp8Recipe::mxfp8:
+      if (high > 0) {
+        scales =
+            Formula()
+                .times(label_id("32-value blocks x 2 copies"), 2 * ceil_div(high, mx_block_values))
+                .bytes(1, label_id("e8m0"));
+      }
+      break;
+    case Fp8Recipe::block:
+      if (high > 0) {
+        scales = Formula()
+                     .times(label_id("128 x 128 blocks x 2 copies"),
+                            2 * ceil_div(high, fp8_block_values))
+                     .bytes(4, label_id("fp32"));
+      }
+      break;
+    case Fp8Recipe::none:
+      break;
+  }
+  if (scales.size() > 0) {
+    terms.push_back(
+        resident_term(term_fp8_cache_scales, AllocationPoint::first_step, scales.value(), scales));
   }
 }
 
@@ -215,6 +290,7 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
                            std::vector<Term>& terms) {
   add_weight_terms(terms, counts, precision);
+  add_fp8_weight_cache_terms(terms, counts, precision);
 
   const std::int64_t all = counts.total();
   const std::int64_t grad = grad_bytes(precision.grads);

@@ -29,8 +29,12 @@
 //  - each shard is assumed to hold the Muon and AdamW groups in proportion; the real split follows
 //    the buffer order (layer-wise distributed Muon assigns whole tensors), so one rank can hold
 //    more AdamW state (4 B/elem more) than the average shown.
-//  - TE's transposed (column-wise) fp8 weight copies, fp8 amax histories and scales of fp8
-//    moments are not counted (docs/physics-notes.md, F14).
+//  - fp8 compute (precision.fp8_recipe): TE's cached fp8 weight copies are counted (bf16/fp32
+//    weights: row-wise + column-wise data, 2 B per linear-layer element, and their scales; fp8
+//    primary weights: the column-wise data, 1 B per element); the column-wise scales of fp8
+//    primary weights (<= 1/32 B per element), fp8 amax histories and scales of fp8 moments are
+//    not. The activation side of fp8 (1-byte saved inputs of the linear layers) is not modelled:
+//    docs/physics-notes.md, F14.
 //
 // Library buffers kept for the whole run (append_dummy_wgrad_terms):
 //  - with gradient-accumulation fusion (Megatron's default), every TE linear (and Megatron's own

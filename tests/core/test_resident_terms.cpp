@@ -236,3 +236,35 @@ TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one 
     CHECK(terms[0].bytes == 47'185'920LL);
   }
 }
+
+TEST_CASE("fp8 compute: TE's cached fp8 weight copies of bf16 weights, column-wise of fp8 ones") {
+  const RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
+  const OptimizerConfig adam = optimizer(OptimizerKind::adam);
+  // bf16 compute: no cache.
+  for (const Term& t : resident_terms(counts, {}, adam, {})) {
+    CHECK(!term_name(t).starts_with("TE cached fp8"));
+  }
+  // Per-tensor scaling: row-wise + column-wise data of the 1,500,000 linear-layer elements (the
+  // router and the embedding are not TE linears): 2 B x 1,500,000 = 3,000,000 B.
+  auto terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::tensor}, adam, {});
+  const Term& cache = find(terms, "TE cached fp8 weight copies");
+  CHECK(cache.bytes == 3'000'000);
+  CHECK(cache.allocated_at == AllocationPoint::first_step);
+  CHECK(term_formula(cache) ==
+        "[linear-layer weight elements=1,500,000] x 2 B (fp8 row-wise + "
+        "column-wise)");
+  // MXFP8: + e8m0 scales, one per 32 values per copy: 2 x ceil(1,500,000 / 32) = 2 x 46,875.
+  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::mxfp8}, adam, {});
+  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 93'750);
+  // Block scaling: fp32 per 128 x 128 block per copy: 2 x ceil(1,500,000 / 16,384) x 4 = 2 x 92
+  // x 4.
+  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::block}, adam, {});
+  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 736);
+  // fp8 primary dense weights: they are the row-wise copy; the column-wise data adds 1 B each.
+  // The bf16 routed experts still get a whole cached copy: 2 B x 500,000.
+  terms = resident_terms(
+      counts, {.dense_weights = WeightDtype::fp8_tensor_scaled, .fp8_recipe = Fp8Recipe::tensor},
+      adam, {});
+  CHECK(find(terms, "TE column-wise (transposed) copies").bytes == 1'000'000);
+  CHECK(find(terms, "TE cached fp8 weight copies").bytes == 1'000'000);
+}

@@ -82,6 +82,7 @@ Config every_field_changed() {
   c.optimizer.muon_tp_mode = MuonTpMode::blockwise;
   c.precision.gradient_accumulation_fusion = false;
   c.training.kernels.gemm_workspaces = GemmWorkspaces::sm80;
+  c.precision.fp8_recipe = Fp8Recipe::mxfp8;
   return c;
 }
 
