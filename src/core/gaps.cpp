@@ -85,7 +85,8 @@ std::string_view gap_description(GapKind kind) {
     case GapKind::runtime_context:
       return "CUDA/HIP context, loaded kernels and modules";
     case GapKind::math_library_workspaces:
-      return "cuBLAS/hipBLASLt and cuDNN workspaces";
+      return "cuDNN and hipBLASLt workspaces and any GEMM workspace beyond the documented TE and "
+             "cuBLAS constants (a measured value replaces those constants)";
   }
   return "unknown gap";
 }

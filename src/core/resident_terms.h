@@ -51,7 +51,9 @@
 //    q/k/v/o projections, grouped experts [2I / ETP, w] and [w, I / ETP] per expert, shared
 //    experts, latent-MoE projections, MTP eh_proj [h, 2h] and the LM head [padded V / TP, h]
 //    (also when tied: the head's GEMM gets the embedding weight). The router (a plain matmul),
-//    norms, biases and the embedding lookup take no dummy.
+//    norms, biases and the embedding lookup take no dummy. Limitation: KDA is not upstream
+//    Megatron; only its q/k/v and output projection shapes are counted (its low-rank gate and
+//    beta projections may be TE linears in the users' fork, each a further small buffer).
 #pragma once
 
 #include <cstdint>
