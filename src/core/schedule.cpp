@@ -44,8 +44,13 @@ InFlight in_flight_at_peak(std::int64_t pipeline_ranks, std::int64_t chunks, std
   result.warmup_forwards =
       std::min((pipeline_ranks - rank - 1) * 2 + (chunks - 1) * pipeline_ranks, total_forwards);
   const std::int64_t alive = std::min(result.warmup_forwards + 1, total_forwards);
-  for (std::int64_t k = 0; k < alive; ++k) {
-    result.per_chunk[static_cast<std::size_t>((k / pipeline_ranks) % chunks)] += 1;
+  // Forward k runs on chunk (k / P) mod C: whole rounds of P x C forwards give every chunk P,
+  // the rest fills chunks 0, 1, ... P at a time.
+  const std::int64_t round = pipeline_ranks * chunks;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t rest = alive % round - c * pipeline_ranks;
+    result.per_chunk[static_cast<std::size_t>(c)] =
+        alive / round * pipeline_ranks + std::clamp<std::int64_t>(rest, 0, pipeline_ranks);
   }
   return result;
 }
