@@ -33,6 +33,7 @@ struct MeasuredCase {
   std::string id;
   std::int64_t stage = 0;
   std::int64_t measured_bytes = 0;
+  std::int64_t after_step_bytes = 0;  // torch.cuda.memory_allocated after the optimizer step
   std::string metric;
   std::string source;
   std::string link;
@@ -53,13 +54,14 @@ std::vector<MeasuredCase> read_cases() {
       if (tab == std::string::npos) break;
       start = tab + 1;
     }
-    REQUIRE(fields.size() == 6);
+    REQUIRE(fields.size() == 7);
     out.push_back({.id = fields[0],
                    .stage = std::stoll(fields[1]),
                    .measured_bytes = std::stoll(fields[2]),
-                   .metric = fields[3],
-                   .source = fields[4],
-                   .link = fields[5]});
+                   .after_step_bytes = std::stoll(fields[3]),
+                   .metric = fields[4],
+                   .source = fields[5],
+                   .link = fields[6]});
   }
   return out;
 }
@@ -132,5 +134,34 @@ TEST_CASE("Measured validation: the configurations say what the runs keep", "[me
     // TE's one workspace (32 MiB + 1 KiB) + PyTorch's two cuBLAS workspaces (2 x 32 MiB) on a
     // dense model: 100,664,320 B.
     CHECK(workspaces == 3 * 33'554'432LL + 1'024);
+  }
+}
+
+// What stays allocated between steps, read through the cross-check machinery (measurement point
+// after-first-step: every resident term, Adam's moments, TE's dummy weight gradients and the GEMM
+// workspaces; no activation). On the PP 1 runs it agrees to within 0.41 %. The PP > 1 runs'
+// last stages hold more after the step than stagemem derives (about 2.6 to 20 hidden-state-sized
+// tensors: 10-42 MB on the toy runs, 1.34 GB on the 7B interleaved run), memory the pipeline
+// schedule keeps alive past the step that no term names yet. The assertion stays; the case is
+// marked [!mayfail] so the suite reports it without failing until that tensor is found.
+TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measured][!mayfail]") {
+  for (const MeasuredCase& c : read_cases()) {
+    INFO(c.id);
+    DecodedFragment decoded = decode_fragment(c.link);
+    REQUIRE(decoded.diagnostics.ok());
+    decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
+                                    .stage = c.stage,
+                                    .bytes = c.after_step_bytes,
+                                    .source = c.source}};
+    const Report report = estimate(decoded.config);
+    REQUIRE(report.diagnostics.ok());
+    REQUIRE(report.cross_checks.size() == 1);
+    const CrossCheck& check = report.cross_checks[0];
+    const double error = signed_error_percent(check.derived_bytes, c.after_step_bytes);
+    std::printf("%s after the step: derived %s, measured %s, error %+.3f %% (gap %lld B)\n",
+                c.id.c_str(), format_gib(check.derived_bytes).c_str(),
+                format_gib(c.after_step_bytes).c_str(), error,
+                static_cast<long long>(check.gap_bytes));
+    CHECK(std::abs(error) <= 3.0);
   }
 }
