@@ -217,8 +217,8 @@ void append_optimizer_step_transients(const Model& model, const StageParameters&
       });
     }
   }
-  if (is_muon(optimizer.kind)) {  // The distinct kinds in order of first appearance: repeats only
-                                  // re-offer the same matrices.
+  if (is_muon(optimizer.kind)) {
+    // The distinct kinds in order of first appearance: repeats only re-offer the same matrices.
     std::vector<LayerKind> kinds;
     const auto offer = [&](LayerKind kind) {
       for (const LayerKind& k : kinds) {
