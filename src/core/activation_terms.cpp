@@ -89,6 +89,12 @@ class StoredSums {
   void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies) {
     add_all(group, pieces, copies, dropped_);
   }
+  // Sum only: `copies` of a layer whose kept pieces come to `bytes` (`fits`: they fit in int64).
+  void add_kept(std::int64_t bytes, bool fits, std::int64_t copies) {
+    if (copies <= 0) return;
+    fits_ = fits && checked_mul(bytes, copies, &bytes) && checked_add(total_, bytes, &total_) &&
+            fits_;
+  }
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
     if (copies <= 0 || piece.bytes == 0) return;
     if (sum_only_) {
@@ -196,13 +202,15 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   inputs.flat_headroom_bytes = 0;
   inputs.recompute = {};
   if (cache.built_for && *cache.built_for == inputs) return;
-  // The layer structure depends on the layout and recompute only: it survives.
-  std::vector<std::optional<RankLayers>> plain = std::move(cache.plain_layers);
-  std::vector<std::optional<RankLayers>> full = std::move(cache.full_layers);
-  cache = LayerPieceCache{};
+  // The layer structure depends on the layout and recompute only: it survives. The ranks' pieces
+  // and the scratch lists keep their storage.
   cache.built_for = inputs;
-  cache.plain_layers = std::move(plain);
-  cache.full_layers = std::move(full);
+  ++cache.generation;
+  cache.kinds = {};
+  cache.head.reset();
+  cache.head_transients.reset();
+  cache.mtp_extra.reset();
+  cache.checkpoint_input.reset();
 }
 
 namespace {
@@ -284,10 +292,15 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 namespace {
 
 // The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
-RankPieces rank_pieces(const Model& model, const TokenShape& shape, const TrainingConfig& training,
-                       const StagePlan& plan, std::int64_t rank, LayerPieceCache& cache,
-                       std::int64_t padded) {
-  RankPieces result;
+void build_rank_pieces(const Model& model, const TokenShape& shape,
+                       const TrainingConfig& training, const StagePlan& plan, std::int64_t rank,
+                       LayerPieceCache& cache, std::int64_t padded, RankPieces& result) {
+  result.chunks.clear();
+  result.transients.clear();
+  result.largest_transient_bytes = 0;
+  result.has_moe = false;
+  result.fits = true;
+  result.generation = cache.generation;
   const std::int64_t block = model.attn_res.block_size;
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
   const auto keep_transient = [&](const ActivationPiece& p) {
@@ -374,7 +387,10 @@ RankPieces rank_pieces(const Model& model, const TokenShape& shape, const Traini
     }
     if (largest.info != nullptr) keep_transient(largest);
   }
-  return result;
+  for (const ActivationPiece& p : result.transients) {
+    result.fits = result.fits && !p.formula.overflowed();
+    result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
+  }
 }
 
 }  // namespace
@@ -398,29 +414,37 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
   if (cache.ranks.size() < static_cast<std::size_t>(plan.pipeline_ranks))
     cache.ranks.resize(static_cast<std::size_t>(plan.pipeline_ranks));
-  auto& rank_entry = cache.ranks[static_cast<std::size_t>(rank)];
-  if (!rank_entry) rank_entry = rank_pieces(model, shape, training, plan, rank, cache, padded);
-  const RankPieces& pieces_of_rank = *rank_entry;
+  RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
+  if (pieces_of_rank.generation != cache.generation) {
+    build_rank_pieces(model, shape, training, plan, rank, cache, padded, pieces_of_rank);
+  }
 
   StoredSums sums(dropped, cache.stored_blocks, peaks_only);
   std::vector<ActivationPiece>& transients = cache.transients;
-  transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
+  if (!peaks_only) {
+    transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
+  }
   const auto keep_transient = [&](const ActivationPiece& p) {
     if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
   };
   std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
   ActivationPiece working_set_piece;
-  const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
+  if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
+  const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
     auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
     if (!entry) {
       entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
+      entry->kept_mask = ~dropped;  // not computed yet
+    }
+    if (entry->kept_mask != dropped) {
+      std::int64_t attention = 0;
+      std::int64_t mlp = 0;
       entry->kept_bytes = layer_bytes(*entry, dropped);
-      entry->kept_mask = dropped;
-    } else if (entry->kept_mask != dropped) {
-      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_fits = kept_sum(entry->attention, dropped, &attention) &&
+                         kept_sum(entry->mlp, dropped, &mlp) && checked_add(attention, mlp, &mlp);
       entry->kept_mask = dropped;
     }
     return *entry;
@@ -463,8 +487,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       const LayerPieces& pieces = pieces_for(kind);
       std::int64_t layer_copies = 0;
       fits = checked_mul(layer_count, copies, &layer_copies) && fits;
-      sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
-      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
+      if (peaks_only) {
+        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, layer_copies);
+      } else {
+        sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
+        sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
+      }
       const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
@@ -511,10 +539,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
   if (peaks_only) {
     result.fits = sums.append_terms(nullptr, result.stored_bytes) && fits;
-    for (const ActivationPiece& p : transients) {
-      result.fits = result.fits && !p.formula.overflowed();
-      result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
-    }
+    result.largest_transient_bytes = std::max(pieces_of_rank.largest_transient_bytes, working_set);
     return result;
   }
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
