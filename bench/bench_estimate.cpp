@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
     sink += kept.stages.back().peak_bytes;
     reused.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }
-  std::printf("full estimate, layout cached, report reused: median %.2f us, min %.2f us over %d runs\n",
-              median(reused), *std::min_element(reused.begin(), reused.end()), iterations);
+  std::printf(
+      "full estimate, layout cached, report reused: median %.2f us, min %.2f us over %d runs\n",
+      median(reused), *std::min_element(reused.begin(), reused.end()), iterations);
   stagemem::Config dragged = config;
   std::vector<double> changed;
   changed.reserve(static_cast<std::size_t>(iterations));

@@ -134,7 +134,8 @@ struct RankPieces {
     ActivationPiece attn_res_weights;
   };
   std::vector<Chunk> chunks;
-  std::vector<ActivationPiece> transients;  // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
+  std::vector<ActivationPiece>
+      transients;  // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
   std::int64_t largest_transient_bytes = 0;  // of `transients`
   std::uint64_t generation = 0;              // LayerPieceCache::generation it was built in
   bool has_moe = false;

@@ -92,8 +92,8 @@ class StoredSums {
   // Sum only: `copies` of a layer whose kept pieces come to `bytes` (`fits`: they fit in int64).
   void add_kept(std::int64_t bytes, bool fits, std::int64_t copies) {
     if (copies <= 0) return;
-    fits_ = fits && checked_mul(bytes, copies, &bytes) && checked_add(total_, bytes, &total_) &&
-            fits_;
+    fits_ =
+        fits && checked_mul(bytes, copies, &bytes) && checked_add(total_, bytes, &total_) && fits_;
   }
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
     if (copies <= 0 || piece.bytes == 0) return;
@@ -242,7 +242,8 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
     }
     ChunkLayers::Group group;
     for (std::int64_t i = chunk.first_layer; i < end; ++i) {
-      const auto slot = static_cast<std::size_t>(slot_of(model.layers[static_cast<std::size_t>(i)]));
+      const auto slot =
+          static_cast<std::size_t>(slot_of(model.layers[static_cast<std::size_t>(i)]));
       if (i >= first_full_layer) {
         ++out.full_layers[slot];
         continue;
@@ -252,10 +253,9 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
       ++group.count;
       if (group.count == group_size || i + 1 == first_full_layer || i + 1 == end) {
         group.last = i;
-        const bool seen = std::any_of(out.groups.begin(), out.groups.end(),
-                                      [&](const ChunkLayers::Group& g) {
-                                        return g.layers == group.layers;
-                                      });
+        const bool seen =
+            std::any_of(out.groups.begin(), out.groups.end(),
+                        [&](const ChunkLayers::Group& g) { return g.layers == group.layers; });
         if (!seen) out.groups.push_back(group);
         group = {};
       }
@@ -272,8 +272,8 @@ const RankLayers& cached_rank_layers(LayerPieceCache& cache, const Model& model,
   if (slots.size() < static_cast<std::size_t>(plan.pipeline_ranks))
     slots.resize(static_cast<std::size_t>(plan.pipeline_ranks));
   auto& entry = slots[static_cast<std::size_t>(rank)];
-  if (!entry || (full && (entry->method != recompute.method ||
-                          entry->group_layers != recompute.layers))) {
+  if (!entry ||
+      (full && (entry->method != recompute.method || entry->group_layers != recompute.layers))) {
     entry = rank_layers(model, plan, rank, recompute);
   }
   return *entry;
@@ -292,9 +292,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 namespace {
 
 // The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
-void build_rank_pieces(const Model& model, const TokenShape& shape,
-                       const TrainingConfig& training, const StagePlan& plan, std::int64_t rank,
-                       LayerPieceCache& cache, std::int64_t padded, RankPieces& result) {
+void build_rank_pieces(const Model& model, const TokenShape& shape, const TrainingConfig& training,
+                       const StagePlan& plan, std::int64_t rank, LayerPieceCache& cache,
+                       std::int64_t padded, RankPieces& result) {
   result.chunks.clear();
   result.transients.clear();
   result.largest_transient_bytes = 0;
@@ -323,8 +323,7 @@ void build_rank_pieces(const Model& model, const TokenShape& shape,
       attention_kinds[static_cast<int>(kind.attention)] = true;
     }
     if (block > 0) {
-      pieces.attn_res_slots =
-          attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
+      pieces.attn_res_slots = attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
       // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
       std::int64_t slot_sites =
           model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
