@@ -75,7 +75,9 @@ constexpr const char* sources_help =
     "  --url LINK               a whole stagemem link or its fragment, e.g. '#v=1&pp=8'\n"
     "  --preset NAME            a built-in model (see `stagemem presets`)\n"
     "  --hf-config FILE         a Hugging Face config.json (becomes the custom model)\n"
-    "  --production-layout      the preset's production parallel layout (kimi-k3)\n"
+    "  --production-layout      the preset's production parallel layout and its optimizer\n"
+    "                           (kimi-k3: TP 1, PP 8, EP 28, DP 28, distributed-muon); a later\n"
+    "                           --optimizer overrides the optimizer\n"
     "  --use-distributed-optimizer  adam -> distributed-adam, muon -> distributed-muon\n"
     "measured values (never inputs of the model; compared in cross-checks), repeatable:\n"
     "  --measured [FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE\n"
@@ -391,6 +393,7 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
         continue;
       }
       config.parallel = production->layout;
+      config.optimizer = production->optimizer;
     } else if (name == "use_distributed_optimizer") {
       using stagemem::OptimizerKind;
       if (config.optimizer.kind == OptimizerKind::adam)

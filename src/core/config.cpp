@@ -55,6 +55,9 @@ void validate_training(const Config& config, Diagnostics& d) {
   if (static_cast<std::size_t>(p.grads) >= grad_dtype_names.size()) {
     d.error("precision.grads", one_of(grad_dtype_names));
   }
+  if (static_cast<std::size_t>(p.fp8_recipe) >= fp8_recipe_names.size()) {
+    d.error("precision.fp8_recipe", one_of(fp8_recipe_names));
+  }
   const auto& o = config.optimizer;
   if (static_cast<std::size_t>(o.kind) >= optimizer_kind_names.size()) {
     d.error("optimizer.kind", one_of(optimizer_kind_names));
@@ -67,6 +70,12 @@ void validate_training(const Config& config, Diagnostics& d) {
   }
   if (static_cast<std::size_t>(o.cast_copy) >= cast_copy_names.size()) {
     d.error("optimizer.cast_copy", one_of(cast_copy_names));
+  }
+  if (static_cast<std::size_t>(o.param_gather) >= param_gather_names.size()) {
+    d.error("optimizer.param_gather", one_of(param_gather_names));
+  }
+  if (static_cast<std::size_t>(o.muon_tp_mode) >= muon_tp_mode_names.size()) {
+    d.error("optimizer.muon_tp_mode", one_of(muon_tp_mode_names));
   }
   if (o.cast_copy == CastCopy::muon_group &&
       !(o.kind == OptimizerKind::muon || o.kind == OptimizerKind::distributed_muon)) {
@@ -187,6 +196,15 @@ std::string_view moment_dtype_name(MomentDtype d) {
 std::string_view cast_copy_name(CastCopy c) {
   return name_of(cast_copy_names, c);
 }
+std::string_view param_gather_name(ParamGather g) {
+  return name_of(param_gather_names, g);
+}
+std::string_view fp8_recipe_name(Fp8Recipe r) {
+  return name_of(fp8_recipe_names, r);
+}
+std::string_view muon_tp_mode_name(MuonTpMode m) {
+  return name_of(muon_tp_mode_names, m);
+}
 std::string_view measurement_point_name(MeasurementPoint p) {
   return name_of(measurement_point_names, p);
 }
@@ -214,6 +232,12 @@ std::optional<MomentDtype> parse_moment_dtype(std::string_view s) {
 }
 std::optional<CastCopy> parse_cast_copy(std::string_view s) {
   return parse<CastCopy>(cast_copy_names, s);
+}
+std::optional<ParamGather> parse_param_gather(std::string_view s) {
+  return parse<ParamGather>(param_gather_names, s);
+}
+std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view s) {
+  return parse<MuonTpMode>(muon_tp_mode_names, s);
 }
 std::optional<MeasurementPoint> parse_measurement_point(std::string_view s) {
   return parse<MeasurementPoint>(measurement_point_names, s);
@@ -245,6 +269,9 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
   range("training.micro_batch", t.micro_batch, 1, 65536);
   range("training.global_batch", t.global_batch, 1, std::int64_t{1} << 30);
   range("kernels.kda_chunk", t.kernels.kda_chunk, 16, 1024);
+  if (static_cast<std::size_t>(t.kernels.gemm_workspaces) >= gemm_workspace_names.size()) {
+    d.error("training.kernels.gemm_workspaces", one_of(gemm_workspace_names));
+  }
   range("kernels.cross_entropy_chunk", t.kernels.cross_entropy_chunk, 1, std::int64_t{1} << 24);
   range("kernels.attn_res_live_temporaries", t.kernels.attn_res_live_temporaries, 0, 64);
   if (!(t.routing_imbalance >= 1.0 && t.routing_imbalance <= 1024.0)) {

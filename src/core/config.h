@@ -18,6 +18,11 @@
 //    the precision-aware optimizer; Muon's momentum uses the same dtype).
 //  - optimizer.muon_*: booleans; which tensors Muon updates (the rest use AdamW).
 //  - optimizer.cast_copy: none | muon-group | all (a bf16 copy the optimizer keeps).
+//  - optimizer.param_gather: buffer | layer-wise | layer-wise-2026-01 (distributed Muon's
+//    parameter all-gather implementation, ParamGather).
+//  - optimizer.muon_tp_mode: duplicated | blockwise | distributed (MuonTpMode).
+//  - precision.gradient_accumulation_fusion: boolean.
+//  - precision.fp8_recipe: none | tensor | mxfp8 | block (Fp8Recipe).
 //  - device.preset: "" (no device) or a name from devices.h; device.bytes: 0 (use the preset) or
 //    an integer in [1, 2^50] bytes, which overrides the preset (a custom device).
 //  - measurements[i]: point (MeasurementPoint), stage in [0, PP-1], bytes in [0, 2^50], source
@@ -51,10 +56,32 @@ enum class WeightDtype : std::uint8_t {
 inline constexpr int weight_dtype_count = 6;
 
 enum class GradDtype : std::uint8_t { fp32, bf16 };
+// TransformerEngine's fp8 compute recipe for the linear layers (none: bf16 compute):
+//  - tensor: per-tensor scaling (delayed or current), Hopper GEMM layouts: a weight is used
+//    row-wise in forward and column-wise (its transpose) in backward;
+//  - mxfp8: MXFP8 block scaling (e8m0 scale per 32 values), row- and column-wise copies;
+//  - block: fp8 block scaling (fp32 scale per 128 x 128 weight block), row- and column-wise.
+enum class Fp8Recipe : std::uint8_t { none, tensor, mxfp8, block };
 enum class OptimizerKind : std::uint8_t { adam, distributed_adam, muon, distributed_muon };
 enum class MasterDtype : std::uint8_t { fp32, fp16 };
 enum class MomentDtype : std::uint8_t { fp32, bf16, fp16, fp8 };
 enum class CastCopy : std::uint8_t { none, muon_group, all };
+// How a distributed optimizer brings the updated parameters back to every rank after step():
+//  - buffer: Megatron's bucketed all-gather in place into the bf16 parameter buffer (distributed
+//    Adam always; distributed Muon with `use_buffer_param_sync`, current Megatron): no extra bytes;
+//  - layer_wise: the legacy layer-wise (distributed Muon) `allgather_params`: the rank's own
+//    flattened shard plus one receive buffer per other rank, i.e. the whole un-sharded bf16 group,
+//    one group (dense, then routed experts) at a time;
+//  - layer_wise_2026_01: its first version (Megatron commit 5548cdc57b, 2026-01-14) that also
+//    received into a slot for the own rank: (1 + 1/D) x the group.
+// Only distributed Muon offers a choice; distributed Adam always gathers in place.
+enum class ParamGather : std::uint8_t { buffer, layer_wise, layer_wise_2026_01 };
+// Megatron's `--muon-tp-mode`: how Muon orthogonalises a tensor-parallel weight.
+//  - duplicated (Megatron's default): all-gather the fp32 shards, concatenate, Newton-Schulz on
+//    the full matrix on every rank;
+//  - blockwise: Newton-Schulz on the local shard only;
+//  - distributed: Newton-Schulz on the shard with X X^T all-reduced over TP.
+enum class MuonTpMode : std::uint8_t { duplicated, blockwise, distributed };
 
 std::string_view weight_dtype_name(WeightDtype dtype);  // "bf16", "fp8-tensor", "mxfp4", ...
 std::string_view grad_dtype_name(GradDtype dtype);
@@ -62,17 +89,28 @@ std::string_view optimizer_kind_name(OptimizerKind kind);  // "distributed-muon"
 std::string_view master_dtype_name(MasterDtype dtype);
 std::string_view moment_dtype_name(MomentDtype dtype);
 std::string_view cast_copy_name(CastCopy copy);
+std::string_view param_gather_name(ParamGather gather);
+std::string_view fp8_recipe_name(Fp8Recipe recipe);
+std::string_view muon_tp_mode_name(MuonTpMode mode);
 std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
 std::optional<GradDtype> parse_grad_dtype(std::string_view name);
 std::optional<OptimizerKind> parse_optimizer_kind(std::string_view name);
 std::optional<MasterDtype> parse_master_dtype(std::string_view name);
 std::optional<MomentDtype> parse_moment_dtype(std::string_view name);
 std::optional<CastCopy> parse_cast_copy(std::string_view name);
+std::optional<ParamGather> parse_param_gather(std::string_view name);
+std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view name);
 
 struct Precision {
   WeightDtype dense_weights = WeightDtype::bf16;   // linear-layer matrices outside routed experts
   WeightDtype expert_weights = WeightDtype::bf16;  // routed-expert matrices
   GradDtype grads = GradDtype::fp32;               // Megatron's main_grad buffer
+  // Megatron's gradient-accumulation fusion (on unless `--no-gradient-accumulation-fusion`): the
+  // weight-gradient GEMM accumulates straight into main_grad, and TransformerEngine (and
+  // Megatron's own linear layers) hand autograd a dummy bf16 weight gradient instead, one
+  // buffer per distinct weight shape, kept for the whole run (TE module/base.py get_dummy_wgrad).
+  bool gradient_accumulation_fusion = true;
+  Fp8Recipe fp8_recipe = Fp8Recipe::none;
   friend bool operator==(const Precision&, const Precision&) = default;
 };
 
@@ -87,6 +125,8 @@ struct OptimizerConfig {
   bool muon_expert_matrices = true;
   bool muon_embedding_and_head = false;
   CastCopy cast_copy = CastCopy::none;
+  ParamGather param_gather = ParamGather::buffer;    // distributed Muon only
+  MuonTpMode muon_tp_mode = MuonTpMode::duplicated;  // Muon with TP or ETP > 1 only
   friend bool operator==(const OptimizerConfig&, const OptimizerConfig&) = default;
 };
 

@@ -32,7 +32,7 @@ constexpr std::int64_t max_bytes = max_config_bytes;
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 49> fields = {{
+const std::array<ConfigField, 54> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -332,6 +332,41 @@ const std::array<ConfigField, 49> fields = {{
      .help = "Muon also updates the embedding and the LM head",
      .kind = FieldKind::boolean,
      STAGEMEM_BOOLEAN(optimizer.muon_embedding_and_head)},
+    // Issue 11: optimizer and library implementation choices.
+    {.key = "param_gather",
+     .path = "optimizer.param_gather",
+     .help = "distributed Muon's parameter all-gather: buffer (in place, current Megatron), "
+             "layer-wise (legacy: the whole bf16 group), layer-wise-2026-01 (1 + 1/D groups)",
+     .kind = FieldKind::choice,
+     .choices = param_gather_names,
+     STAGEMEM_CHOICE(optimizer.param_gather, ParamGather)},
+    {.key = "muon_tp_mode",
+     .path = "optimizer.muon_tp_mode",
+     .help = "Megatron's --muon-tp-mode: duplicated (gather, Newton-Schulz on the full matrix), "
+             "blockwise (on the shard), distributed",
+     .kind = FieldKind::choice,
+     .choices = muon_tp_mode_names,
+     STAGEMEM_CHOICE(optimizer.muon_tp_mode, MuonTpMode)},
+    {.key = "grad_accum_fusion",
+     .path = "precision.gradient_accumulation_fusion",
+     .help = "Megatron's gradient-accumulation fusion (0: --no-gradient-accumulation-fusion); "
+             "on: TE's dummy bf16 weight-gradient buffers, one per weight shape",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(precision.gradient_accumulation_fusion)},
+    {.key = "gemm_workspaces",
+     .path = "training.kernels.gemm_workspaces",
+     .help = "documented GEMM workspace constants: sm90 (TE 32 MiB + 1 KiB per workspace, "
+             "cuBLAS 32 MiB), sm80 (TE 4 MiB, cuBLAS 8 MiB + 128 KiB), none (gap row only)",
+     .kind = FieldKind::choice,
+     .choices = gemm_workspace_names,
+     STAGEMEM_CHOICE(training.kernels.gemm_workspaces, GemmWorkspaces)},
+    {.key = "fp8_recipe",
+     .path = "precision.fp8_recipe",
+     .help = "TE fp8 compute recipe of the linear layers (none: bf16): tensor, mxfp8 or block; "
+             "adds TE's cached fp8 weight copies",
+     .kind = FieldKind::choice,
+     .choices = fp8_recipe_names,
+     STAGEMEM_CHOICE(precision.fp8_recipe, Fp8Recipe)},
 }};
 
 #undef STAGEMEM_INTEGER

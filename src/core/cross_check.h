@@ -4,13 +4,16 @@
 // before the first step; after the first step; steady-state peak; or one named term) is compared
 // with the sum of exactly the derived terms alive at that moment. The gap is reported in bytes and
 // as a ratio, with the terms that could explain it: lazily allocated state that is not alive yet,
-// the named gaps (measured or not), and families this version does not derive.
+// the named gaps (measured or not), and, for a steady-state peak, which phase binds (the
+// optimizer step's sum holds no stored activations; forward/backward's holds no optimizer-step
+// transient), exactly as the stage's peak is assembled.
 // Also ships the users' optimizer-state probe measurements as an example cross-check.
 //
 // Liveness: model-init terms are alive at every point; optimizer-init terms from
-// after_optimizer_init on; first-step terms (lazy optimizer state, cast copies) from
-// after_first_step on; activations and transients only at steady_state_peak. Gap rows are never in
-// the derived sum.
+// after_optimizer_init on; first-step terms (lazy optimizer state, cast copies, TE's dummy weight
+// gradients, GEMM workspaces) from after_first_step on; activations and transients only at
+// steady_state_peak, and there only those of the binding phase (Term::counts_in_peak). Gap rows
+// are never in the derived sum; DOCUMENTED library constants are.
 // Units: bytes (int64) per rank; the probe table is in bytes per parameter (double).
 // Limitations: a measurement is per rank of one stage; readings of other ranks of the same stage
 // are assumed equal (the distributed optimizer's shards can differ by a little; see

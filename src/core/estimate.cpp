@@ -38,6 +38,8 @@ std::string_view tag_name(Tag tag) {
       return "MEASURED";
     case Tag::not_measured:
       return "NOT MEASURED";
+    case Tag::documented:
+      return "DOCUMENTED";
   }
   return "unknown";
 }
@@ -357,8 +359,11 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       cache.optimizer_step_terms[i].reserve(2);
       append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
                             shards, cache.resident_terms[i]);
+      append_dummy_wgrad_terms(model, cache.parameters[i], config.parallel, config.precision,
+                               cache.resident_terms[i]);
       append_optimizer_step_transients(model, cache.parameters[i], config.parallel,
-                                       config.optimizer, cache.optimizer_step_terms[i]);
+                                       config.optimizer, cache.optimizer_step_terms[i],
+                                       config.precision);
     }
     cache.state_terms_valid = true;
   }
@@ -427,9 +432,21 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                                       cache.optimizer_step_terms[stage_slot].size())),
          .fits = activation_fits});
     fits = activation_fits && fits;
+    const bool grouped_gemm = parameters.per_rank_split.expert() > 0;
     if (peaks_only) {
       fits = fits && add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps));
+      fits = fits && add_bytes(stage.resident_bytes,
+                               library_workspace_bytes(stage.index, config.gaps,
+                                                       config.training.kernels.gemm_workspaces,
+                                                       grouped_gemm));
     } else {
+      const auto first_workspace = stage.terms.size();
+      append_library_workspace_terms(stage.index, config.gaps,
+                                     config.training.kernels.gemm_workspaces, grouped_gemm,
+                                     stage.terms);
+      for (auto i = first_workspace; i < stage.terms.size(); ++i) {
+        fits = fits && add_bytes(stage.resident_bytes, stage.terms[i].bytes);
+      }
       const auto first_gap = stage.terms.size();
       append_gap_terms(stage.index, config.gaps, stage.terms);
       for (auto i = first_gap; i < stage.terms.size(); ++i) {

@@ -98,12 +98,29 @@ inline constexpr std::string_view formula_labels[] = {
     "MLA output projection",
     "KDA q/k/v projection",
     "KDA output projection",
-    "MLP fc1 (gate or up)",
+    "MLP fc1",
     "MLP fc2",
-    "routed expert matrix",
+    "routed expert fc2",
     "router",
-    "shared experts fc1",
     "latent projection",
+    "MLP fc1 (gate and up, fused)",
+    "routed expert fc1 (gate and up, fused)",
+    "shared experts fc1 (gate and up, fused)",
+    "elements in this rank's optimizer shard",
+    // Library buffers (resident_terms.cpp, gaps.cpp)
+    "elements of the distinct weight shapes",
+    "workspaces",
+    "bytes per workspace",
+    // fp8 weight caches (resident_terms.cpp)
+    "linear-layer weight elements",
+    "fp8 row-wise + column-wise",
+    "fp8 column-wise",
+    "weight tensors",
+    "32-value blocks x 2 copies",
+    "128 x 128 blocks x 2 copies",
+    "32-value blocks",
+    "128 x 128 blocks",
+    "e8m0",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);

@@ -44,5 +44,12 @@ inline constexpr std::array<std::string_view, 2> moe_unpermute_names = {
     "probs-in-activation", "legacy-unpermute-with-probs"};
 inline constexpr std::array<std::string_view, 2> router_dtype_names = {"activation", "fp32"};
 inline constexpr std::array<std::string_view, 3> cp_comm_type_names = {"p2p", "a2a", "a2a+p2p"};
+inline constexpr std::array<std::string_view, 3> param_gather_names = {"buffer", "layer-wise",
+                                                                       "layer-wise-2026-01"};
+inline constexpr std::array<std::string_view, 3> muon_tp_mode_names = {"duplicated", "blockwise",
+                                                                       "distributed"};
+inline constexpr std::array<std::string_view, 4> fp8_recipe_names = {"none", "tensor", "mxfp8",
+                                                                     "block"};
+inline constexpr std::array<std::string_view, 3> gemm_workspace_names = {"sm90", "sm80", "none"};
 
 }  // namespace stagemem

@@ -577,7 +577,12 @@ std::optional<PresetLayout> preset_production_layout(std::string_view name) {
     layout.world_size = 224;
     layout.assignment = StageAssignment::explicit_list;
     layout.layers_per_stage = {12, 12, 12, 12, 12, 12, 12, 9};
-    return PresetLayout{layout, "TP 1, PP 8, EP 28 on 224 GPUs (DP 28), stages [12 x 7, 9]"};
+    // Their production optimizer is Megatron's distributed Muon (layer-wise distributed
+    // optimizer); the parameter-gather implementation stays Megatron's current one (in place).
+    const OptimizerConfig optimizer{.kind = OptimizerKind::distributed_muon};
+    return PresetLayout{
+        layout, optimizer,
+        "TP 1, PP 8, EP 28 on 224 GPUs (DP 28), stages [12 x 7, 9]; distributed Muon"};
   }
   return std::nullopt;
 }

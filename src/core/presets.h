@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config.h"
 #include "layout.h"
 #include "model.h"
 
@@ -23,9 +24,12 @@ std::optional<Model> find_preset(std::string_view name);
 // The embedded config.json text of a preset.
 std::optional<std::string_view> preset_hf_config(std::string_view name);
 
-// A parallel layout a preset's users actually run, kept as data so tools can start from it.
+// A parallel layout a preset's users actually run, with the optimizer that run uses (a layout
+// without its optimizer misstates the resident state by a factor of ~1.5: Adam keeps two moments,
+// Muon one), kept as data so tools can start from both.
 struct PresetLayout {
   ParallelLayout layout;
+  OptimizerConfig optimizer;
   std::string_view description;
 };
 std::optional<PresetLayout> preset_production_layout(std::string_view name);

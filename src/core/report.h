@@ -34,7 +34,9 @@ namespace stagemem {
 
 enum class Family : std::uint8_t { resident, activation, transient, gap };
 // not_measured: a gap row nobody has measured yet; its bytes are 0 and it never feeds a total.
-enum class Tag : std::uint8_t { derived, measured, not_measured };
+// documented: a library's documented constant (its source in Term::source), not a shape product
+// and not a measurement of this run (GEMM workspaces, gaps.h).
+enum class Tag : std::uint8_t { derived, measured, not_measured, documented };
 enum class AllocationPoint : std::uint8_t {
   model_init,
   optimizer_init,

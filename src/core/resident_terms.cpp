@@ -1,6 +1,8 @@
 #include "resident_terms.h"
 
+#include <algorithm>
 #include <array>
+#include <utility>
 
 #include "term_info.h"
 
@@ -31,6 +33,24 @@ constexpr TermInfo term_adam_moments{"exp_avg + exp_avg_sq", parameters_scaling,
                                      TermText::adam_moments};
 constexpr TermInfo term_cast_copy{"bf16 cast copy kept by the optimizer", parameters_scaling,
                                   TermText::cast_copy};
+
+constexpr TermInfo term_dummy_wgrad{
+    "TE dummy weight-gradient buffers (gradient-accumulation fusion, {} distinct weight shapes)",
+    "distinct per-rank weight shapes on this stage (1/TP, 1/ETP); independent of layer count, "
+    "sequence and micro-batch",
+    TermText::generic};
+
+constexpr TermInfo term_fp8_weight_cache{
+    "TE cached fp8 weight copies (row-wise + column-wise, fp8 compute of bf16 weights)",
+    "linear-layer weights on this rank (not the LM head, router or embedding); quantised once per "
+    "step, kept across micro-batches and steps",
+    TermText::generic};
+constexpr TermInfo term_fp8_columnwise{
+    "TE column-wise (transposed) copies of the fp8 primary weights",
+    "fp8-stored linear-layer weights on this rank; made for the backward GEMMs and kept",
+    TermText::generic};
+constexpr TermInfo term_fp8_cache_scales{"TE fp8 weight-copy scales",
+                                         "linear-layer weights on this rank", TermText::generic};
 
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
     TensorRole::hidden_matrix,     TensorRole::expert_matrix, TensorRole::router_matrix,
@@ -112,6 +132,69 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
           term_weight_scales, AllocationPoint::model_init, scale_bytes,
           Formula().number(dtype_id).number(elements).number(tensors).number(named_roles)));
     }
+  }
+}
+
+// TE's fp8 compute (Megatron passes is_first_microbatch, so TE Linear/GroupedLinear cache the
+// quantised weight in `_fp8_workspaces`, transformer_engine/pytorch/module/base.py
+// quantize_weight): row-wise data for forward and column-wise data for the backward dgrad GEMM,
+// each with its scales. fp8 primary weights are the row-wise copy already; their column-wise
+// data is made by update_usage(columnwise_usage=True) and kept with the parameter.
+void add_fp8_weight_cache_terms(std::vector<Term>& terms, const RoleCounts& counts,
+                                const Precision& precision) {
+  if (precision.fp8_recipe == Fp8Recipe::none) return;
+  std::int64_t high = 0;     // linear-layer elements stored in bf16 / fp32: a whole cached copy
+  std::int64_t primary = 0;  // stored in fp8 already: the column-wise copy only
+  std::int64_t high_tensors = 0;
+  for (const TensorRole role : {TensorRole::hidden_matrix, TensorRole::expert_matrix}) {
+    const WeightDtype dtype = storage_dtype(precision, role);
+    if (dtype == WeightDtype::bf16 || dtype == WeightDtype::fp32) {
+      high += elements_of(counts, role);
+      high_tensors += counts.tensors(role);
+    } else if (dtype != WeightDtype::mxfp4) {
+      primary += elements_of(counts, role);
+    }
+  }
+  const auto copies = [&](const TermInfo& info, std::int64_t elements, std::int64_t bytes,
+                          Label dtype) {
+    if (elements == 0) return;
+    const Formula f =
+        Formula().times(label_id("linear-layer weight elements"), elements).bytes(bytes, dtype);
+    terms.push_back(resident_term(info, AllocationPoint::first_step, f.value(), f));
+  };
+  copies(term_fp8_weight_cache, high, 2, label_id("fp8 row-wise + column-wise"));
+  copies(term_fp8_columnwise, primary, 1, label_id("fp8 column-wise"));
+  // Scales of the cached copies (the primary weights' own scales are a "weight scales" term).
+  Formula scales;
+  switch (precision.fp8_recipe) {
+    case Fp8Recipe::tensor:  // one fp32 scale_inv per tensor, shared by both layouts
+      if (high_tensors > 0) {
+        scales =
+            Formula().times(label_id("weight tensors"), high_tensors).bytes(4, label_id("fp32"));
+      }
+      break;
+    case Fp8Recipe::mxfp8:
+      if (high > 0) {
+        scales =
+            Formula()
+                .times(label_id("32-value blocks x 2 copies"), 2 * ceil_div(high, mx_block_values))
+                .bytes(1, label_id("e8m0"));
+      }
+      break;
+    case Fp8Recipe::block:
+      if (high > 0) {
+        scales = Formula()
+                     .times(label_id("128 x 128 blocks x 2 copies"),
+                            2 * ceil_div(high, fp8_block_values))
+                     .bytes(4, label_id("fp32"));
+      }
+      break;
+    case Fp8Recipe::none:
+      break;
+  }
+  if (scales.size() > 0) {
+    terms.push_back(
+        resident_term(term_fp8_cache_scales, AllocationPoint::first_step, scales.value(), scales));
   }
 }
 
@@ -207,6 +290,7 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
                            std::vector<Term>& terms) {
   add_weight_terms(terms, counts, precision);
+  add_fp8_weight_cache_terms(terms, counts, precision);
 
   const std::int64_t all = counts.total();
   const std::int64_t grad = grad_bytes(precision.grads);
@@ -268,6 +352,102 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                                     Formula().number(muon_only).number(roles).number(elements)));
     }
   }
+}
+
+void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
+                              const ParallelLayout& layout, const Precision& precision,
+                              std::vector<Term>& out) {
+  if (!precision.gradient_accumulation_fusion) return;
+  // Distinct [rows, cols] per-rank weight shapes: get_dummy_wgrad's dict key (one dtype here).
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  const auto add = [&](std::int64_t rows, std::int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    for (const auto& s : shapes) {
+      if (s.first == rows && s.second == cols) return;
+    }
+    shapes.emplace_back(rows, cols);
+  };
+  const std::int64_t tp = std::max<std::int64_t>(1, layout.tensor_parallel);
+  const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
+  const std::int64_t h = m.hidden;
+  const auto layer = [&](LayerKind kind) {
+    switch (kind.attention) {
+      case AttentionKind::gqa: {
+        const GqaShape& a = m.gqa;
+        add((a.heads + 2 * a.kv_heads) * a.head_dim / tp, h);
+        add(h, a.heads * a.head_dim / tp);
+        break;
+      }
+      case AttentionKind::mla: {
+        const MlaShape& a = m.mla;
+        const std::int64_t q_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+        if (a.q_lora_rank > 0) {
+          add(a.q_lora_rank, h);
+          add(a.heads * q_head / tp, a.q_lora_rank);
+        } else {
+          add(a.heads * q_head / tp, h);
+        }
+        add(a.kv_lora_rank + a.qk_rope_head_dim, h);
+        add(a.heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank);
+        add(h, a.heads * a.v_head_dim / tp);
+        if (a.output_gate) add(a.heads * a.v_head_dim / tp, h);
+        break;
+      }
+      case AttentionKind::kda: {
+        const std::int64_t width = m.kda.heads * m.kda.head_dim / tp;
+        add(width, h);  // q, k, v (and a full-rank gate) share the shape
+        add(h, width);
+        break;
+      }
+    }
+    if (kind.mlp == MlpKind::dense) {
+      const std::int64_t i = m.dense_mlp.intermediate / tp;
+      add((m.dense_mlp.activation == MlpActivation::swiglu ? 2 : 1) * i, h);
+      add(h, i);
+    } else {
+      const MoeShape& e = m.moe;
+      const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : h;
+      add(2 * e.expert_intermediate / etp, width);
+      add(width, e.expert_intermediate / etp);
+      if (e.shared_experts > 0) {
+        const std::int64_t i = e.shared_experts * e.shared_intermediate / tp;
+        add(2 * i, h);
+        add(h, i);
+      }
+      if (e.latent_hidden > 0) {
+        add(e.latent_hidden, h);
+        add(h, e.latent_hidden);
+      }
+    }
+  };
+  bool head = false;
+  bool mtp = false;
+  for (const VirtualStage& chunk : stage.chunks) {
+    for (std::int64_t i = chunk.first_layer; i < chunk.first_layer + chunk.layer_count; ++i) {
+      layer(m.layers[static_cast<std::size_t>(i)]);
+    }
+    if (chunk.mtp_layers > 0) {
+      mtp = true;
+      layer(m.mtp_layer);
+    }
+    head = head || chunk.head;
+  }
+  if (mtp) add(h, 2 * h);  // eh_proj
+  if (head || mtp) add(padded_vocab(m.vocab, layout) / tp, h);
+  if (shapes.empty()) return;
+  std::int64_t elements = 0;
+  for (const auto& s : shapes) elements += s.first * s.second;  // each < 2^40: no overflow
+  const std::int64_t bytes = precision.dense_weights == WeightDtype::fp32 ? 4 : 2;
+  const Formula formula = Formula()
+                              .times(label_id("elements of the distinct weight shapes"), elements)
+                              .bytes(bytes, bytes == 4 ? label_id("fp32") : label_id("bf16"));
+  out.push_back(Term{.info = &term_dummy_wgrad,
+                     .bytes = formula.value(),
+                     .name_value = static_cast<std::int64_t>(shapes.size()),
+                     .formula = formula,
+                     .family = Family::resident,
+                     .tag = Tag::derived,
+                     .allocated_at = AllocationPoint::first_step});
 }
 
 double resident_bytes_per_parameter(const Precision& precision, const OptimizerConfig& optimizer,

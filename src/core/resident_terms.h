@@ -29,8 +29,31 @@
 //  - each shard is assumed to hold the Muon and AdamW groups in proportion; the real split follows
 //    the buffer order (layer-wise distributed Muon assigns whole tensors), so one rank can hold
 //    more AdamW state (4 B/elem more) than the average shown.
-//  - TE's transposed (column-wise) fp8 weight copies, fp8 amax histories and scales of fp8
-//    moments are not counted.
+//  - fp8 compute (precision.fp8_recipe): TE's cached fp8 weight copies are counted (bf16/fp32
+//    weights: row-wise + column-wise data, 2 B per linear-layer element, and their scales; fp8
+//    primary weights: the column-wise data, 1 B per element); the column-wise scales of fp8
+//    primary weights (<= 1/32 B per element), fp8 amax histories and scales of fp8 moments are
+//    not. The activation side of fp8 (1-byte saved inputs of the linear layers) is not modelled:
+//    docs/physics-notes.md, F14.
+//
+// Library buffers kept for the whole run (append_dummy_wgrad_terms):
+//  - with gradient-accumulation fusion (Megatron's default), every TE linear (and Megatron's own
+//    ColumnParallelLinear, the LM head) accumulates its weight gradient into main_grad inside the
+//    backward GEMM and returns a dummy weight gradient to autograd: TE's get_dummy_wgrad
+//    (transformer_engine/pytorch/module/base.py) keeps one uninitialised tensor per (shape,
+//    dtype) in a module-level dict for the life of the process, so every distinct per-rank weight
+//    shape on the rank costs one buffer in the parameter dtype (bf16; fp32 for fp32 weights),
+//    shared by every layer and micro-batch with that shape. Megatron's linear layers
+//    (core/tensor_parallel/layers.py) use the same function when TE is installed. Created in the
+//    first backward. Without the fusion (--no-gradient-accumulation-fusion) no such buffer exists.
+//    Shapes follow Megatron's fused modules: linear_qkv [(np + 2 ng) hn / TP, h], linear_proj,
+//    fc1 [2I / TP, h] (gated) or [I / TP, h], fc2, MLA's five projections and output gate, KDA's
+//    q/k/v/o projections, grouped experts [2I / ETP, w] and [w, I / ETP] per expert, shared
+//    experts, latent-MoE projections, MTP eh_proj [h, 2h] and the LM head [padded V / TP, h]
+//    (also when tied: the head's GEMM gets the embedding weight). The router (a plain matmul),
+//    norms, biases and the embedding lookup take no dummy. Limitation: KDA is not upstream
+//    Megatron; only its q/k/v and output projection shapes are counted (its low-rank gate and
+//    beta projections may be TE linears in the users' fork, each a further small buffer).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +61,7 @@
 
 #include "config.h"
 #include "layout.h"
+#include "model.h"
 #include "report.h"
 
 namespace stagemem {
@@ -71,6 +95,12 @@ std::vector<Term> resident_terms(const RoleCounts& per_rank, const Precision& pr
 void append_resident_terms(const RoleCounts& per_rank, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
                            std::vector<Term>& out);
+
+// The dummy weight-gradient buffers TE keeps under gradient-accumulation fusion (see above), as
+// one resident term (allocated in the first step's backward); nothing without the fusion.
+void append_dummy_wgrad_terms(const Model& model, const StageParameters& stage,
+                              const ParallelLayout& layout, const Precision& precision,
+                              std::vector<Term>& out);
 
 // Resident bytes per parameter for a model made only of dense bf16/fp32 hidden matrices, in the
 // form of Megatron's table (e.g. distributed Adam, bf16 weights, fp32 grads: 6 + 12/d). Built from

@@ -1,5 +1,6 @@
 #include "term_text.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -234,6 +235,7 @@ std::string term_formula(const Term& t) {
     case TermText::generic: {
       std::string text = generic_formula(t.formula);
       if (t.copies > 0) text += " x [layer-micro-batches alive=" + group_digits(t.copies) + "]";
+      if (t.tag == Tag::documented && !t.source.empty()) text += " (" + std::string(t.source) + ")";
       return text;
     }
     case TermText::pipeline_buffers: {
@@ -299,16 +301,52 @@ std::string term_formula(const Term& t) {
     }
     case TermText::cast_copy:
       return "2 B x " + group_digits(n(t, 2)) + " parameters on this rank (not sharded)";
-    case TermText::parameter_all_gather:
-      return "2 B (bf16) x (" + group_digits(n(t, 0)) + " dense parameters sharded over " +
-             group_digits(n(t, 1)) + " ranks + " + group_digits(n(t, 2)) +
-             " routed-expert parameters sharded over " + group_digits(n(t, 3)) +
-             " ranks): every other rank's shard received plus the local flattened shard";
+    case TermText::parameter_all_gather: {
+      // The larger of the two groups, gathered one after the other.
+      const bool own_slot = static_cast<ParamGather>(n(t, 4)) == ParamGather::layer_wise_2026_01;
+      const auto group = [&](std::int64_t elements, std::int64_t shards, const char* what) {
+        std::string text = group_digits(elements) + " " + what + " parameters sharded over " +
+                           group_digits(shards) + " ranks";
+        if (elements == 0) return text + " (not gathered)";
+        if (own_slot) text += " + ceil(/" + group_digits(shards) + ") own flattened shard";
+        return text;
+      };
+      return "2 B (bf16) x max(" + group(n(t, 0), n(t, 1), "dense") + ", " +
+             group(n(t, 2), n(t, 3), "routed-expert") + "): " +
+             (own_slot ? "a receive slot for every rank plus the own flattened shard "
+                         "(layer-wise-2026-01)"
+                       : "the own flattened shard plus a receive buffer per other rank "
+                         "(layer-wise)") +
+             ", one group at a time";
+    }
     case TermText::newton_schulz: {
-      const std::int64_t small = n(t, 1) < n(t, 2) ? n(t, 1) : n(t, 2);
-      return "[m x n=" + group_digits(n(t, 1)) + " x " + group_digits(n(t, 2)) +
-             "] x 4 B (fp32 update) + (2 m n + 3 min(m,n)^2 [=" + group_digits(small) +
-             "^2]) x 2 B (bf16 iteration: X, XX^T, its square, B, BX)";
+      const std::int64_t rows = n(t, 1);
+      const std::int64_t cols = n(t, 2);
+      const std::int64_t split_dim = n(t, 3);
+      const std::int64_t ways = n(t, 4);
+      const auto mode = static_cast<MuonTpMode>(n(t, 5));
+      const bool split = split_dim >= 0 && ways > 1;
+      const std::string shard = "[m x n=" + group_digits(rows) + " x " + group_digits(cols) + "]";
+      if (split && mode == MuonTpMode::duplicated) {
+        const std::int64_t full_rows = split_dim == 0 ? rows * ways : rows;
+        const std::int64_t full_cols = split_dim == 1 ? cols * ways : cols;
+        const std::int64_t small = std::min(full_rows, full_cols);
+        return "(2 x " + group_digits(ways) + " + 1) x " + shard +
+               " x 4 B (fp32 update, its gathered shards and their concatenation) + (2 M N + 2 "
+               "min(M,N)^2 [=" +
+               group_digits(small) + "^2]) x 2 B on the full [M x N=" + group_digits(full_rows) +
+               " x " + group_digits(full_cols) + "] (bf16 iteration: X, X X^T, B, new X; " +
+               "duplicated TP mode)";
+      }
+      const std::int64_t small = split && mode == MuonTpMode::distributed
+                                     ? (split_dim == 0 ? cols : rows)
+                                     : std::min(rows, cols);
+      return shard + " x 4 B (fp32 update) + (2 m n + 2 d^2 [d=" + group_digits(small) +
+             "]) x 2 B (bf16 iteration: X, X X^T, B, new X" +
+             (split ? (mode == MuonTpMode::distributed ? "; distributed TP mode: d is the full "
+                                                         "non-partitioned dimension)"
+                                                       : "; blockwise TP mode: on the shard)")
+                    : ")");
     }
     case TermText::gap: {
       const std::string description(gap_description(static_cast<GapKind>(n(t, 0))));

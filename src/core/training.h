@@ -59,6 +59,18 @@ enum class RouterDtype : std::uint8_t { activation, fp32 };
 // Megatron's --cp-comm-type (TransformerEngine's context-parallel attention): p2p ring,
 // all-to-all over heads, or all-to-all inside and p2p ring across (hierarchical).
 enum class CpCommType : std::uint8_t { p2p, a2a, a2a_p2p };
+// The GEMM workspaces the math libraries allocate through PyTorch's caching allocator (so they
+// count in torch.cuda.max_memory_allocated), as documented library constants:
+//  - sm90 (compute capability >= 9, CUDA): TE's GEMM workspace 32 MiB + 1 KiB
+//    (transformer_engine/pytorch/cpp_extensions/gemm.py get_cublas_workspace_size_bytes), TE's
+//    grouped GEMM (MoE experts) one more per compute stream, 4 streams
+//    (common/util/multi_stream.cpp num_compute_streams), and PyTorch's cuBLAS workspace for the
+//    GEMMs outside TE (the output layer) :4096:8 = 32 MiB on sm90 and under Megatron's
+//    --deterministic-mode (CUBLAS_WORKSPACE_CONFIG);
+//  - sm80: TE 4 MiB per workspace; PyTorch's default :4096:2:16:8 = 8 MiB + 128 KiB;
+//  - none: not derived; the "math-library workspaces" gap row alone (e.g. ROCm).
+// A MEASURED "math-library workspaces" gap row of a stage replaces these constants there.
+enum class GemmWorkspaces : std::uint8_t { sm90, sm80, none };
 
 // The spelling of each option value is in option_names.h.
 
@@ -97,6 +109,7 @@ struct KernelAssumptions {
   MoeUnpermute moe_unpermute = MoeUnpermute::probs_in_activation;
   RouterDtype router_dtype = RouterDtype::activation;
   CpCommType cp_comm_type = CpCommType::p2p;
+  GemmWorkspaces gemm_workspaces = GemmWorkspaces::sm90;
   friend bool operator==(const KernelAssumptions&, const KernelAssumptions&) = default;
 };
 

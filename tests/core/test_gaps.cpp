@@ -31,3 +31,56 @@ TEST_CASE("A measured gap is MEASURED with its source; a stage entry beats an al
   CHECK(s2.source == "stage 2");
   CHECK(gap_terms(2, entries)[0].bytes == 0);
 }
+
+namespace {
+
+std::vector<Term> workspaces(std::int64_t stage, const std::vector<GapEntry>& entries,
+                             GemmWorkspaces kind, bool grouped) {
+  std::vector<Term> out;
+  append_library_workspace_terms(stage, entries, kind, grouped, out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GEMM workspaces are documented library constants with their source") {
+  // sm90: TE 32 MiB + 1 KiB = 33,555,456 B; PyTorch cuBLAS :4096:8 = 4096 KiB x 8 = 33,554,432 B
+  // per (handle, stream), one for the forward thread and one for autograd's backward thread.
+  auto terms = workspaces(0, {}, GemmWorkspaces::sm90, false);
+  REQUIRE(terms.size() == 2);
+  CHECK(terms[0].bytes == 33'555'456LL);
+  CHECK(terms[1].bytes == 2 * 33'554'432LL);
+  for (const Term& t : terms) {
+    CHECK(t.tag == Tag::documented);
+    CHECK(t.family == Family::resident);
+    CHECK(t.source.find("documented constant") != std::string_view::npos);
+    CHECK(term_formula(t).find(std::string(t.source)) != std::string::npos);
+  }
+  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::sm90, false) == 100'664'320LL);
+  // MoE: TE's grouped GEMM adds one workspace per compute stream (4): 5 x 33,555,456.
+  terms = workspaces(0, {}, GemmWorkspaces::sm90, true);
+  CHECK(terms[0].bytes == 5 * 33'555'456LL);
+  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::sm90, true) == 167'777'280LL + 67'108'864);
+  // sm80: TE 4 MiB; PyTorch's default :4096:2:16:8 = 2 x 4 MiB + 8 x 16 KiB = 8,519,680 B.
+  terms = workspaces(0, {}, GemmWorkspaces::sm80, false);
+  CHECK(terms[0].bytes == 4'194'304LL);
+  CHECK(terms[1].bytes == 2 * 8'519'680LL);
+  CHECK(workspaces(0, {}, GemmWorkspaces::none, false).empty());
+  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::none, true) == 0);
+}
+
+TEST_CASE("A measured math-library gap row replaces the documented workspaces on its stage") {
+  const std::vector<GapEntry> entries = {{.kind = GapKind::math_library_workspaces,
+                                          .stage = 1,
+                                          .bytes = 70'000'000,
+                                          .source = "torch.cuda.memory_snapshot, run 3"}};
+  CHECK(workspaces(1, entries, GemmWorkspaces::sm90, false).empty());
+  CHECK(library_workspace_bytes(1, entries, GemmWorkspaces::sm90, false) == 0);
+  CHECK(gap_terms(1, entries)[3].bytes == 70'000'000);
+  // Other stages keep the documented constants.
+  CHECK(workspaces(0, entries, GemmWorkspaces::sm90, false).size() == 2);
+  // An every-stage measurement replaces them everywhere.
+  const std::vector<GapEntry> all = {
+      {.kind = GapKind::math_library_workspaces, .stage = -1, .bytes = 1, .source = "x"}};
+  CHECK(workspaces(5, all, GemmWorkspaces::sm90, true).empty());
+}

@@ -162,4 +162,9 @@ TEST_CASE("Kimi K3's production layout is data and validates") {
   CHECK(expert_data_parallel_size(production->layout) == 1);
   CHECK(world_size(production->layout) == 224);
   CHECK(!preset_production_layout("llama-3.1-8b").has_value());
+  // The production run is distributed Muon, not the default plain Adam (issue 11 item 7): the
+  // preset carries its optimizer with the layout.
+  CHECK(production->optimizer.kind == OptimizerKind::distributed_muon);
+  CHECK(production->optimizer.param_gather == ParamGather::buffer);
+  CHECK(std::string(production->description).find("distributed Muon") != std::string::npos);
 }

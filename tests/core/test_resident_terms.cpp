@@ -1,6 +1,8 @@
 // Tests of resident_terms.h: every resident formula against a hand-worked derivation, sharding
 // over DP x CP and expert DP, allocation points, and the users' worked numbers.
 #include "catch.h"
+#include "layout.h"
+#include "presets.h"
 #include "resident_terms.h"
 #include "term_text.h"
 #include "units.h"
@@ -176,4 +178,93 @@ TEST_CASE("A bf16 cast copy is an explicit, lazily allocated term") {
   const Term& copy = find(terms, "bf16 cast copy");
   CHECK(copy.bytes == 2'000);  // 2 B x 1,000 Muon-group elements, not sharded
   CHECK(copy.allocated_at == AllocationPoint::first_step);
+}
+
+namespace {
+
+std::vector<Term> dummy_wgrad_terms(const Model& m, const ParallelLayout& layout,
+                                    const Precision& precision, std::size_t stage) {
+  Diagnostics d;
+  const auto plan = plan_stages(m, layout, d);
+  REQUIRE(plan);
+  const auto stages = stage_parameters(m, layout, *plan);
+  std::vector<Term> out;
+  append_dummy_wgrad_terms(m, stages[stage], layout, precision, out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TE dummy weight gradients: one bf16 buffer per distinct weight shape") {
+  const Model m = *find_preset("llama-3.1-8b");
+  // PP 1, TP 1: linear_qkv [(32 + 2 x 8) x 128 = 6144, 4096] = 25,165,824; linear_proj
+  // [4096, 4096] = 16,777,216; fc1 [2 x 14336, 4096] = 117,440,512; fc2 [4096, 14336] =
+  // 58,720,256; LM head [128,256, 4096] = 525,336,576 (Megatron's ColumnParallelLinear takes the
+  // same dummy). 32 layers share the four layer shapes: 743,440,384 elements x 2 B.
+  auto terms = dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0);
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].bytes == 1'486'880'768LL);
+  CHECK(terms[0].name_value == 5);
+  CHECK(term_name(terms[0]) ==
+        "TE dummy weight-gradient buffers (gradient-accumulation fusion, 5 distinct weight "
+        "shapes)");
+  CHECK(terms[0].family == Family::resident);
+  CHECK(terms[0].allocated_at == AllocationPoint::first_step);
+  // PP 4, stage 0: no head, the four layer shapes: 218,103,808 x 2 B. Independent of how many
+  // layers the stage holds.
+  terms = dummy_wgrad_terms(m, {.pipeline_parallel = 4}, {}, 0);
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].bytes == 436'207'616LL);
+  // TP 2 halves every split shape: qkv [3072, 4096], proj [4096, 2048], fc1 [14336, 4096],
+  // fc2 [4096, 7168]: 109,051,904 x 2 B.
+  terms = dummy_wgrad_terms(m, {.tensor_parallel = 2, .pipeline_parallel = 4}, {}, 0);
+  CHECK(terms[0].bytes == 218'103'808LL);
+  // --no-gradient-accumulation-fusion: autograd gets real weight gradients, no dummy buffer.
+  CHECK(dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {.gradient_accumulation_fusion = false}, 0)
+            .empty());
+}
+
+TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one shape each") {
+  // Qwen3-30B-A3B (h 2048, 128 experts of I 768, GQA 32 x 4 kv heads x 128) at EP 8, PP 4,
+  // stage 0: qkv [(32 + 8) x 128 = 5120, 2048] = 10,485,760; proj [2048, 4096] = 8,388,608;
+  // expert fc1 [1536, 2048] = 3,145,728; expert fc2 [2048, 768] = 1,572,864. The 16 local experts
+  // and 12 layers share them: 23,592,960 x 2 B = 47,185,920 B, whatever EP is.
+  const Model m = *find_preset("qwen3-30b-a3b");
+  for (std::int64_t ep : {1, 8}) {
+    const auto terms = dummy_wgrad_terms(m, {.pipeline_parallel = 4, .expert_parallel = ep}, {}, 0);
+    REQUIRE(terms.size() == 1);
+    CHECK(terms[0].bytes == 47'185'920LL);
+  }
+}
+
+TEST_CASE("fp8 compute: TE's cached fp8 weight copies of bf16 weights, column-wise of fp8 ones") {
+  const RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
+  const OptimizerConfig adam = optimizer(OptimizerKind::adam);
+  // bf16 compute: no cache.
+  for (const Term& t : resident_terms(counts, {}, adam, {})) {
+    CHECK(!term_name(t).starts_with("TE cached fp8"));
+  }
+  // Per-tensor scaling: row-wise + column-wise data of the 1,500,000 linear-layer elements (the
+  // router and the embedding are not TE linears): 2 B x 1,500,000 = 3,000,000 B.
+  auto terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::tensor}, adam, {});
+  const Term& cache = find(terms, "TE cached fp8 weight copies");
+  CHECK(cache.bytes == 3'000'000);
+  CHECK(cache.allocated_at == AllocationPoint::first_step);
+  CHECK(term_formula(cache) ==
+        "[linear-layer weight elements=1,500,000] x 2 B (fp8 row-wise + "
+        "column-wise)");
+  // MXFP8: + e8m0 scales, one per 32 values per copy: 2 x ceil(1,500,000 / 32) = 2 x 46,875.
+  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::mxfp8}, adam, {});
+  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 93'750);
+  // Block scaling: fp32 per 128 x 128 block per copy: 2 x ceil(1,500,000 / 16,384) x 4 = 2 x 92
+  // x 4.
+  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::block}, adam, {});
+  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 736);
+  // fp8 primary dense weights: they are the row-wise copy; the column-wise data adds 1 B each.
+  // The bf16 routed experts still get a whole cached copy: 2 B x 500,000.
+  terms = resident_terms(
+      counts, {.dense_weights = WeightDtype::fp8_tensor_scaled, .fp8_recipe = Fp8Recipe::tensor},
+      adam, {});
+  CHECK(find(terms, "TE column-wise (transposed) copies").bytes == 1'000'000);
+  CHECK(find(terms, "TE cached fp8 weight copies").bytes == 1'000'000);
 }

@@ -82,6 +82,11 @@ Config every_field_changed() {
   c.optimizer.muon_routers = false;
   c.optimizer.muon_expert_matrices = false;
   c.optimizer.muon_embedding_and_head = true;
+  c.optimizer.param_gather = ParamGather::layer_wise_2026_01;
+  c.optimizer.muon_tp_mode = MuonTpMode::blockwise;
+  c.precision.gradient_accumulation_fusion = false;
+  c.training.kernels.gemm_workspaces = GemmWorkspaces::sm80;
+  c.precision.fp8_recipe = Fp8Recipe::mxfp8;
   return c;
 }
 

@@ -1,0 +1,167 @@
+// The measured-validation suite (issue 11, item 5): public measured peaks of Megatron-LM CI runs
+// (tests/core/data/measured_validation.tsv: configuration as a stagemem link, measured figure,
+// metric and source URL), each compared with stagemem's peak of the measured rank's stage.
+//
+// The measurements are only compared with: no term, option or factor is derived from them. Every
+// case prints its signed error and the largest terms alive at the peak, and must be within
+// +-3 %. A case outside that band is a physics question for the source (which tensor is missing
+// or extra), never a reason to tune an option.
+//
+// The metric, torch.cuda.max_memory_allocated since process start, holds everything the caching
+// allocator handed out at the worst moment of any step: resident state (weights, fp32 main
+// gradients, optimizer shards, the Adam moments created in step 1), TE's and PyTorch's GEMM
+// workspaces (documented constants, gaps.h), and the binding phase (stored activations plus the
+// co-live transient). It holds no allocator fragmentation (reserved, not allocated) and no
+// CUDA context or NCCL memory (not from the caching allocator): those gap rows stay 0 here.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "catch.h"
+#include "corpus.h"
+#include "report.h"
+#include "term_text.h"
+#include "units.h"
+#include "url_fragment.h"
+
+using namespace stagemem;
+
+namespace {
+
+struct MeasuredCase {
+  std::string id;
+  std::int64_t stage = 0;
+  std::int64_t measured_bytes = 0;
+  std::int64_t after_step_bytes = 0;  // torch.cuda.memory_allocated after the optimizer step
+  std::string metric;
+  std::string source;
+  std::string link;
+};
+
+std::vector<MeasuredCase> read_cases() {
+  std::istringstream in(stagemem_tests::read_whole_file(
+      stagemem_tests::corpus_path("core/data/measured_validation.tsv")));
+  std::vector<MeasuredCase> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    REQUIRE(fields.size() == 7);
+    out.push_back({.id = fields[0],
+                   .stage = std::stoll(fields[1]),
+                   .measured_bytes = std::stoll(fields[2]),
+                   .after_step_bytes = std::stoll(fields[3]),
+                   .metric = fields[4],
+                   .source = fields[5],
+                   .link = fields[6]});
+  }
+  return out;
+}
+
+// The signed error of the derived peak against the measurement, in percent.
+double signed_error_percent(std::int64_t derived, std::int64_t measured) {
+  return 100.0 * static_cast<double>(derived - measured) / static_cast<double>(measured);
+}
+
+void print_case(const MeasuredCase& c, const StageReport& stage, double error) {
+  std::printf("%s (stage %lld): derived %s, measured %s (%s), error %+.2f %%\n  source: %s\n",
+              c.id.c_str(), static_cast<long long>(c.stage), format_gib(stage.peak_bytes).c_str(),
+              format_gib(c.measured_bytes).c_str(), c.metric.c_str(), error, c.source.c_str());
+  std::vector<const Term*> live;
+  for (const Term& t : stage.terms) {
+    if (t.counts_in_peak && t.bytes > 0) live.push_back(&t);
+  }
+  std::sort(live.begin(), live.end(),
+            [](const Term* a, const Term* b) { return a->bytes > b->bytes; });
+  for (std::size_t i = 0; i < live.size() && i < 6; ++i) {
+    std::printf("    %-90s %14lld B\n", term_name(*live[i]).c_str(),
+                static_cast<long long>(live[i]->bytes));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Measured validation: Megatron-LM CI peaks within +-3 %", "[measured]") {
+  const std::vector<MeasuredCase> cases = read_cases();
+  REQUIRE(cases.size() == 9);
+  for (const MeasuredCase& c : cases) {
+    INFO(c.id);
+    const DecodedFragment decoded = decode_fragment(c.link);
+    REQUIRE(decoded.diagnostics.ok());
+    const Report report = estimate(decoded.config);
+    REQUIRE(report.diagnostics.ok());
+    REQUIRE(c.stage < static_cast<std::int64_t>(report.stages.size()));
+    // The last global rank logs the figure: the last pipeline stage.
+    CHECK(c.stage == static_cast<std::int64_t>(report.stages.size()) - 1);
+    const StageReport& stage = report.stages[static_cast<std::size_t>(c.stage)];
+    const double error = signed_error_percent(stage.peak_bytes, c.measured_bytes);
+    print_case(c, stage, error);
+    CHECK(std::abs(error) <= 3.0);
+  }
+}
+
+TEST_CASE("Measured validation: the configurations say what the runs keep", "[measured]") {
+  // Not the numbers: the facts of each run that decide which terms exist.
+  for (const MeasuredCase& c : read_cases()) {
+    INFO(c.id);
+    const DecodedFragment decoded = decode_fragment(c.link);
+    REQUIRE(decoded.diagnostics.ok());
+    const Config& config = decoded.config;
+    // Every run passes --no-gradient-accumulation-fusion: no TE dummy weight gradients.
+    CHECK_FALSE(config.precision.gradient_accumulation_fusion);
+    // Megatron's default hidden and attention dropout 0.1: masks are kept.
+    CHECK(config.training.dropout);
+    CHECK(config.training.kernels.gemm_workspaces == GemmWorkspaces::sm90);
+    CHECK_FALSE(config.parallel.sequence_parallel);
+    const Report report = estimate(config);
+    REQUIRE(report.diagnostics.ok());
+    const StageReport& stage = report.stages.back();
+    bool dummy = false;
+    std::int64_t workspaces = 0;
+    for (const Term& t : stage.terms) {
+      dummy = dummy || term_name(t).starts_with("TE dummy weight-gradient buffers");
+      if (t.tag == Tag::documented) workspaces += t.bytes;
+    }
+    CHECK_FALSE(dummy);
+    // TE's one workspace (32 MiB + 1 KiB) + PyTorch's two cuBLAS workspaces (2 x 32 MiB) on a
+    // dense model: 100,664,320 B.
+    CHECK(workspaces == 3 * 33'554'432LL + 1'024);
+  }
+}
+
+// What stays allocated between steps, read through the cross-check machinery (measurement point
+// after-first-step: every resident term, Adam's moments, TE's dummy weight gradients and the GEMM
+// workspaces; no activation). On the PP 1 runs it agrees to within 0.41 %. The PP > 1 runs'
+// last stages hold more after the step than stagemem derives (about 2.6 to 20 hidden-state-sized
+// tensors: 10-42 MB on the toy runs, 1.34 GB on the 7B interleaved run), memory the pipeline
+// schedule keeps alive past the step that no term names yet. The assertion stays; the case is
+// marked [!mayfail] so the suite reports it without failing until that tensor is found.
+TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measured][!mayfail]") {
+  for (const MeasuredCase& c : read_cases()) {
+    INFO(c.id);
+    DecodedFragment decoded = decode_fragment(c.link);
+    REQUIRE(decoded.diagnostics.ok());
+    decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
+                                    .stage = c.stage,
+                                    .bytes = c.after_step_bytes,
+                                    .source = c.source}};
+    const Report report = estimate(decoded.config);
+    REQUIRE(report.diagnostics.ok());
+    REQUIRE(report.cross_checks.size() == 1);
+    const CrossCheck& check = report.cross_checks[0];
+    const double error = signed_error_percent(check.derived_bytes, c.after_step_bytes);
+    std::printf("%s after the step: derived %s, measured %s, error %+.3f %% (gap %lld B)\n",
+                c.id.c_str(), format_gib(check.derived_bytes).c_str(),
+                format_gib(c.after_step_bytes).c_str(), error,
+                static_cast<long long>(check.gap_bytes));
+    CHECK(std::abs(error) <= 3.0);
+  }
+}
