@@ -55,7 +55,7 @@ TEST_CASE("AttnRes internal fp32 temporaries: 2.58 GB with K = 8 and two live te
   CHECK(attn_res_internal_piece(m, shape_of(8192, 1), t, 8).bytes == 9LL * 8192 * 7168 * 4);
 }
 
-TEST_CASE("Vocab-parallel cross-entropy keeps the fp32 softmax; the fused kernel a chunk") {
+TEST_CASE("Vocab-parallel cross-entropy keeps the fp32 softmax - the fused kernel a chunk") {
   const Model m = *find_preset("llama-3.1-8b");
   TrainingConfig t;
   t.sequence_length = 4096;
@@ -76,7 +76,7 @@ TEST_CASE("Vocab-parallel cross-entropy keeps the fp32 softmax; the fused kernel
   CHECK(fused[0].bytes == 1024LL * 128'256 / 2 * 6);
 }
 
-TEST_CASE("Context-parallel attention per --cp-comm-type: p2p ring, a2a; KDA state exchange") {
+TEST_CASE("Context-parallel attention per --cp-comm-type: p2p ring, a2a - KDA state exchange") {
   const Model m = *find_preset("llama-3.1-8b");
   const TokenShape s = shape_of(8192, 1, {.context_parallel = 2});
   TrainingConfig t;

@@ -71,7 +71,7 @@ TEST_CASE(
   CHECK(block.stored_bytes == 3 * (2 * 4096LL * 4096 * 2 + 6 * 4096LL * 139'392));
 }
 
-TEST_CASE("The last stage keeps the logits' fp32 softmax; the first stage none") {
+TEST_CASE("The last stage keeps the logits' fp32 softmax - the first stage none") {
   const Model m = *find_preset("llama-3.1-8b");
   TrainingConfig t;
   const ParallelLayout layout{.pipeline_parallel = 4};

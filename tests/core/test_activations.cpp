@@ -54,7 +54,7 @@ TEST_CASE("Korthikanti et al.: 34 sbh / t with sequence parallelism and selectiv
   CHECK(p.layer_bytes(module_bit(RecomputeModule::core_attn)) == 34 * sbh / 8);
 }
 
-TEST_CASE("With flash attention the 5as/h term disappears; the fp32 log-sum-exp remains") {
+TEST_CASE("With flash attention the 5as/h term disappears - the fp32 log-sum-exp remains") {
   PaperSetup p;
   p.training.kernels.attention = AttentionKernel::flash;
   // 34 sbh + the statistics: b x a x s x 4 B = 96 x 2048 x 4 = 786,432 B.

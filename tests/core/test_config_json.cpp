@@ -115,7 +115,7 @@ TEST_CASE("Unknown JSON keys are warnings naming their path") {
   CHECK(decoded.diagnostics.warnings[1].field == "json.parallel.warp_drive");
 }
 
-TEST_CASE("Measured values and gaps round-trip through JSON; amounts may be text") {
+TEST_CASE("Measured values and gaps round-trip through JSON - amounts may be text") {
   Config c;
   c.measurements = {{.point = MeasurementPoint::term,
                      .stage = 1,
@@ -228,7 +228,7 @@ TEST_CASE("Bounded JSON: deep nesting, wrong-typed sections and duplicate keys a
         std::string::npos);
 }
 
-TEST_CASE("An unknown key holding an object is one warning; its contents are not read") {
+TEST_CASE("An unknown key holding an object is one warning - its contents are not read") {
   const DecodedConfig decoded = config_from_json(R"({"future": {"a": {"b": 1}, "c": 2}})");
   CHECK(decoded.diagnostics.ok());
   REQUIRE(decoded.diagnostics.warnings.size() == 1);

@@ -150,7 +150,7 @@ TEST_CASE("Products past 2^63 bytes are errors naming the fields that drive them
         std::string::npos);
 }
 
-TEST_CASE("Property: 10,000 extreme but valid configurations never wrap; peak = live terms") {
+TEST_CASE("Property: 10,000 extreme but valid configurations never wrap - peak = live terms") {
   // Random models and layouts across the documented ranges, biased to the extremes (huge
   // sequences, batches and widths); either a report whose every number is a real byte count, or
   // an error. The seed is printed so a failure replays.

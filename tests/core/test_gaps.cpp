@@ -5,7 +5,7 @@
 
 using namespace stagemem;
 
-TEST_CASE("Every gap kind is a zero row until measured; never a percentage") {
+TEST_CASE("Every gap kind is a zero row until measured - never a percentage") {
   const auto rows = gap_terms(0, {});
   REQUIRE(rows.size() == 4);
   for (const Term& t : rows) {
@@ -17,7 +17,7 @@ TEST_CASE("Every gap kind is a zero row until measured; never a percentage") {
   CHECK(term_name(rows[0]) == "gap: allocator fragmentation");
 }
 
-TEST_CASE("A measured gap is MEASURED with its source; a stage entry beats an all-stage one") {
+TEST_CASE("A measured gap is MEASURED with its source - a stage entry beats an all-stage one") {
   const std::vector<GapEntry> entries = {
       {.kind = GapKind::communication_buffers, .stage = -1, .bytes = 1'000, .source = "all"},
       {.kind = GapKind::communication_buffers, .stage = 2, .bytes = 3'000, .source = "stage 2"},

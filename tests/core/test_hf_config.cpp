@@ -36,7 +36,7 @@ TEST_CASE("A minimal llama config imports with HF defaults") {
   CHECK(total_parameters(*r.model) == 2 * 36'992 + 128'000 + 64);
 }
 
-TEST_CASE("Llama attention_bias adds q, k, v and o biases; mlp_bias three more") {
+TEST_CASE("Llama attention_bias adds q, k, v and o biases - mlp_bias three more") {
   const std::string with_bias =
       std::string(tiny_llama).replace(1, 0, R"("attention_bias": true, "mlp_bias": true, )");
   const HfImport r = import_hf_config(with_bias);

@@ -143,7 +143,7 @@ TEST_CASE("Per-stage sums and the union over ranks equal the total for every sha
   }
 }
 
-TEST_CASE("VPP: a pipeline rank sums its chunks; virtual stage i runs on rank i % PP") {
+TEST_CASE("VPP: a pipeline rank sums its chunks - virtual stage i runs on rank i % PP") {
   const Model m = *find_preset("llama-3.1-8b");
   const ParallelLayout layout{.pipeline_parallel = 4, .virtual_stages = 2};
   const auto stages = planned(m, layout);

@@ -52,7 +52,7 @@ TEST_CASE("Markdown: summary, one row per stage with the three largest terms, th
   CHECK(md.find("#### Stage") == std::string::npos);  // the term table only on request
 }
 
-TEST_CASE("Markdown: the full term table with --terms; a bare fragment is code") {
+TEST_CASE("Markdown: the full term table with --terms - a bare fragment is code") {
   const Config c = llama_on_h100();
   const Report r = estimate(c);
   const std::string md = report_markdown(r, c, {.link = "#v=1&dp=2", .terms = true});

@@ -157,7 +157,7 @@ TEST_CASE("fp8 block-scaled and MXFP4 weights carry their scale tensors") {
   CHECK(master == 4 * (49'152 + 3'200));
 }
 
-TEST_CASE("fp32 weights are their own master; precision-aware moments shrink the state") {
+TEST_CASE("fp32 weights are their own master - precision-aware moments shrink the state") {
   const RoleCounts c = roles(1'000, 0, 0, 0, 0);
   const auto fp32 =
       resident_terms(c, {.dense_weights = WeightDtype::fp32}, optimizer(OptimizerKind::adam), {});

@@ -33,7 +33,7 @@ bool read_csv_field(const std::string& field, std::string& out) {
 
 }  // namespace
 
-TEST_CASE("CSV: plain text passes unchanged; separators and quotes are quoted") {
+TEST_CASE("CSV: plain text passes unchanged - separators and quotes are quoted") {
   CHECK(csv_field("weights (bf16)") == "weights (bf16)");
   CHECK(csv_field("0-7") == "0-7");
   CHECK(csv_field("") == "");

@@ -262,7 +262,7 @@ TEST_CASE("Measured values and gaps travel in the link as readable repeated keys
   CHECK(decoded.config == c);
 }
 
-TEST_CASE("A link's measured values replace the base's; its fields override the base's") {
+TEST_CASE("A link's measured values replace the base's - its fields override the base's") {
   Config base;
   base.parallel.tensor_parallel = 2;
   base.measurements = {{.bytes = 1, .source = "old"}};
