@@ -98,7 +98,6 @@ struct StoredBlock {
   TermGroup group;
   const std::vector<ActivationPiece>* pieces;  // a group's list (in the piece cache)
   ActivationPiece single;                      // or one piece, when `pieces` is null
-  std::int64_t copies;
   std::uint32_t dropped;
 };
 
@@ -116,6 +115,13 @@ struct LayerPieceCache {
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
+  struct TransientScope {
+    TransientPlace place = TransientPlace::layer;
+    std::int16_t chunk = -1;
+  };
+  std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
+  // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
+  std::vector<std::int64_t> stored_units;
 };
 
 // Resets `cache` unless it was built for the same piece inputs of `training`.

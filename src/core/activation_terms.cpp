@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 
 #include "activation_model.h"
@@ -47,41 +48,76 @@ TermGroup mlp_group(MlpKind kind, bool mtp) {
 // the pieces first appear. A group's pieces are the same list wherever the group occurs (GQA's
 // attention pieces do not depend on the MLP kind), so a group is summed as one block; a single
 // piece (checkpointed input, AttnRes slots and weights) is matched by its catalogue entry and
-// keeps the bytes of its first occurrence.
+// keeps the bytes of its first occurrence. Each block counts its occurrences per micro-batch on
+// each virtual chunk (`units`), so its copies follow from the micro-batches alive per chunk at
+// any moment of the step.
 class StoredSums {
  public:
-  // `blocks` is scratch storage reused across stages (its capacity survives).
-  StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks)
-      : dropped_(dropped), blocks_(blocks) {
+  // `blocks` and `units` are scratch storage reused across stages (their capacity survives).
+  StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks,
+             std::vector<std::int64_t>& units, std::int64_t chunks)
+      : dropped_(dropped), blocks_(blocks), units_(units), chunks_(chunks) {
     blocks_.clear();
+    units_.clear();
   }
-  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies,
-               std::uint32_t dropped) {
-    if (copies <= 0) return;
-    for (StoredBlock& b : blocks_) {
-      if (b.group == group && b.pieces != nullptr) {
-        b.copies += copies;
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t count,
+               std::int64_t chunk, std::uint32_t dropped) {
+    if (count <= 0) return;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      if (blocks_[b].group == group && blocks_[b].pieces != nullptr) {
+        unit(b, chunk) += count;
         return;
       }
     }
-    blocks_.push_back({group, &pieces, {}, copies, dropped});
+    blocks_.push_back({group, &pieces, {}, dropped});
+    units_.resize(units_.size() + static_cast<std::size_t>(chunks_), 0);
+    unit(blocks_.size() - 1, chunk) = count;
   }
-  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies) {
-    add_all(group, pieces, copies, dropped_);
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t count,
+               std::int64_t chunk) {
+    add_all(group, pieces, count, chunk, dropped_);
   }
-  void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
-    if (copies <= 0 || piece.bytes == 0) return;
-    for (StoredBlock& b : blocks_) {
-      if (b.group == group && b.pieces == nullptr && b.single.info == piece.info) {
-        b.copies += copies;
+  void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
+    if (count <= 0 || piece.bytes == 0) return;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      if (blocks_[b].group == group && blocks_[b].pieces == nullptr &&
+          blocks_[b].single.info == piece.info) {
+        unit(b, chunk) += count;
         return;
       }
     }
-    blocks_.push_back({group, nullptr, piece, copies, 0});
+    blocks_.push_back({group, nullptr, piece, 0});
+    units_.resize(units_.size() + static_cast<std::size_t>(chunks_), 0);
+    unit(blocks_.size() - 1, chunk) = count;
   }
-  // Appends the sums as terms (or, with `out` null, only adds up their bytes); false when one does
-  // not fit in int64 bytes.
-  bool append_terms(std::vector<Term>* out, std::int64_t& total) const {
+  // Stored bytes of one micro-batch on each chunk; false when they do not fit in int64.
+  bool chunk_bytes(std::vector<std::int64_t>& out) const {
+    out.assign(static_cast<std::size_t>(chunks_), 0);
+    bool fits = true;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      std::int64_t per_unit = 0;
+      const auto add_piece = [&](const ActivationPiece& p) {
+        fits = !p.formula.overflowed() && checked_add(per_unit, p.bytes, &per_unit) && fits;
+      };
+      if (blocks_[b].pieces == nullptr) {
+        add_piece(blocks_[b].single);
+      } else {
+        for (const ActivationPiece& p : *blocks_[b].pieces) {
+          if ((p.dropped_by & blocks_[b].dropped) == 0) add_piece(p);
+        }
+      }
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t bytes = 0;
+        auto& into = out[static_cast<std::size_t>(c)];
+        fits = checked_mul(per_unit, unit(b, c), &bytes) && checked_add(into, bytes, &into) && fits;
+      }
+    }
+    return fits;
+  }
+  // Appends the sums for `alive` micro-batches per chunk as terms (or, with `out` null, only adds
+  // up their bytes); false when one does not fit in int64 bytes.
+  bool append_terms(std::vector<Term>* out, std::int64_t& total,
+                    const std::vector<std::int64_t>& alive) const {
     bool fits = true;
     const auto emit = [&](TermGroup group, const ActivationPiece& p, std::int64_t copies) {
       if (out == nullptr) {
@@ -103,22 +139,38 @@ class StoredSums {
         fits = false;
       }
     };
-    for (const StoredBlock& b : blocks_) {
-      if (b.pieces == nullptr) {
-        emit(b.group, b.single, b.copies);
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      std::int64_t copies = 0;
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t n = 0;
+        fits = checked_mul(unit(b, c), alive[static_cast<std::size_t>(c)], &n) &&
+               checked_add(copies, n, &copies) && fits;
+      }
+      if (copies <= 0) continue;
+      const StoredBlock& block = blocks_[b];
+      if (block.pieces == nullptr) {
+        emit(block.group, block.single, copies);
         continue;
       }
-      for (const ActivationPiece& p : *b.pieces) {
-        if ((p.dropped_by & b.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
-          emit(b.group, p, b.copies);
+      for (const ActivationPiece& p : *block.pieces) {
+        if ((p.dropped_by & block.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
+          emit(block.group, p, copies);
       }
     }
     return fits;
   }
 
  private:
+  std::int64_t& unit(std::size_t block, std::int64_t chunk) {
+    return units_[block * static_cast<std::size_t>(chunks_) + static_cast<std::size_t>(chunk)];
+  }
+  std::int64_t unit(std::size_t block, std::int64_t chunk) const {
+    return units_[block * static_cast<std::size_t>(chunks_) + static_cast<std::size_t>(chunk)];
+  }
   std::uint32_t dropped_;
   std::vector<StoredBlock>& blocks_;
+  std::vector<std::int64_t>& units_;
+  std::int64_t chunks_;
 };
 
 // Sum of ceil(i / block) over i in [0, n): the values k = 1, 2, ... each cover `block` layers.
@@ -130,8 +182,17 @@ std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
+// Saturates at 2^63 - 1 (an overflowed piece already marks the stage as not fitting).
 std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
-  return stored_bytes(p.attention, dropped) + stored_bytes(p.mlp, dropped);
+  std::int64_t sum = 0;
+  for (const auto* list : {&p.attention, &p.mlp}) {
+    for (const ActivationPiece& piece : *list) {
+      if ((piece.dropped_by & dropped) == 0 && !checked_add(sum, piece.bytes, &sum)) {
+        return std::numeric_limits<std::int64_t>::max();
+      }
+    }
+  }
+  return sum;
 }
 
 // Layer kinds index a small table: 3 attention kinds x 2 MLP kinds.
@@ -152,6 +213,126 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
     f.times(label_id("h"), m.hidden);
   }
   return make_piece(term_checkpoint_input, f.bytes(2, label_id("bf16")));
+}
+
+// The transients one pass can hold at its moment, the largest first found: a forward pass holds
+// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
+// transients only in its passes; a backward layer transient sits inside a recompute working set.
+struct PassOption {
+  std::int64_t bytes = 0;
+  std::int64_t transient = -1;  // index into the transient list
+  std::int64_t enclosing = -1;  // the recompute working set around it
+};
+
+PassOption pass_option(const std::vector<ActivationPiece>& transients,
+                       const std::vector<LayerPieceCache::TransientScope>& scopes, bool backward,
+                       std::int64_t chunk, bool& fits) {
+  PassOption best;
+  std::int64_t inner = -1;  // the largest backward layer transient
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    const LayerPieceCache::TransientScope& scope = scopes[i];
+    const bool in_backward = transients[i].info->in_backward;
+    bool holds = false;
+    switch (scope.place) {
+      case TransientPlace::layer:
+        holds = in_backward == backward;
+        break;
+      case TransientPlace::boundary:
+        holds = true;
+        break;
+      case TransientPlace::chunk:
+        holds = in_backward == backward && scope.chunk == chunk;
+        break;
+      case TransientPlace::recompute:
+        holds = false;  // below, with what it encloses
+        break;
+    }
+    if (!holds) continue;
+    const std::int64_t bytes = transients[i].bytes;
+    if (bytes > best.bytes) best = {bytes, static_cast<std::int64_t>(i), -1};
+    if (scope.place == TransientPlace::layer && backward &&
+        (inner < 0 || bytes > transients[static_cast<std::size_t>(inner)].bytes)) {
+      inner = static_cast<std::int64_t>(i);
+    }
+  }
+  if (!backward) return best;
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    if (scopes[i].place != TransientPlace::recompute) continue;
+    std::int64_t bytes = transients[i].bytes;
+    if (inner >= 0) {
+      fits = checked_add(bytes, transients[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
+    }
+    if (bytes > best.bytes) {
+      best = inner >= 0 ? PassOption{bytes, inner, static_cast<std::int64_t>(i)}
+                        : PassOption{bytes, static_cast<std::int64_t>(i), -1};
+    }
+  }
+  return best;
+}
+
+// The forward/backward peak moment of `rank`: the pass whose stored activations (one micro-batch
+// on chunk c weighs chunk_bytes[c]) plus its transients are largest, the first in the step's order.
+// Sets `alive` to the micro-batches alive per chunk then; returns the moment with indices into
+// the transient list and its transient bytes in `transient_bytes`.
+PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64_t micro_batches,
+                            const std::vector<std::int64_t>& chunk_bytes,
+                            const std::vector<ActivationPiece>& transients,
+                            const std::vector<LayerPieceCache::TransientScope>& scopes,
+                            std::vector<std::int64_t>& alive, std::int64_t& transient_bytes,
+                            bool& fits) {
+  const std::int64_t chunks = static_cast<std::int64_t>(chunk_bytes.size());
+  alive.assign(chunk_bytes.size(), 0);
+  PeakMoment moment;
+  const auto take = [&](const PassOption& o) {
+    moment.transient = o.transient;
+    moment.enclosing = o.enclosing;
+    transient_bytes = o.bytes;
+  };
+  if (chunks == 1) {
+    // 1F1B: the last warm-up forward and the first backward both hold min(P - p, M).
+    const std::int64_t held = std::min(plan.pipeline_ranks - rank, micro_batches);
+    alive[0] = held;
+    const PassOption f = pass_option(transients, scopes, false, 0, fits);
+    const PassOption b = pass_option(transients, scopes, true, 0, fits);
+    const bool forward = f.bytes >= b.bytes;
+    moment.phase = forward ? StepPhase::forward : StepPhase::backward;
+    moment.micro_batch = forward ? held - 1 : 0;
+    moment.chunk = 0;
+    take(forward ? f : b);
+    return moment;
+  }
+  std::vector<PassOption> options(static_cast<std::size_t>(2 * chunks));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    options[static_cast<std::size_t>(c)] = pass_option(transients, scopes, false, c, fits);
+    options[static_cast<std::size_t>(chunks + c)] = pass_option(transients, scopes, true, c, fits);
+  }
+  std::vector<std::int64_t> live(chunk_bytes.size(), 0);
+  std::int64_t stored = 0;
+  std::int64_t best = -1;
+  for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& s) {
+    const auto c = static_cast<std::size_t>(s.chunk);
+    if (!s.backward) {
+      fits = checked_add(stored, chunk_bytes[c], &stored) && fits;
+      ++live[c];
+    }
+    const PassOption& o =
+        options[static_cast<std::size_t>(s.backward ? chunks + s.chunk : s.chunk)];
+    std::int64_t value = 0;
+    fits = checked_add(stored, o.bytes, &value) && fits;
+    if (value > best) {
+      best = value;
+      alive = live;
+      moment.phase = s.backward ? StepPhase::backward : StepPhase::forward;
+      moment.micro_batch = s.micro_batch;
+      moment.chunk = s.chunk;
+      take(o);
+    }
+    if (s.backward) {
+      stored -= chunk_bytes[c];
+      --live[c];
+    }
+  });
+  return moment;
 }
 
 }  // namespace
@@ -182,9 +363,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   StageActivationTerms result;
   result.into = into;
   const TokenShape shape = token_shape(training, layout);
-  InFlight in_flight =
-      in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, rank, micro_batches);
-  result.in_flight_per_chunk = std::move(in_flight.per_chunk);
+  const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
   const RecomputeConfig& recompute = training.recompute;
   const std::uint32_t dropped =
       recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
@@ -192,11 +371,21 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
   const std::int64_t padded = padded_vocab(model.vocab, layout);
 
-  StoredSums sums(dropped, cache.stored_blocks);
+  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks);
   std::vector<ActivationPiece>& transients = cache.transients;
+  std::vector<LayerPieceCache::TransientScope>& scopes = cache.transient_scopes;
   transients.clear();
-  const auto keep_transient = [&](const ActivationPiece& p) {
-    if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
+  scopes.clear();
+  const auto keep_transient = [&](const ActivationPiece& p,
+                                  LayerPieceCache::TransientScope scope = {}) {
+    if (p.bytes > 0 || p.formula.overflowed()) {
+      transients.push_back(p);
+      if (p.info->text == TermText::recompute_group ||
+          p.info->text == TermText::recompute_selective) {
+        scope.place = TransientPlace::recompute;
+      }
+      scopes.push_back(scope);
+    }
   };
   std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
   ActivationPiece working_set_piece;
@@ -227,7 +416,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
-    const std::int64_t copies = result.in_flight_per_chunk[static_cast<std::size_t>(chunk.chunk)];
+    const std::int64_t c = chunk.chunk;
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
     // Which layers of this chunk keep everything and which keep only a checkpointed input.
     std::int64_t checkpointed_groups = 0;
@@ -278,10 +467,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (layers == 0) continue;
       const LayerKind kind = kind_of(slot);
       const LayerPieces& pieces = pieces_for(kind);
-      std::int64_t layer_copies = 0;
-      fits = checked_mul(layers, copies, &layer_copies) && fits;
-      sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
-      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
+      sums.add_all(attention_group(kind.attention, false), pieces.attention, layers, c);
+      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layers, c);
       const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
@@ -293,14 +480,14 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       }
     }
     if (checkpointed_groups > 0)
-      sums.add(TermGroup::all_layers, checkpoint_input, checkpointed_groups * copies);
+      sums.add(TermGroup::all_layers, checkpoint_input, checkpointed_groups, c);
 
     if (chunk.embedding && training.dropout) {
-      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), copies);
+      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), 1, c);
     }
     if (block > 0) {
       const std::int64_t slots = attn_res_slots_before(end, block);
-      sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), copies);
+      sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), 1, c);
       // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
       std::int64_t slot_sites =
           model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
@@ -311,7 +498,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         slot_sites += 1 + attn_res_slots_before(total_layers, block);
         last_site_slots = attn_res_slots_before(total_layers, block);
       }
-      sums.add(TermGroup::attn_res, attn_res_weights_piece(shape, slot_sites), copies);
+      sums.add(TermGroup::attn_res, attn_res_weights_piece(shape, slot_sites), 1, c);
       largest_slots = std::max(largest_slots, last_site_slots);
     }
     if (chunk.head || chunk.mtp_layers > 0) {
@@ -319,19 +506,20 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     }
     if (chunk.head) {
       // The head's pieces are never recomputed (mask 0).
-      sums.add_all(TermGroup::output, *cache.head, copies, 0);
+      sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
       if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
-      for (const ActivationPiece& p : *cache.head_transients) keep_transient(p);
+      for (const ActivationPiece& p : *cache.head_transients)
+        keep_transient(p, {TransientPlace::chunk, static_cast<std::int16_t>(c)});
     }
     if (chunk.mtp_layers > 0) {
       if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      std::int64_t mtp_copies = 0;
-      fits = checked_mul(chunk.mtp_layers, copies, &mtp_copies) && fits;
-      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, 0);
-      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_copies);
-      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies);
-      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, 0);
+      const std::int64_t mtp_copies = chunk.mtp_layers;
+      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, c, 0);
+      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_copies,
+                   c);
+      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies, c);
+      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, c, 0);
       has_moe |= model.mtp_layer.mlp == MlpKind::moe;
     }
     // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
@@ -366,7 +554,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     ActivationPiece buffers = make_piece(
         block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers, pipeline_formula);
     buffers.bytes = largest_pipeline_buffers;
-    keep_transient(buffers);
+    keep_transient(buffers, {TransientPlace::boundary, -1});
   }
   if (shape.context_parallel > 1) {
     ActivationPiece largest;
@@ -383,21 +571,25 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     keep_transient(working_set_piece);
   }
 
+  fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
+  for (const ActivationPiece& p : transients) fits = fits && !p.formula.overflowed();
+  result.moment =
+      find_peak_moment(plan, rank, micro_batches, result.chunk_stored_bytes, transients, scopes,
+                       result.in_flight_per_chunk, result.largest_transient_bytes, fits);
   if (peaks_only) {
-    result.fits = sums.append_terms(nullptr, result.stored_bytes) && fits;
-    for (const ActivationPiece& p : transients) {
-      result.fits = result.fits && !p.formula.overflowed();
-      result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
-    }
+    result.fits =
+        sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
+    result.moment.transient = -1;
+    result.moment.enclosing = -1;
     return result;
   }
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
   std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
   result.first_stored = static_cast<std::int64_t>(stored.size());
-  result.fits = sums.append_terms(&stored, result.stored_bytes) && fits;
+  result.fits = sums.append_terms(&stored, result.stored_bytes, result.in_flight_per_chunk) && fits;
   result.first_transient = static_cast<std::int64_t>(out.size());
-  for (const ActivationPiece& p : transients) {
-    result.fits = result.fits && !p.formula.overflowed();
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    const ActivationPiece& p = transients[i];
     Term& t = out.emplace_back();
     t.info = p.info;
     t.bytes = p.bytes;
@@ -405,11 +597,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     t.formula = p.formula;
     t.family = Family::transient;
     t.allocated_at = p.info->in_backward ? AllocationPoint::backward : AllocationPoint::forward;
-    if (p.bytes > result.largest_transient_bytes) {
-      result.largest_transient_bytes = p.bytes;
-      result.largest_transient = static_cast<std::int64_t>(out.size()) - 1;
-    }
+    t.place = scopes[i].place;
+    t.chunk = scopes[i].chunk;
   }
+  if (result.moment.transient >= 0) result.moment.transient += result.first_transient;
+  if (result.moment.enclosing >= 0) result.moment.enclosing += result.first_transient;
+  result.largest_transient = result.moment.transient;
   return result;
 }
 
