@@ -328,7 +328,7 @@ PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64
       take(o);
     }
     if (s.backward) {
-      stored -= chunk_bytes[c];
+      if (fits) stored -= chunk_bytes[c];  // past 2^63 the report is an error anyway
       --live[c];
     }
   });

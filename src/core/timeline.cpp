@@ -113,7 +113,7 @@ StageTimeline stage_timeline(const Report& report, const StageReport& stage) {
     e.live_by_family[static_cast<std::size_t>(Family::transient)] = h.bytes;
     push(e);
     if (s.backward) {
-      stored -= chunk_bytes(s.chunk);
+      if (out.fits) stored -= chunk_bytes(s.chunk);  // past 2^63 nothing is meaningful
       --live[c];
     }
   });

@@ -15,6 +15,7 @@
 #include "report.h"
 #include "schedule.h"
 #include "timeline.h"
+#include "url_fragment.h"
 
 using namespace stagemem;
 
@@ -250,8 +251,8 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
         if (t.chunks == 1) CHECK(old_peak == s.peak_bytes);
         if (print_diffs) {
           std::printf(
-              "config %d %s stage %lld: old %lld new %lld (%+.3f%%) at %s\n", i,
-              c.model.empty() ? c.custom_model.c_str() : c.model.c_str(),
+              "config %d #%s stage %lld: old %lld new %lld (%+.3f%%) at %s\n", i,
+              encode_fragment(c).c_str(),
               static_cast<long long>(s.index), static_cast<long long>(old_peak),
               static_cast<long long>(s.peak_bytes),
               100.0 * static_cast<double>(s.peak_bytes - old_peak) / static_cast<double>(old_peak),
@@ -300,4 +301,65 @@ TEST_CASE("Peak moment names its phase, micro-batch, chunk, layers and transient
   }
   // The optimizer step names itself.
   CHECK(moment_name(s1, {.phase = StepPhase::optimizer_step}) == "stage 1, optimizer step");
+}
+
+namespace {
+constexpr TermInfo test_stored{"test: stored activation", "S, B"};
+constexpr TermInfo test_recompute{"recompute working set (one checkpointed group, backward)",
+                                  "S, B, group", TermText::recompute_group, true};
+constexpr TermInfo test_backward_working_set{"test: backward working set of one layer", "S, B",
+                                             TermText::generic, true};
+constexpr TermInfo test_dispatch{"test: forward dispatch buffer", "S, B"};
+}  // namespace
+
+TEST_CASE("A backward layer transient sits inside the recompute working set of its group") {
+  // One stage of 1F1B (P 1, M 2) with hand-made terms: resident 100 B, stored 10 B per
+  // micro-batch, a forward transient of 7 B, a recompute working set of layers 40-41 (30 B) and a
+  // backward layer transient of 20 B. Passes: F0 (stored 10 + 7), B0 (10 + 30 + 20 nested),
+  // F1, B1: the backward holds both working sets together, so the peak is 100 + 10 + 50 = 160 B,
+  // where the old rule (stored + the single largest transient) said 100 + 10 + 30 = 140 B.
+  Report r;
+  r.micro_batches = 2;
+  StageReport s;
+  s.index = 0;
+  s.chunks = {{.first = 40, .count = 2}};
+  s.resident_bytes = 100;
+  s.chunk_stored_bytes = {10};
+  Term resident;
+  resident.info = &test_stored;
+  resident.bytes = 100;
+  Term stored;
+  stored.info = &test_stored;
+  stored.family = Family::activation;
+  stored.bytes = 10;
+  Term dispatch;
+  dispatch.info = &test_dispatch;
+  dispatch.family = Family::transient;
+  dispatch.allocated_at = AllocationPoint::forward;
+  dispatch.bytes = 7;
+  Term recompute;
+  recompute.info = &test_recompute;
+  recompute.family = Family::transient;
+  recompute.allocated_at = AllocationPoint::backward;
+  recompute.place = TransientPlace::recompute;
+  recompute.bytes = 30;
+  recompute.formula = Formula().number(2).number(40).number(41).number(30);
+  Term working;
+  working.info = &test_backward_working_set;
+  working.family = Family::transient;
+  working.allocated_at = AllocationPoint::backward;
+  working.bytes = 20;
+  s.terms = {resident, stored, dispatch, recompute, working};
+  r.stages = {s};
+  const StageTimeline t = stage_timeline(r, r.stages[0]);
+  REQUIRE(t.events.size() == 5);  // F0 B0 F1 B1, optimizer step
+  CHECK(t.events[0].live_bytes == 117);
+  CHECK(t.events[1].live_bytes == 160);
+  CHECK(t.events[1].transient == 4);
+  CHECK(t.events[1].enclosing == 3);
+  CHECK(t.events[4].live_bytes == 100);
+  CHECK(t.peak_event == 1);
+  CHECK(event_name(r.stages[0], t.peak()) ==
+        "stage 0, backward of micro-batch 0, layers 40-41 recomputed, test: backward working set "
+        "of one layer");
 }
