@@ -82,44 +82,85 @@ int main(int argc, char** argv) {
 
   // The step timeline of every stage of the same report (timeline.h): every forward and backward
   // pass of every micro-batch on every chunk, and the optimizer step.
-  std::vector<double> timeline;
-  timeline.reserve(static_cast<std::size_t>(iterations));
-  std::size_t events = 0;
+  // Also at PP 8 without VPP (1F1B, the users' production layout).
+  stagemem::Config plain = config;
+  plain.parallel.virtual_stages = 1;
+  const stagemem::Report plain_report = stagemem::estimate(plain, *model);
+  for (const stagemem::Report* r : {&check, &plain_report}) {
+    std::vector<double> timeline;
+    timeline.reserve(static_cast<std::size_t>(iterations));
+    std::size_t events = 0;
+    for (int i = 0; i < iterations; ++i) {
+      const auto start = Clock::now();
+      const std::vector<stagemem::StageTimeline> step = stagemem::step_timeline(*r);
+      const auto stop = Clock::now();
+      events = 0;
+      for (const auto& t : step) events += t.events.size();
+      sink += step.back().peak_event;
+      timeline.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+    }
+    std::printf(
+        "step timeline (kimi-k3, PP 8 x VPP %zu, M %lld, %zu events over all stages): median "
+        "%.2f us, min %.2f us over %d runs\n",
+        r->stages.empty() ? std::size_t{0} : r->stages[0].chunks.size(),
+        static_cast<long long>(r->micro_batches), events, median(timeline),
+        *std::min_element(timeline.begin(), timeline.end()), iterations);
+  }
+
+  // The same into one Report kept across estimates (estimate_into: what the app does on every
+  // change), first for the same configuration, then alternating the sequence length between two
+  // values, so that every estimate recomputes the activation pieces (a slider being dragged).
+  stagemem::Report kept;
+  std::vector<double> reused;
+  reused.reserve(static_cast<std::size_t>(iterations));
   for (int i = 0; i < iterations; ++i) {
     const auto start = Clock::now();
-    const std::vector<stagemem::StageTimeline> step = stagemem::step_timeline(check);
+    stagemem::estimate_into(config, *model, cache, kept);
     const auto stop = Clock::now();
-    events = 0;
-    for (const auto& t : step) events += t.events.size();
-    sink += step.back().peak_event;
-    timeline.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+    sink += kept.stages.back().peak_bytes;
+    reused.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }
   std::printf(
-      "step timeline (kimi-k3, PP 8 x VPP 2, M %lld, %zu events over all stages): median %.2f us, "
+      "full estimate, layout cached, report reused: median %.2f us, min %.2f us over %d runs\n",
+      median(reused), *std::min_element(reused.begin(), reused.end()), iterations);
+  stagemem::Config dragged = config;
+  std::vector<double> changed;
+  changed.reserve(static_cast<std::size_t>(iterations));
+  for (int i = 0; i < iterations; ++i) {
+    dragged.training.sequence_length = i % 2 == 0 ? 4096 : 8192;
+    const auto start = Clock::now();
+    stagemem::estimate_into(dragged, *model, cache, kept);
+    const auto stop = Clock::now();
+    sink += kept.stages.back().peak_bytes;
+    changed.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+  }
+  std::printf(
+      "full estimate after a sequence-length change, layout cached, report reused: median %.2f us, "
       "min %.2f us over %d runs\n",
-      static_cast<long long>(check.micro_batches), events, median(timeline),
-      *std::min_element(timeline.begin(), timeline.end()), iterations);
+      median(changed), *std::min_element(changed.begin(), changed.end()), iterations);
 
   // A sweep as the app's heat map and the planner run it: seq x mbs x recompute, the model
   // resolved once, one EstimateCache for the whole sweep, per-stage numbers only
-  // (EstimateDetail::peaks: no term lists).
+  // (EstimateDetail::peaks: no term lists), one configuration changed in place and one Report
+  // reused (estimate_into), as the app's heat map and the planner keep theirs.
   const std::int64_t sequences[] = {2048, 4096, 8192, 16384, 32768};
   const std::int64_t batches[] = {1, 2, 4, 8};
   const stagemem::RecomputePolicy policies[] = {stagemem::RecomputePolicy::none,
                                                 stagemem::RecomputePolicy::selective,
                                                 stagemem::RecomputePolicy::full};
+  stagemem::Config point = config;
+  stagemem::Report cell;
   const auto sweep_start = Clock::now();
   int points = 0;
   for (int repeat = 0; repeat < std::max(1, iterations / 20); ++repeat) {
     for (std::int64_t sequence : sequences) {
       for (std::int64_t batch : batches) {
         for (stagemem::RecomputePolicy policy : policies) {
-          stagemem::Config point = config;
           point.training.sequence_length = sequence;
           point.training.micro_batch = batch;
           point.training.recompute.policy = policy;
-          sink += stagemem::estimate(point, *model, cache, stagemem::EstimateDetail::peaks)
-                      .binding_stage;
+          stagemem::estimate_into(point, *model, cache, cell, stagemem::EstimateDetail::peaks);
+          sink += cell.binding_stage;
           ++points;
         }
       }

@@ -101,6 +101,49 @@ struct StoredBlock {
   std::uint32_t dropped;
 };
 
+// How one virtual chunk's layers split under a recompute policy: layer counts only, no bytes
+// (they depend on the layout and the recompute setting, not on sequence or batch).
+struct ChunkLayers {
+  std::array<std::int64_t, 6> full_layers{};  // layers keeping every piece, per layer kind slot
+  std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
+  // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
+  // in the order they first occur, with the first occurrence's layer range.
+  struct Group {
+    std::array<std::int64_t, 6> layers{};
+    std::int64_t count = 0;
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+  };
+  std::vector<Group> groups;
+};
+// A rank's chunks under one recompute setting (policy none and selective share one structure).
+struct RankLayers {
+  bool full = false;
+  FullRecomputeMethod method = FullRecomputeMethod::uniform;
+  std::int64_t group_layers = 0;
+  std::vector<ChunkLayers> chunks;
+};
+// What a rank keeps that depends on the training inputs but not on recompute or micro-batches in
+// flight: the AttnRes pieces of each chunk and the rank's transients other than the recompute
+// working set, in the order they are listed.
+// Where in the step a transient is alive (Term::place, Term::chunk; timeline.h).
+struct TransientScope {
+  TransientPlace place = TransientPlace::layer;
+  std::int16_t chunk = -1;  // TransientPlace::chunk: the chunk's index on the rank
+};
+struct RankPieces {
+  struct Chunk {
+    ActivationPiece attn_res_slots;
+    ActivationPiece attn_res_weights;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<ActivationPiece>
+      transients;                      // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
+  std::vector<TransientScope> scopes;  // one per transient
+  bool has_moe = false;
+  bool fits = true;
+};
+
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
 // and shared by its stages; StageActivationTerms' sums point into it.
 struct LayerPieceCache {
@@ -112,13 +155,14 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
+  std::vector<std::optional<RankPieces>> ranks;                 // per pipeline rank
+  // Per pipeline rank, the layer structure without and with full recompute (kept when only the
+  // training inputs change: prepare_piece_cache keeps them; a new layout clears the whole cache).
+  std::vector<std::optional<RankLayers>> plain_layers;
+  std::vector<std::optional<RankLayers>> full_layers;
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
-  struct TransientScope {
-    TransientPlace place = TransientPlace::layer;
-    std::int16_t chunk = -1;
-  };
   std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
   // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
   std::vector<std::int64_t> stored_units;

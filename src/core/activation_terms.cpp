@@ -44,25 +44,48 @@ TermGroup mlp_group(MlpKind kind, bool mtp) {
   return mtp ? TermGroup::mtp_moe : TermGroup::moe;
 }
 
+// The bytes of the pieces `dropped` does not remove; false when a piece or the sum does not fit
+// in int64.
+bool kept_sum(const std::vector<ActivationPiece>& pieces, std::uint32_t dropped,
+              std::int64_t* sum) {
+  std::int64_t total = 0;
+  for (const ActivationPiece& p : pieces) {
+    if ((p.dropped_by & dropped) != 0) continue;
+    if (p.formula.overflowed() || !checked_add(total, p.bytes, &total)) return false;
+  }
+  *sum = total;
+  return true;
+}
+
 // Sums identical pieces over layers and micro-batches: one term per (group, piece), in the order
 // the pieces first appear. A group's pieces are the same list wherever the group occurs (GQA's
 // attention pieces do not depend on the MLP kind), so a group is summed as one block; a single
-// piece (checkpointed input, AttnRes slots and weights) is matched by its catalogue entry and
-// keeps the bytes of its first occurrence. Each block counts its occurrences per micro-batch on
-// each virtual chunk (`units`), so its copies follow from the micro-batches alive per chunk at
-// any moment of the step.
+// piece (checkpointed input, AttnRes slots and weights) is matched by its catalogue entry and its
+// bytes (AttnRes slots differ from chunk to chunk: each size is its own term). Each block counts
+// its occurrences per micro-batch on each virtual chunk (`units`), so its copies follow from the
+// micro-batches alive per chunk at whichever moment of the step peaks.
+// With `sum_only` (peaks), nothing is listed: the bytes of one micro-batch on each chunk are added
+// up as they come (`units` holds them).
 class StoredSums {
  public:
   // `blocks` and `units` are scratch storage reused across stages (their capacity survives).
   StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks,
-             std::vector<std::int64_t>& units, std::int64_t chunks)
-      : dropped_(dropped), blocks_(blocks), units_(units), chunks_(chunks) {
+             std::vector<std::int64_t>& units, std::int64_t chunks, bool sum_only)
+      : dropped_(dropped), blocks_(blocks), units_(units), chunks_(chunks), sum_only_(sum_only) {
     blocks_.clear();
     units_.clear();
+    if (sum_only_) units_.assign(static_cast<std::size_t>(chunks_), 0);
   }
   void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t count,
                std::int64_t chunk, std::uint32_t dropped) {
     if (count <= 0) return;
+    if (sum_only_) {
+      std::int64_t bytes = 0;
+      auto& into = units_[static_cast<std::size_t>(chunk)];
+      fits_ = kept_sum(pieces, dropped, &bytes) && checked_mul(bytes, count, &bytes) &&
+              checked_add(into, bytes, &into) && fits_;
+      return;
+    }
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       if (blocks_[b].group == group && blocks_[b].pieces != nullptr) {
         unit(b, chunk) += count;
@@ -79,9 +102,16 @@ class StoredSums {
   }
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
     if (count <= 0 || piece.bytes == 0) return;
+    if (sum_only_) {
+      std::int64_t bytes = 0;
+      auto& into = units_[static_cast<std::size_t>(chunk)];
+      fits_ = !piece.formula.overflowed() && checked_mul(piece.bytes, count, &bytes) &&
+              checked_add(into, bytes, &into) && fits_;
+      return;
+    }
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       if (blocks_[b].group == group && blocks_[b].pieces == nullptr &&
-          blocks_[b].single.info == piece.info) {
+          blocks_[b].single.info == piece.info && blocks_[b].single.bytes == piece.bytes) {
         unit(b, chunk) += count;
         return;
       }
@@ -92,19 +122,19 @@ class StoredSums {
   }
   // Stored bytes of one micro-batch on each chunk; false when they do not fit in int64.
   bool chunk_bytes(std::vector<std::int64_t>& out) const {
+    if (sum_only_) {
+      out.assign(units_.begin(), units_.end());
+      return fits_;
+    }
     out.assign(static_cast<std::size_t>(chunks_), 0);
     bool fits = true;
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       std::int64_t per_unit = 0;
-      const auto add_piece = [&](const ActivationPiece& p) {
-        fits = !p.formula.overflowed() && checked_add(per_unit, p.bytes, &per_unit) && fits;
-      };
       if (blocks_[b].pieces == nullptr) {
-        add_piece(blocks_[b].single);
+        per_unit = blocks_[b].single.bytes;
+        fits = !blocks_[b].single.formula.overflowed() && fits;
       } else {
-        for (const ActivationPiece& p : *blocks_[b].pieces) {
-          if ((p.dropped_by & blocks_[b].dropped) == 0) add_piece(p);
-        }
+        fits = kept_sum(*blocks_[b].pieces, blocks_[b].dropped, &per_unit) && fits;
       }
       for (std::int64_t c = 0; c < chunks_; ++c) {
         std::int64_t bytes = 0;
@@ -118,6 +148,16 @@ class StoredSums {
   // up their bytes); false when one does not fit in int64 bytes.
   bool append_terms(std::vector<Term>* out, std::int64_t& total,
                     const std::vector<std::int64_t>& alive) const {
+    if (sum_only_) {
+      bool fits = fits_;
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t bytes = 0;
+        fits = checked_mul(units_[static_cast<std::size_t>(c)], alive[static_cast<std::size_t>(c)],
+                           &bytes) &&
+               checked_add(total, bytes, &total) && fits;
+      }
+      return fits;
+    }
     bool fits = true;
     const auto emit = [&](TermGroup group, const ActivationPiece& p, std::int64_t copies) {
       if (out == nullptr) {
@@ -171,6 +211,8 @@ class StoredSums {
   std::vector<StoredBlock>& blocks_;
   std::vector<std::int64_t>& units_;
   std::int64_t chunks_;
+  bool sum_only_;
+  bool fits_ = true;
 };
 
 // Sum of ceil(i / block) over i in [0, n): the values k = 1, 2, ... each cover `block` layers.
@@ -225,12 +267,12 @@ struct PassOption {
 };
 
 PassOption pass_option(const std::vector<ActivationPiece>& transients,
-                       const std::vector<LayerPieceCache::TransientScope>& scopes, bool backward,
-                       std::int64_t chunk, bool& fits) {
+                       const std::vector<TransientScope>& scopes, bool backward, std::int64_t chunk,
+                       bool& fits) {
   PassOption best;
   std::int64_t inner = -1;  // the largest backward layer transient
   for (std::size_t i = 0; i < transients.size(); ++i) {
-    const LayerPieceCache::TransientScope& scope = scopes[i];
+    const TransientScope& scope = scopes[i];
     const bool in_backward = transients[i].info->in_backward;
     bool holds = false;
     switch (scope.place) {
@@ -277,7 +319,7 @@ PassOption pass_option(const std::vector<ActivationPiece>& transients,
 PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64_t micro_batches,
                             const std::vector<std::int64_t>& chunk_bytes,
                             const std::vector<ActivationPiece>& transients,
-                            const std::vector<LayerPieceCache::TransientScope>& scopes,
+                            const std::vector<TransientScope>& scopes,
                             std::vector<std::int64_t>& alive, std::int64_t& transient_bytes,
                             bool& fits) {
   const std::int64_t chunks = static_cast<std::int64_t>(chunk_bytes.size());
@@ -343,9 +385,82 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   inputs.flat_headroom_bytes = 0;
   inputs.recompute = {};
   if (cache.built_for && *cache.built_for == inputs) return;
+  // The layer structure depends on the layout and recompute only: it survives.
+  std::vector<std::optional<RankLayers>> plain = std::move(cache.plain_layers);
+  std::vector<std::optional<RankLayers>> full = std::move(cache.full_layers);
   cache = LayerPieceCache{};
   cache.built_for = inputs;
+  cache.plain_layers = std::move(plain);
+  cache.full_layers = std::move(full);
 }
+
+namespace {
+
+// The rank's chunks split into layers that keep everything and checkpointed groups (with their
+// distinct compositions), per layer kind: the part of the recompute policy that has no bytes.
+RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t rank,
+                       const RecomputeConfig& recompute) {
+  RankLayers result;
+  result.full = recompute.policy == RecomputePolicy::full;
+  result.method = recompute.method;
+  result.group_layers = recompute.layers;
+  for (const VirtualStage& chunk : plan.virtual_stages) {
+    if (chunk.pipeline_rank != rank) continue;
+    ChunkLayers& out = result.chunks.emplace_back();
+    const std::int64_t end = chunk.first_layer + chunk.layer_count;
+    std::int64_t group_size = 0;
+    std::int64_t first_full_layer = chunk.first_layer;  // layers before this one are checkpointed
+    if (result.full) {
+      group_size = std::max<std::int64_t>(1, recompute.layers);
+      if (recompute.method == FullRecomputeMethod::uniform) {
+        out.checkpointed_groups = (chunk.layer_count + group_size - 1) / group_size;
+        first_full_layer = end;
+      } else {
+        out.checkpointed_groups = std::min(group_size, chunk.layer_count);
+        first_full_layer = chunk.first_layer + out.checkpointed_groups;
+        group_size = 1;
+      }
+    }
+    ChunkLayers::Group group;
+    for (std::int64_t i = chunk.first_layer; i < end; ++i) {
+      const auto slot =
+          static_cast<std::size_t>(slot_of(model.layers[static_cast<std::size_t>(i)]));
+      if (i >= first_full_layer) {
+        ++out.full_layers[slot];
+        continue;
+      }
+      if (group.count == 0) group.first = i;
+      ++group.layers[slot];
+      ++group.count;
+      if (group.count == group_size || i + 1 == first_full_layer || i + 1 == end) {
+        group.last = i;
+        const bool seen =
+            std::any_of(out.groups.begin(), out.groups.end(),
+                        [&](const ChunkLayers::Group& g) { return g.layers == group.layers; });
+        if (!seen) out.groups.push_back(group);
+        group = {};
+      }
+    }
+  }
+  return result;
+}
+
+const RankLayers& cached_rank_layers(LayerPieceCache& cache, const Model& model,
+                                     const StagePlan& plan, std::int64_t rank,
+                                     const RecomputeConfig& recompute) {
+  const bool full = recompute.policy == RecomputePolicy::full;
+  auto& slots = full ? cache.full_layers : cache.plain_layers;
+  if (slots.size() < static_cast<std::size_t>(plan.pipeline_ranks))
+    slots.resize(static_cast<std::size_t>(plan.pipeline_ranks));
+  auto& entry = slots[static_cast<std::size_t>(rank)];
+  if (!entry ||
+      (full && (entry->method != recompute.method || entry->group_layers != recompute.layers))) {
+    entry = rank_layers(model, plan, rank, recompute);
+  }
+  return *entry;
+}
+
+}  // namespace
 
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
                                             const TrainingConfig& training, const StagePlan& plan,
@@ -355,41 +470,21 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   return stage_activation_terms(model, layout, training, plan, rank, micro_batches, cache);
 }
 
-StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
-                                            const TrainingConfig& training, const StagePlan& plan,
-                                            std::int64_t rank, std::int64_t micro_batches,
-                                            LayerPieceCache& cache, std::vector<Term>* into,
-                                            bool peaks_only) {
-  StageActivationTerms result;
-  result.into = into;
-  const TokenShape shape = token_shape(training, layout);
-  const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
-  const RecomputeConfig& recompute = training.recompute;
-  const std::uint32_t dropped =
-      recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
+namespace {
+
+// The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
+RankPieces rank_pieces(const Model& model, const TokenShape& shape, const TrainingConfig& training,
+                       const StagePlan& plan, std::int64_t rank, LayerPieceCache& cache,
+                       std::int64_t padded) {
+  RankPieces result;
   const std::int64_t block = model.attn_res.block_size;
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
-  const std::int64_t padded = padded_vocab(model.vocab, layout);
-
-  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks);
-  std::vector<ActivationPiece>& transients = cache.transients;
-  std::vector<LayerPieceCache::TransientScope>& scopes = cache.transient_scopes;
-  transients.clear();
-  scopes.clear();
-  const auto keep_transient = [&](const ActivationPiece& p,
-                                  LayerPieceCache::TransientScope scope = {}) {
+  const auto keep_transient = [&](const ActivationPiece& p, TransientScope scope = {}) {
     if (p.bytes > 0 || p.formula.overflowed()) {
-      transients.push_back(p);
-      if (p.info->text == TermText::recompute_group ||
-          p.info->text == TermText::recompute_selective) {
-        scope.place = TransientPlace::recompute;
-      }
-      scopes.push_back(scope);
+      result.transients.push_back(p);
+      result.scopes.push_back(scope);
     }
   };
-  std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
-  ActivationPiece working_set_piece;
-  bool has_moe = false;
   bool attention_kinds[3] = {false, false, false};
   std::int64_t largest_slots = 0;  // AttnRes K at the rank's last mixing site
   std::int64_t largest_pipeline_buffers = 0;
@@ -397,97 +492,17 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const std::int64_t boundary_width = shape.sequence_parallel && shape.tensor_parallel > 1
                                           ? model.hidden / shape.tensor_parallel
                                           : model.hidden;
-  const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
-  const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
-    auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
-    if (!entry) {
-      entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
-                          mlp_pieces(model, kind.mlp, shape, training, layout)};
-      entry->all_bytes = layer_bytes(*entry, 0);
-      entry->kept_bytes = layer_bytes(*entry, dropped);
-      entry->kept_mask = dropped;
-    } else if (entry->kept_mask != dropped) {
-      entry->kept_bytes = layer_bytes(*entry, dropped);
-      entry->kept_mask = dropped;
-    }
-    return *entry;
-  };
-  bool fits = true;
-
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
-    const std::int64_t c = chunk.chunk;
+    RankPieces::Chunk& pieces = result.chunks.emplace_back();
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
-    // Which layers of this chunk keep everything and which keep only a checkpointed input.
-    std::int64_t checkpointed_groups = 0;
-    std::int64_t group_size = 0;
-    std::int64_t first_full_layer = chunk.first_layer;  // layers before this one are checkpointed
-    if (recompute.policy == RecomputePolicy::full) {
-      group_size = std::max<std::int64_t>(1, recompute.layers);
-      if (recompute.method == FullRecomputeMethod::uniform) {
-        checkpointed_groups = (chunk.layer_count + group_size - 1) / group_size;
-        first_full_layer = end;
-      } else {
-        checkpointed_groups = std::min(group_size, chunk.layer_count);
-        first_full_layer = chunk.first_layer + checkpointed_groups;
-        group_size = 1;
-      }
-    }
-    // Layers that keep everything, counted per kind; the pieces of a kind are built once.
-    std::array<std::int64_t, kind_slots> full_layers{};
-    std::int64_t group_bytes = 0;
-    std::int64_t group_layers = 0;
     for (std::int64_t i = chunk.first_layer; i < end; ++i) {
       const LayerKind kind = model.layers[static_cast<std::size_t>(i)];
-      has_moe |= kind.mlp == MlpKind::moe;
+      result.has_moe |= kind.mlp == MlpKind::moe;
       attention_kinds[static_cast<int>(kind.attention)] = true;
-      if (i >= first_full_layer) {
-        ++full_layers[static_cast<std::size_t>(slot_of(kind))];
-        continue;
-      }
-      // Inside a checkpointed group: its whole working set is rebuilt in backward.
-      fits = checked_add(group_bytes, pieces_for(kind).all_bytes, &group_bytes) && fits;
-      ++group_layers;
-      if (group_layers == group_size || i + 1 == first_full_layer || i + 1 == end) {
-        if (group_bytes > working_set) {
-          working_set = group_bytes;
-          working_set_piece.info = &term_recompute_group;
-          working_set_piece.formula = Formula()
-                                          .number(group_layers)
-                                          .number(i + 1 - group_layers)
-                                          .number(i)
-                                          .number(group_bytes);
-        }
-        group_bytes = 0;
-        group_layers = 0;
-      }
-    }
-    for (int slot = 0; slot < kind_slots; ++slot) {
-      const std::int64_t layers = full_layers[static_cast<std::size_t>(slot)];
-      if (layers == 0) continue;
-      const LayerKind kind = kind_of(slot);
-      const LayerPieces& pieces = pieces_for(kind);
-      sums.add_all(attention_group(kind.attention, false), pieces.attention, layers, c);
-      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layers, c);
-      const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
-      if (dropped != 0 && recomputed > working_set) {
-        working_set = recomputed;
-        working_set_piece.info = &term_recompute_selective;
-        working_set_piece.formula = Formula()
-                                        .number(static_cast<std::int64_t>(kind.attention))
-                                        .number(static_cast<std::int64_t>(kind.mlp))
-                                        .number(recomputed);
-      }
-    }
-    if (checkpointed_groups > 0)
-      sums.add(TermGroup::all_layers, checkpoint_input, checkpointed_groups, c);
-
-    if (chunk.embedding && training.dropout) {
-      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), 1, c);
     }
     if (block > 0) {
-      const std::int64_t slots = attn_res_slots_before(end, block);
-      sums.add(TermGroup::attn_res, attn_res_slots_piece(model, shape, slots), 1, c);
+      pieces.attn_res_slots = attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
       // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
       std::int64_t slot_sites =
           model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
@@ -498,30 +513,16 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         slot_sites += 1 + attn_res_slots_before(total_layers, block);
         last_site_slots = attn_res_slots_before(total_layers, block);
       }
-      sums.add(TermGroup::attn_res, attn_res_weights_piece(shape, slot_sites), 1, c);
+      pieces.attn_res_weights = attn_res_weights_piece(shape, slot_sites);
       largest_slots = std::max(largest_slots, last_site_slots);
     }
-    if (chunk.head || chunk.mtp_layers > 0) {
-      if (!cache.head) cache.head = head_pieces(model, shape, training, padded);
-    }
     if (chunk.head) {
-      // The head's pieces are never recomputed (mask 0).
-      sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
       if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
       for (const ActivationPiece& p : *cache.head_transients)
-        keep_transient(p, {TransientPlace::chunk, static_cast<std::int16_t>(c)});
+        keep_transient(
+            p, {TransientPlace::chunk, static_cast<std::int16_t>(result.chunks.size() - 1)});
     }
-    if (chunk.mtp_layers > 0) {
-      if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
-      const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      const std::int64_t mtp_copies = chunk.mtp_layers;
-      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, c, 0);
-      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_copies,
-                   c);
-      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies, c);
-      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, c, 0);
-      has_moe |= model.mtp_layer.mlp == MlpKind::moe;
-    }
+    if (chunk.mtp_layers > 0) result.has_moe |= model.mtp_layer.mlp == MlpKind::moe;
     // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
     // output leaving for the next one (both alive while a step sends and receives).
     const std::int64_t receive_slots =
@@ -532,9 +533,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     for (const std::int64_t slots : {receive_slots, send_slots}) {
       if (slots == 0) continue;
       std::int64_t one = 2;
-      fits = checked_mul(one, shape.sequence, &one) && checked_mul(one, shape.micro_batch, &one) &&
-             checked_mul(one, boundary_width, &one) && checked_mul(one, slots, &one) &&
-             checked_add(buffers, one, &buffers) && fits;
+      result.fits = checked_mul(one, shape.sequence, &one) &&
+                    checked_mul(one, shape.micro_batch, &one) &&
+                    checked_mul(one, boundary_width, &one) && checked_mul(one, slots, &one) &&
+                    checked_add(buffers, one, &buffers) && result.fits;
     }
     if (buffers > largest_pipeline_buffers) {
       largest_pipeline_buffers = buffers;
@@ -547,8 +549,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                              .number(send_slots);
     }
   }
-
-  if (has_moe) keep_transient(moe_dispatch_piece(model, shape));
+  if (result.has_moe) keep_transient(moe_dispatch_piece(model, shape));
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
     ActivationPiece buffers = make_piece(
@@ -566,6 +567,138 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     }
     if (largest.info != nullptr) keep_transient(largest);
   }
+  return result;
+}
+
+}  // namespace
+
+StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
+                                            const TrainingConfig& training, const StagePlan& plan,
+                                            std::int64_t rank, std::int64_t micro_batches,
+                                            LayerPieceCache& cache, std::vector<Term>* into,
+                                            bool peaks_only) {
+  StageActivationTerms result;
+  result.into = into;
+  const TokenShape shape = token_shape(training, layout);
+  const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
+  const RecomputeConfig& recompute = training.recompute;
+  const std::uint32_t dropped =
+      recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
+  const std::int64_t padded = padded_vocab(model.vocab, layout);
+
+  const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
+  if (cache.ranks.size() < static_cast<std::size_t>(plan.pipeline_ranks))
+    cache.ranks.resize(static_cast<std::size_t>(plan.pipeline_ranks));
+  auto& rank_entry = cache.ranks[static_cast<std::size_t>(rank)];
+  if (!rank_entry) rank_entry = rank_pieces(model, shape, training, plan, rank, cache, padded);
+  const RankPieces& pieces_of_rank = *rank_entry;
+
+  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
+  std::vector<ActivationPiece>& transients = cache.transients;
+  std::vector<TransientScope>& scopes = cache.transient_scopes;
+  transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
+  scopes.assign(pieces_of_rank.scopes.begin(), pieces_of_rank.scopes.end());
+  // Only the recompute working set is added here: it encloses the backward of its layers.
+  const auto keep_transient = [&](const ActivationPiece& p) {
+    if (p.bytes > 0 || p.formula.overflowed()) {
+      transients.push_back(p);
+      scopes.push_back({TransientPlace::recompute, -1});
+    }
+  };
+  std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
+  ActivationPiece working_set_piece;
+  const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
+  const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
+    auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
+    if (!entry) {
+      entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
+                          mlp_pieces(model, kind.mlp, shape, training, layout)};
+      entry->all_bytes = layer_bytes(*entry, 0);
+      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
+    } else if (entry->kept_mask != dropped) {
+      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_mask = dropped;
+    }
+    return *entry;
+  };
+  bool fits = pieces_of_rank.fits;
+
+  std::size_t chunk_slot = 0;
+  for (const VirtualStage& chunk : plan.virtual_stages) {
+    if (chunk.pipeline_rank != rank) continue;
+    const ChunkLayers& split = layers.chunks[chunk_slot];
+    const RankPieces::Chunk& chunk_pieces = pieces_of_rank.chunks[chunk_slot];
+    ++chunk_slot;
+    const std::int64_t c = chunk.chunk;
+    // Checkpointed groups: the whole working set of one group is rebuilt in backward; the first
+    // group of the largest composition names it.
+    for (const ChunkLayers::Group& group : split.groups) {
+      std::int64_t group_bytes = 0;
+      for (int slot = 0; slot < kind_slots; ++slot) {
+        const std::int64_t count = group.layers[static_cast<std::size_t>(slot)];
+        if (count == 0) continue;
+        std::int64_t bytes = 0;
+        fits = checked_mul(pieces_for(kind_of(slot)).all_bytes, count, &bytes) &&
+               checked_add(group_bytes, bytes, &group_bytes) && fits;
+      }
+      if (group_bytes > working_set) {
+        working_set = group_bytes;
+        working_set_piece.info = &term_recompute_group;
+        working_set_piece.formula = Formula()
+                                        .number(group.count)
+                                        .number(group.first)
+                                        .number(group.last)
+                                        .number(group_bytes);
+      }
+    }
+    // Layers that keep everything, counted per kind; the pieces of a kind are built once.
+    for (int slot = 0; slot < kind_slots; ++slot) {
+      const std::int64_t layer_count = split.full_layers[static_cast<std::size_t>(slot)];
+      if (layer_count == 0) continue;
+      const LayerKind kind = kind_of(slot);
+      const LayerPieces& pieces = pieces_for(kind);
+      sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_count, c);
+      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_count, c);
+      const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
+      if (dropped != 0 && recomputed > working_set) {
+        working_set = recomputed;
+        working_set_piece.info = &term_recompute_selective;
+        working_set_piece.formula = Formula()
+                                        .number(static_cast<std::int64_t>(kind.attention))
+                                        .number(static_cast<std::int64_t>(kind.mlp))
+                                        .number(recomputed);
+      }
+    }
+    if (split.checkpointed_groups > 0)
+      sums.add(TermGroup::all_layers, checkpoint_input, split.checkpointed_groups, c);
+
+    if (chunk.embedding && training.dropout) {
+      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), 1, c);
+    }
+    if (model.attn_res.block_size > 0) {
+      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, 1, c);
+      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_weights, 1, c);
+    }
+    if (chunk.head || chunk.mtp_layers > 0) {
+      if (!cache.head) cache.head = head_pieces(model, shape, training, padded);
+    }
+    if (chunk.head) {
+      // The head's pieces are never recomputed (mask 0).
+      sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
+    }
+    if (chunk.mtp_layers > 0) {
+      if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
+      const LayerPieces& pieces = pieces_for(model.mtp_layer);
+      const std::int64_t mtp_layers = chunk.mtp_layers;
+      sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_layers, c, 0);
+      sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_layers,
+                   c);
+      sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_layers, c);
+      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_layers, c, 0);
+    }
+  }
+
   if (working_set > 0) {
     working_set_piece.bytes = working_set;
     keep_transient(working_set_piece);

@@ -270,9 +270,47 @@ Report estimate(const Config& config, const Model& model) {
 
 Report estimate(const Config& config, const Model& model, EstimateCache& cache,
                 EstimateDetail detail) {
-  const bool peaks_only = detail == EstimateDetail::peaks;
   Report report;
-  report.model = model.name;
+  estimate_into(config, model, cache, report, detail);
+  return report;
+}
+
+namespace {
+
+// Empties a stage kept from an earlier estimate, keeping its lists' storage.
+void reset_stage(StageReport& stage) {
+  std::vector<Term> terms = std::move(stage.terms);
+  std::vector<LayerRange> chunks = std::move(stage.chunks);
+  std::vector<std::int64_t> in_flight = std::move(stage.in_flight_per_chunk);
+  std::vector<std::int64_t> chunk_bytes = std::move(stage.chunk_stored_bytes);
+  terms.clear();
+  chunks.clear();
+  in_flight.clear();
+  chunk_bytes.clear();
+  stage = StageReport{};
+  stage.terms = std::move(terms);
+  stage.chunks = std::move(chunks);
+  stage.in_flight_per_chunk = std::move(in_flight);
+  stage.chunk_stored_bytes = std::move(chunk_bytes);
+}
+
+}  // namespace
+
+void estimate_into(const Config& config, const Model& model, EstimateCache& cache, Report& report,
+                   EstimateDetail detail) {
+  const bool peaks_only = detail == EstimateDetail::peaks;
+  // Every field is set again; the stages' lists keep their storage.
+  std::vector<StageReport> kept_stages = std::move(report.stages);
+  report.model.assign(model.name);
+  report.total_parameters = 0;
+  report.data_parallel = 1;
+  report.expert_data_parallel = 1;
+  report.micro_batches = 0;
+  report.flat_headroom_bytes = 0;
+  report.stages.clear();
+  report.device = {};
+  report.binding_stage = -1;
+  report.cross_checks.clear();
   if (cache.model != &model) {
     cache.model = &model;
     cache.total_parameters = total_parameters(model);
@@ -300,7 +338,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   }
   report.diagnostics = cache.layout_diagnostics;
   validate_beyond_layout(config, model, report.diagnostics);
-  if (!report.diagnostics.ok()) return report;
+  if (!report.diagnostics.ok()) return;
   report.total_parameters = cache.total_parameters;
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
@@ -308,7 +346,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   report.micro_batches =
       micro_batches_per_step(config.training.global_batch, config.training.micro_batch,
                              report.data_parallel, report.diagnostics);
-  if (!report.diagnostics.ok()) return report;
+  if (!report.diagnostics.ok()) return;
 
   const StagePlan& plan = *cache.plan;
   if (config.device.bytes > 0) {
@@ -339,7 +377,6 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   prepare_piece_cache(cache.pieces, config.training);
   LayerPieceCache& piece_cache = cache.pieces;
   std::int64_t largest = -1;
-  report.stages.reserve(cache.parameters.size());
   // Per stage computed so far: where its activation terms are and whether they fit.
   struct ActivationRange {
     std::int64_t first = 0;
@@ -348,8 +385,13 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   };
   std::vector<ActivationRange> activation_ranges;
   activation_ranges.reserve(cache.parameters.size());
+  report.stages = std::move(kept_stages);
+  report.stages.reserve(cache.parameters.size());
+  std::size_t stage_count = 0;
   for (const StageParameters& parameters : cache.parameters) {
-    StageReport stage;
+    if (stage_count == report.stages.size()) report.stages.emplace_back();
+    StageReport& stage = report.stages[stage_count];
+    reset_stage(stage);
     stage.index = parameters.pipeline_rank;
     stage.first_layer = parameters.first_layer;
     stage.layer_count = parameters.layer_count;
@@ -357,7 +399,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
     stage.parameters_per_rank = parameters.per_rank.total();
-    const std::size_t stage_slot = report.stages.size();
+    const std::size_t stage_slot = stage_count;
     const std::vector<Term>& resident = cache.resident_terms[stage_slot];
     if (!peaks_only) {
       stage.terms.reserve(48);
@@ -369,7 +411,7 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
     // computed again.
     const StageReport* same = nullptr;
     std::size_t same_slot = 0;
-    for (std::size_t r = 0; r < report.stages.size() && model.attn_res.block_size == 0; ++r) {
+    for (std::size_t r = 0; r < stage_count && model.attn_res.block_size == 0; ++r) {
       if (same_activation_inputs(model, plan, report.stages[r], stage.index,
                                  report.micro_batches)) {
         same = &report.stages[r];
@@ -411,11 +453,11 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
         fits && add_bytes(stage.peak_bytes, stage.gap_bytes) && add_bytes(stage.peak_bytes, phase);
     if (!fits) {
       // The terms name what overflows: build them to say so.
-      if (peaks_only) return estimate(config, model, cache, EstimateDetail::terms);
+      if (peaks_only) return estimate_into(config, model, cache, report, EstimateDetail::terms);
       report.diagnostics.errors.push_back(overflow_error(stage));
       report.stages.clear();
       report.binding_stage = -1;
-      return report;
+      return;
     }
     stage.non_parameter_bytes = phase;
     if (config.training.flat_headroom_bytes > 0) {
@@ -426,12 +468,12 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
       largest = stage.peak_bytes;
       report.binding_stage = stage.index;
     }
-    report.stages.push_back(std::move(stage));
+    ++stage_count;
   }
+  report.stages.resize(stage_count);
   if (!peaks_only) {
     report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
   }
-  return report;
 }
 
 }  // namespace stagemem

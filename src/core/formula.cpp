@@ -6,17 +6,6 @@
 
 namespace stagemem {
 
-namespace {
-constexpr std::int64_t saturated = std::numeric_limits<std::int64_t>::max();
-}
-
-void Formula::multiply(std::int64_t value) {
-  if (value < 0 || !checked_mul(value_, value, &value_)) {
-    overflowed_ = true;
-    value_ = saturated;
-  }
-}
-
 Formula& Formula::per(Label label, std::int64_t divisor) {
   push(FactorOp::per, label, divisor);
   if (divisor > 0 && value_ != saturated) value_ /= divisor;

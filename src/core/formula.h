@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 namespace stagemem {
@@ -101,6 +102,29 @@ inline std::string_view label_text(Label id) {
   return id < formula_label_count ? formula_labels[id] : std::string_view("?");
 }
 
+// Checked int64 arithmetic: false (and *out untouched) when the result does not fit.
+inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  // Fast path without a 128-bit product (a library call in wasm32): non-negative factors whose
+  // bit lengths add up to at most 63 cannot overflow.
+  if (a >= 0 && b >= 0) {
+    const auto ua = static_cast<std::uint64_t>(a);
+    const auto ub = static_cast<std::uint64_t>(b);
+    if (ua == 0 || ub == 0 || __builtin_clzll(ua) + __builtin_clzll(ub) >= 65) {
+      *out = a * b;
+      return true;
+    }
+  }
+  return !__builtin_mul_overflow(a, b, out);
+}
+// Elements per shard when `value` is split over `divisor` ranks (a divisor <= 0 splits nothing).
+inline std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
+  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
+}
+inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+
 enum class FactorOp : std::uint8_t {
   times,        // " x [label=value]"
   times_tp,     // " x [label/TP=value]"
@@ -153,7 +177,13 @@ class Formula {
     if (op <= FactorOp::bytes && op != FactorOp::per) multiply(value);
     return *this;
   }
-  void multiply(std::int64_t value);
+  void multiply(std::int64_t value) {
+    if (value < 0 || !checked_mul(value_, value, &value_)) {
+      overflowed_ = true;
+      value_ = saturated;
+    }
+  }
+  static constexpr std::int64_t saturated = std::numeric_limits<std::int64_t>::max();
   std::int64_t value_ = 1;
   std::array<std::int64_t, max_factors> values_{};
   std::array<Label, max_factors> labels_{};
@@ -161,27 +191,5 @@ class Formula {
   std::uint8_t count_ = 0;
   bool overflowed_ = false;
 };
-
-// Checked int64 arithmetic: false (and *out untouched) when the result does not fit.
-inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  // Fast path without a 128-bit product (a library call in wasm32): non-negative factors whose
-  // bit lengths add up to at most 63 cannot overflow.
-  if (a >= 0 && b >= 0) {
-    const auto ua = static_cast<std::uint64_t>(a);
-    const auto ub = static_cast<std::uint64_t>(b);
-    if (ua == 0 || ub == 0 || __builtin_clzll(ua) + __builtin_clzll(ub) >= 65) {
-      *out = a * b;
-      return true;
-    }
-  }
-  return !__builtin_mul_overflow(a, b, out);
-}
-// Elements per shard when `value` is split over `divisor` ranks (a divisor <= 0 splits nothing).
-inline std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
-  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
-}
-inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  return !__builtin_add_overflow(a, b, out);
-}
 
 }  // namespace stagemem

@@ -192,5 +192,9 @@ Report estimate(const Config& config, const Model& model);
 enum class EstimateDetail : std::uint8_t { terms, peaks };
 Report estimate(const Config& config, const Model& model, EstimateCache& cache,
                 EstimateDetail detail = EstimateDetail::terms);
+// The same into `report`, replacing everything in it but keeping its lists' storage: a sweep or
+// the app estimating again and again into one report allocates nothing once it is warm.
+void estimate_into(const Config& config, const Model& model, EstimateCache& cache, Report& report,
+                   EstimateDetail detail = EstimateDetail::terms);
 
 }  // namespace stagemem

@@ -15,9 +15,9 @@ after(async () => {
   await harness?.close();
 });
 
-// Llama-3.1-70B on 64 GPUs, PP 4 x VPP 2, M = 8 (gbs 16 / DP 2), full recompute: 2 x 8 x 2 + 1 =
-// 33 events per stage.
-const link = "v=1&model=llama-3.1-70b&tp=8&pp=4&vpp=2&dp=2&sp=1&seq=8192&gbs=16&recompute=full" +
+// Llama-3.1-70B on 64 GPUs, PP 4 x VPP 2, M = 8 (gbs 16 / DP 2), no recompute: 2 x 8 x 2 + 1 =
+// 33 events per stage; stage 0 binds in the forward/backward phase.
+const link = "v=1&model=llama-3.1-70b&tp=8&pp=4&vpp=2&dp=2&sp=1&seq=8192&gbs=16" +
   "&optimizer=distributed-adam&device=h100-80gb";
 
 test("the timeline tab charts a stage's step; hovering a pass names it and its live bytes", async () => {

@@ -6,7 +6,14 @@
 // option that brings in terms (recompute, kernels, precisions, optimizers, cast copies, CP, ETP,
 // routing imbalance, measured gaps) and the synthetic catalogue model with every layer kind. The
 // test decodes each link, estimates, renders every term and compares the whole set per stage.
+// A deliberate physics change rewrites the file: run this test with STAGEMEM_WRITE_GOLDEN set to
+// the file's path (it keeps the header comments and the links, writes what the core renders now,
+// and fails so the run is never mistaken for a check), then review `git diff` of the file: it
+// must show exactly the change intended, and the header should say what changed.
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -67,9 +74,66 @@ std::string term_key(const Term& t) {
 
 }  // namespace
 
+// What the core renders now for one link: its peaks and each distinct term with its stages.
+GoldenLink render_link(const std::string& link) {
+  const DecodedFragment decoded = decode_fragment(link.substr(1));
+  REQUIRE(decoded.diagnostics.ok());
+  const Report report = estimate(decoded.config);
+  REQUIRE(report.diagnostics.ok());
+  GoldenLink out{.link = link, .peaks = {}, .terms = {}};
+  for (const StageReport& stage : report.stages) {
+    out.peaks += (out.peaks.empty() ? "" : ",") + std::to_string(stage.peak_bytes);
+    for (const Term& t : stage.terms) {
+      std::string& stages = out.terms[term_key(t)];
+      stages += (stages.empty() ? "" : ",") + std::to_string(stage.index);
+    }
+  }
+  return out;
+}
+
+// Rewrites the golden file from what the core renders now, in the file's order: kept terms where
+// they were, new ones at the end of their link, so the diff shows only what changed.
+void write_golden(const char* path) {
+  std::istringstream in(stagemem_tests::read_whole_file(
+      stagemem_tests::corpus_path("core/data/term_text_golden.tsv")));
+  std::ostringstream out;
+  std::optional<GoldenLink> current;
+  const auto finish = [&] {
+    if (!current) return;
+    for (const auto& [key, stages] : current->terms) out << stages << "\t" << key << "\n";
+    current.reset();
+  };
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto fields = split_tabs(line);
+    if (line.empty() || line[0] == '#') {
+      out << line << "\n";
+    } else if (fields[0] == "link") {
+      finish();
+      current = render_link(fields[1]);
+      out << line << "\n";
+    } else if (fields[0] == "peaks") {
+      out << "peaks\t" << current->peaks << "\n";
+    } else {
+      std::string key;
+      for (std::size_t i = 1; i < fields.size(); ++i) key += fields[i] + (i + 1 < 8 ? "\t" : "");
+      const auto found = current->terms.find(key);
+      if (found == current->terms.end()) continue;
+      out << found->second << "\t" << key << "\n";
+      current->terms.erase(found);
+    }
+  }
+  finish();
+  std::ofstream(path) << out.str();
+}
+
 TEST_CASE("Terms rendered on demand equal the text of the string-building core") {
   const std::vector<GoldenLink> golden = read_golden();
   REQUIRE(golden.size() == 26);
+  if (const char* path = std::getenv("STAGEMEM_WRITE_GOLDEN")) {
+    write_golden(path);
+    FAIL("wrote " << path << " from the current core: review its diff");
+  }
   for (const GoldenLink& g : golden) {
     INFO(g.link);
     const DecodedFragment decoded = decode_fragment(g.link.substr(1));
