@@ -149,12 +149,14 @@ std::string timeline_json(const Report& report, std::string_view link) {
     for (std::size_t e = 0; e < t.events.size(); ++e) {
       const TimelineEvent& ev = t.events[e];
       const bool step = ev.phase == StepPhase::optimizer_step;
-      const auto first = t.alive.begin() + static_cast<std::ptrdiff_t>(e) * t.chunks;
+      const auto first =
+          t.alive.begin() + static_cast<std::ptrdiff_t>(e * static_cast<std::size_t>(t.chunks));
       events.push_back({
           {"phase", std::string(phase_name(ev.phase))},
           {"micro_batch", step ? json(nullptr) : json(ev.micro_batch)},
           {"chunk", step ? json(nullptr) : json(ev.chunk)},
-          {"alive_per_chunk", std::vector<std::int64_t>(first, first + t.chunks)},
+          {"alive_per_chunk",
+           std::vector<std::int64_t>(first, first + static_cast<std::ptrdiff_t>(t.chunks))},
           {"resident_bytes", ev.live_by_family[static_cast<std::size_t>(Family::resident)]},
           {"activation_bytes", ev.live_by_family[static_cast<std::size_t>(Family::activation)]},
           {"transient_bytes", ev.live_by_family[static_cast<std::size_t>(Family::transient)]},
