@@ -116,14 +116,16 @@ void compute_cell(Sweep& sweep, std::size_t index, const stagemem::ConfigField& 
   const std::size_t y = index / sweep.columns;
   const stagemem::Config& config = sweep.computed_config;
   SweepCell& cell = sweep.cells[index];
-  stagemem::Config cell_config = config;
+  stagemem::Config& cell_config = sweep.cell_config;
+  cell_config = config;
   stagemem::Diagnostics parse;
   stagemem::parse_field_text(x_field, sweep.axes[0].values[x], cell_config, parse, "x");
   stagemem::parse_field_text(y_field, sweep.axes[1].values[y], cell_config, parse, "y");
   const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
                             sweep.axes[1].key + "=" + sweep.axes[1].values[y];
-  const stagemem::Report report =
-      stagemem::estimate(cell_config, *sweep.model, sweep.cache, stagemem::EstimateDetail::peaks);
+  stagemem::estimate_into(cell_config, *sweep.model, sweep.cache, sweep.cell_report,
+                          stagemem::EstimateDetail::peaks);
+  const stagemem::Report& report = sweep.cell_report;
   cell.current = cell_config == config;
   cell.gpus = stagemem::world_size(cell_config.parallel);
   if (!parse.ok() || !report.diagnostics.ok() || report.binding_stage < 0) {

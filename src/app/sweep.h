@@ -71,6 +71,9 @@ struct Sweep {
   double started_at_seconds = 0.0;       // steady clock, when the grid's first slice ran
   std::optional<stagemem::Model> model;  // resolved once per configuration change
   stagemem::EstimateCache cache;         // shared by every cell of the grid (layout reuse)
+  // Scratch of compute_cell, reused cell after cell (assignment and estimate_into keep storage).
+  stagemem::Config cell_config;
+  stagemem::Report cell_report;
   // What the grid was computed for.
   stagemem::Config computed_config;
   std::uint64_t computed_axes_version = 0;

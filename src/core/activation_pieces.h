@@ -92,6 +92,7 @@ struct LayerPieces {
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
+  bool kept_fits = true;  // false: a kept piece, or their sum, does not fit in int64
 };
 // One group of stored pieces summed over a stage's layers and micro-batches (activation_terms.cpp).
 struct StoredBlock {
@@ -140,8 +141,10 @@ struct RankPieces {
   std::vector<ActivationPiece>
       transients;                      // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
   std::vector<TransientScope> scopes;  // one per transient
+  std::int64_t largest_transient_bytes = 0;  // of `transients`
+  std::uint64_t generation = 0;              // LayerPieceCache::generation it was built in
   bool has_moe = false;
-  bool fits = true;
+  bool fits = true;  // false: a buffer or a transient does not fit in int64
 };
 
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
@@ -155,7 +158,11 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
-  std::vector<std::optional<RankPieces>> ranks;                 // per pipeline rank
+  std::optional<ActivationPiece> checkpoint_input;              // full recompute's group input
+  // Counts the training inputs the cache has been built for: a rank's pieces from an older
+  // generation are rebuilt in place (their lists keep their storage).
+  std::uint64_t generation = 1;
+  std::vector<RankPieces> ranks;  // per pipeline rank
   // Per pipeline rank, the layer structure without and with full recompute (kept when only the
   // training inputs change: prepare_piece_cache keeps them; a new layout clears the whole cache).
   std::vector<std::optional<RankLayers>> plain_layers;

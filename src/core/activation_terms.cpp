@@ -100,6 +100,13 @@ class StoredSums {
                std::int64_t chunk) {
     add_all(group, pieces, count, chunk, dropped_);
   }
+  // Sum only: `count` layers of chunk `chunk` whose kept pieces come to `bytes` (`fits`: they fit
+  // in int64).
+  void add_kept(std::int64_t bytes, bool fits, std::int64_t count, std::int64_t chunk) {
+    if (count <= 0) return;
+    auto& into = units_[static_cast<std::size_t>(chunk)];
+    fits_ = fits && checked_mul(bytes, count, &bytes) && checked_add(into, bytes, &into) && fits_;
+  }
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
     if (count <= 0 || piece.bytes == 0) return;
     if (sum_only_) {
@@ -385,13 +392,15 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   inputs.flat_headroom_bytes = 0;
   inputs.recompute = {};
   if (cache.built_for && *cache.built_for == inputs) return;
-  // The layer structure depends on the layout and recompute only: it survives.
-  std::vector<std::optional<RankLayers>> plain = std::move(cache.plain_layers);
-  std::vector<std::optional<RankLayers>> full = std::move(cache.full_layers);
-  cache = LayerPieceCache{};
+  // The layer structure depends on the layout and recompute only: it survives. The ranks' pieces
+  // and the scratch lists keep their storage.
   cache.built_for = inputs;
-  cache.plain_layers = std::move(plain);
-  cache.full_layers = std::move(full);
+  ++cache.generation;
+  cache.kinds = {};
+  cache.head.reset();
+  cache.head_transients.reset();
+  cache.mtp_extra.reset();
+  cache.checkpoint_input.reset();
 }
 
 namespace {
@@ -473,10 +482,16 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 namespace {
 
 // The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
-RankPieces rank_pieces(const Model& model, const TokenShape& shape, const TrainingConfig& training,
+void build_rank_pieces(const Model& model, const TokenShape& shape, const TrainingConfig& training,
                        const StagePlan& plan, std::int64_t rank, LayerPieceCache& cache,
-                       std::int64_t padded) {
-  RankPieces result;
+                       std::int64_t padded, RankPieces& result) {
+  result.chunks.clear();
+  result.transients.clear();
+  result.scopes.clear();
+  result.largest_transient_bytes = 0;
+  result.has_moe = false;
+  result.fits = true;
+  result.generation = cache.generation;
   const std::int64_t block = model.attn_res.block_size;
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
   const auto keep_transient = [&](const ActivationPiece& p, TransientScope scope = {}) {
@@ -567,7 +582,10 @@ RankPieces rank_pieces(const Model& model, const TokenShape& shape, const Traini
     }
     if (largest.info != nullptr) keep_transient(largest);
   }
-  return result;
+  for (const ActivationPiece& p : result.transients) {
+    result.fits = result.fits && !p.formula.overflowed();
+    result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
+  }
 }
 
 }  // namespace
@@ -589,9 +607,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
   if (cache.ranks.size() < static_cast<std::size_t>(plan.pipeline_ranks))
     cache.ranks.resize(static_cast<std::size_t>(plan.pipeline_ranks));
-  auto& rank_entry = cache.ranks[static_cast<std::size_t>(rank)];
-  if (!rank_entry) rank_entry = rank_pieces(model, shape, training, plan, rank, cache, padded);
-  const RankPieces& pieces_of_rank = *rank_entry;
+  RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
+  if (pieces_of_rank.generation != cache.generation) {
+    build_rank_pieces(model, shape, training, plan, rank, cache, padded, pieces_of_rank);
+  }
 
   StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
   std::vector<ActivationPiece>& transients = cache.transients;
@@ -607,17 +626,22 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   };
   std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
   ActivationPiece working_set_piece;
-  const ActivationPiece checkpoint_input = checkpoint_input_piece(model, shape);
+  if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
+  const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
     auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
     if (!entry) {
       entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
                           mlp_pieces(model, kind.mlp, shape, training, layout)};
       entry->all_bytes = layer_bytes(*entry, 0);
+      entry->kept_mask = ~dropped;  // not computed yet
+    }
+    if (entry->kept_mask != dropped) {
+      std::int64_t attention = 0;
+      std::int64_t mlp = 0;
       entry->kept_bytes = layer_bytes(*entry, dropped);
-      entry->kept_mask = dropped;
-    } else if (entry->kept_mask != dropped) {
-      entry->kept_bytes = layer_bytes(*entry, dropped);
+      entry->kept_fits = kept_sum(entry->attention, dropped, &attention) &&
+                         kept_sum(entry->mlp, dropped, &mlp) && checked_add(attention, mlp, &mlp);
       entry->kept_mask = dropped;
     }
     return *entry;
@@ -658,8 +682,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (layer_count == 0) continue;
       const LayerKind kind = kind_of(slot);
       const LayerPieces& pieces = pieces_for(kind);
-      sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_count, c);
-      sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_count, c);
+      if (peaks_only) {
+        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, layer_count, c);
+      } else {
+        sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_count, c);
+        sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_count, c);
+      }
       const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;

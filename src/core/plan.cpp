@@ -496,7 +496,8 @@ void PlanSearch::visit(const InnerPoint& point) {
   // Peaks only (no term lists), with the layout's validation, stage plan and per-rank
   // parameters reused across the micro-batch sizes and policies of one DP: the same numbers as
   // a full estimate (report.h), at a fraction of the cost.
-  const Report report = estimate(work_, *model_, cache_, EstimateDetail::peaks);
+  estimate_into(work_, *model_, cache_, report_, EstimateDetail::peaks);
+  const Report& report = report_;
   if (!report.diagnostics.ok() || report.stages.empty()) return;
   PlanEntry e;
   e.candidate = {.tp = p.tensor_parallel,

@@ -173,6 +173,7 @@ class PlanSearch {
   const Model* model_;
   Config work_;          // the candidate being estimated, edited in place (no copy per point)
   EstimateCache cache_;  // what estimates of one parallel layout share (report.h)
+  Report report_;        // every point's estimate, into the same storage (estimate_into)
   PlanBounds bounds_;
   Diagnostics diagnostics_;
   std::int64_t shard_ = 0, shards_ = 1;
