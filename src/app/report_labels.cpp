@@ -166,8 +166,12 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
   for (const auto& check : report.cross_checks) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;
-    out.title = std::string(stagemem::measurement_point_name(m.point)) + ", stage " +
+    out.title = (m.figure == stagemem::MemoryFigure::unspecified
+                     ? std::string()
+                     : std::string(stagemem::memory_figure_name(m.figure)) + " at ") +
+                std::string(stagemem::measurement_point_name(m.point)) + ", stage " +
                 std::to_string(m.stage) +
+                (m.rank >= 0 ? ", rank " + std::to_string(m.rank) : std::string()) +
                 (m.point == stagemem::MeasurementPoint::term ? ": " + m.term : std::string());
     out.measured = both_units(m.bytes);
     out.derived = both_units(check.derived_bytes);

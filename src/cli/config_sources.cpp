@@ -3,11 +3,13 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "config_json.h"
 #include "hf_config.h"
 #include "measurement_text.h"
+#include "memory_log.h"
 #include "model_text.h"
 #include "presets.h"
 #include "url_fragment.h"
@@ -75,11 +77,16 @@ constexpr const char* sources_help =
     "  --production-layout      the preset's production parallel layout (kimi-k3)\n"
     "  --use-distributed-optimizer  adam -> distributed-adam, muon -> distributed-muon\n"
     "measured values (never inputs of the model; compared in cross-checks), repeatable:\n"
-    "  --measured POINT[/STAGE]=AMOUNT@SOURCE\n"
+    "  --measured [FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE\n"
     "      POINT: after-model-init | after-optimizer-init | after-first-step |\n"
     "             steady-state-peak | term:NAME (a term as the report names it); STAGE default 0\n"
+    "      FIGURE: allocated | max-allocated | reserved | max-reserved; RANK: global rank\n"
     "      AMOUNT: bytes, or a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, TB\n"
     "      e.g. --measured 'after-first-step/0=141.1GiB@torch.cuda.memory_allocated, run 17'\n"
+    "  --memory-log FILE   Megatron's memory report lines ('[Rank r] (after N iterations) memory\n"
+    "      (MB) | allocated: ...'), '-' for standard input: each rank's figures become readings\n"
+    "      on its stage (Megatron's rank order): allocated -> after-first-step, max allocated ->\n"
+    "      steady-state-peak; reserved figures beside them\n"
     "  --gap KIND[/STAGE]=AMOUNT@SOURCE   a MEASURED named gap (every stage without /STAGE)\n"
     "      KIND: allocator-fragmentation | communication-buffers | runtime-context |\n"
     "            math-library-workspaces\n";
@@ -214,8 +221,48 @@ std::string configuration_flags_help() {
   return out;
 }
 
+namespace {
+
+// Each --memory-log FILE ("-": standard input) as measurements of `config`'s layout.
+void add_memory_logs(const std::vector<std::string>& paths, Config& config, Diagnostics& d) {
+  bool stdin_read = false;
+  for (const std::string& path : paths) {
+    std::optional<std::string> text;
+    if (path == "-") {
+      if (stdin_read) {
+        d.error("--memory-log", "standard input (-) can be read once");
+        continue;
+      }
+      stdin_read = true;
+      std::ostringstream in;
+      in << std::cin.rdbuf();
+      text = in.str();
+    } else {
+      text = read_text_file(path, "--memory-log", d);
+    }
+    if (!text) continue;
+    const std::string name = path == "-" ? "stdin" : path.substr(path.rfind('/') + 1);
+    const std::string field = "--memory-log " + name.substr(0, 60);
+    const auto readings = stagemem::parse_memory_log(*text, field, d);
+    if (readings.empty() && d.ok()) {
+      d.error(field,
+              "no Megatron memory report line (\"[Rank r] (after N iterations) memory "
+              "(MB) | allocated: ... | max allocated: ...\") in it");
+      continue;
+    }
+    const std::size_t room = stagemem::max_measurements -
+                             std::min(stagemem::max_measurements, config.measurements.size());
+    for (auto& m :
+         stagemem::memory_log_measurements(readings, config.parallel, name, field, room, d))
+      config.measurements.push_back(std::move(m));
+  }
+}
+
+}  // namespace
+
 CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules) {
   CommandLine line;
+  std::vector<std::string> memory_logs;
   Config& config = line.config;
   Diagnostics& d = line.diagnostics;
   // What each field and command option was set to on this command line, to refuse a second
@@ -349,6 +396,9 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
         config.optimizer.kind = OptimizerKind::distributed_adam;
       if (config.optimizer.kind == OptimizerKind::muon)
         config.optimizer.kind = OptimizerKind::distributed_muon;
+    } else if (name == "memory_log") {
+      // Read once the whole layout is known (the ranks map to stages through it).
+      if (const auto path = next_value()) memory_logs.emplace_back(*path);
     } else if (name == "measured" || name == "gap") {
       const auto text = next_value();
       if (!text) continue;
@@ -396,6 +446,7 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
       }
     }
   }
+  if (!memory_logs.empty() && d.ok()) add_memory_logs(memory_logs, config, d);
   return line;
 }
 

@@ -105,10 +105,14 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
   }
   for (const auto& c : report.cross_checks) {
     const auto& m = c.measurement;
-    std::printf("\ncross-check at %s%s%s, stage %lld (source: %s)\n",
+    const std::string figure = m.figure == stagemem::MemoryFigure::unspecified
+                                   ? std::string()
+                                   : std::string(stagemem::memory_figure_name(m.figure)) + " ";
+    const std::string rank = m.rank >= 0 ? ", rank " + std::to_string(m.rank) : std::string();
+    std::printf("\ncross-check %sat %s%s%s, stage %lld%s (source: %s)\n", figure.c_str(),
                 std::string(stagemem::measurement_point_name(m.point)).c_str(),
                 m.term.empty() ? "" : " ", m.term.c_str(), static_cast<long long>(m.stage),
-                m.source.c_str());
+                rank.c_str(), m.source.c_str());
     std::printf("  measured %s B (%s), derived %s B (%s), gap %s B (%s), ratio %s\n",
                 group_digits(m.bytes).c_str(), format_gib(m.bytes).c_str(),
                 group_digits(c.derived_bytes).c_str(), format_gib(c.derived_bytes).c_str(),

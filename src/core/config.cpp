@@ -106,6 +106,26 @@ void validate_training(const Config& config, Diagnostics& d) {
                                     "] bytes, got " + std::to_string(m.bytes));
     }
     check_source(d, field + ".source", m.source);
+    if (static_cast<std::size_t>(m.figure) >= memory_figure_count) {
+      d.error(field + ".figure", one_of(memory_figure_names));
+    }
+    if (m.rank != -1) {
+      // Megatron orders ranks tp-cp-(ep)-dp-pp: the pipeline coordinate is the slowest.
+      const std::int64_t world = world_size(config.parallel);
+      const std::int64_t per_stage = stages > 0 ? world / stages : 0;
+      if (!in_range(m.rank, 0, std::min(world - 1, max_rank))) {
+        d.error(field + ".rank", "must be -1 (not known) or a global rank in [0, " +
+                                     std::to_string(std::min(world - 1, max_rank)) +
+                                     "] of the layout's " + std::to_string(world) + " ranks, got " +
+                                     std::to_string(m.rank));
+      } else if (per_stage > 0 && m.rank / per_stage != m.stage) {
+        d.error(field + ".stage", "rank " + std::to_string(m.rank) + " is on pipeline stage " +
+                                      std::to_string(m.rank / per_stage) + " (" +
+                                      std::to_string(per_stage) +
+                                      " ranks per stage, Megatron's rank order), not stage " +
+                                      std::to_string(m.stage));
+      }
+    }
     if (m.point == MeasurementPoint::term &&
         (m.term.empty() || m.term.size() > max_term_name_length)) {
       d.error(field + ".term", "point 'term' needs the term's name (1 to " +
@@ -170,6 +190,9 @@ std::string_view cast_copy_name(CastCopy c) {
 std::string_view measurement_point_name(MeasurementPoint p) {
   return name_of(measurement_point_names, p);
 }
+std::string_view memory_figure_name(MemoryFigure f) {
+  return name_of(memory_figure_names, f);
+}
 std::string_view gap_kind_name(GapKind k) {
   return name_of(gap_kind_names, k);
 }
@@ -194,6 +217,9 @@ std::optional<CastCopy> parse_cast_copy(std::string_view s) {
 }
 std::optional<MeasurementPoint> parse_measurement_point(std::string_view s) {
   return parse<MeasurementPoint>(measurement_point_names, s);
+}
+std::optional<MemoryFigure> parse_memory_figure(std::string_view s) {
+  return parse<MemoryFigure>(memory_figure_names, s);
 }
 std::optional<GapKind> parse_gap_kind(std::string_view s) {
   return parse<GapKind>(gap_kind_names, s);

@@ -108,14 +108,33 @@ inline constexpr int measurement_point_count = 5;
 std::string_view measurement_point_name(MeasurementPoint point);  // "after-optimizer-init", ...
 std::optional<MeasurementPoint> parse_measurement_point(std::string_view name);
 
+// Which of PyTorch's allocator figures a reading is: torch.cuda.memory_allocated,
+// max_memory_allocated, memory_reserved or max_memory_reserved (what Megatron's memory report
+// prints); unspecified for a number entered without saying.
+enum class MemoryFigure : std::uint8_t {
+  unspecified,
+  allocated,
+  max_allocated,
+  reserved,
+  max_reserved
+};
+inline constexpr int memory_figure_count = 5;
+std::string_view memory_figure_name(MemoryFigure figure);  // "unspecified", "max-allocated", ...
+std::optional<MemoryFigure> parse_memory_figure(std::string_view name);
+
 struct Measurement {
   MeasurementPoint point = MeasurementPoint::steady_state_peak;
   std::int64_t stage = 0;  // pipeline rank the reading was taken on
   std::int64_t bytes = 0;  // per rank
   std::string source{};    // who measured it and how, e.g. "torch.cuda.memory_allocated, run 17"
   std::string term{};      // point == term: the term's name as the report spells it
+  // The global rank that printed it (a training log's "[Rank r]"), -1 when not known; its
+  // pipeline coordinate under the layout must be `stage`.
+  std::int64_t rank = -1;
+  MemoryFigure figure = MemoryFigure::unspecified;
   friend bool operator==(const Measurement&, const Measurement&) = default;
 };
+inline constexpr std::int64_t max_rank = (std::int64_t{1} << 20) - 1;
 
 // Memory that shapes cannot derive. Each appears as a named row, zero unless measured.
 enum class GapKind : std::uint8_t {

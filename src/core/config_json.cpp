@@ -214,7 +214,8 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
       d.error(item, "expected an object {point, stage, bytes, source[, term]}");
       continue;
     }
-    warn_unknown_keys(object, {"point", "stage", "bytes", "source", "term"}, item, d);
+    warn_unknown_keys(object, {"point", "stage", "bytes", "source", "term", "rank", "figure"}, item,
+                      d);
     Measurement m;
     bool ok = true;
     const auto point = object.find("point");
@@ -243,6 +244,33 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
       ok = ok && !m.term.empty();
     } else if (object.contains("term")) {
       d.error(item + ".term", "only point \"term\" takes a term name");
+      ok = false;
+    }
+    if (const auto rank = object.find("rank"); rank != object.end()) {
+      if (!rank->is_number_integer() || rank->get<std::int64_t>() < -1 ||
+          rank->get<std::int64_t>() > max_rank) {
+        d.error(item + ".rank",
+                "expected -1 (not known) or an integer in [0, " + std::to_string(max_rank) + "]");
+        ok = false;
+      } else {
+        m.rank = rank->get<std::int64_t>();
+      }
+    }
+    if (const auto figure = object.find("figure"); figure != object.end()) {
+      const auto figure_parsed = figure->is_string()
+                                     ? parse_memory_figure(figure->get_ref<const std::string&>())
+                                     : std::nullopt;
+      if (!figure_parsed) {
+        d.error(item + ".figure",
+                "expected one of: unspecified, allocated, max-allocated, reserved, max-reserved");
+        ok = false;
+      } else {
+        m.figure = *figure_parsed;
+      }
+    }
+    if (ok && m.point == MeasurementPoint::term &&
+        (m.rank != -1 || m.figure != MemoryFigure::unspecified)) {
+      d.error(item + ".rank", "point \"term\" takes no rank or figure");
       ok = false;
     }
     if (ok) config.measurements.push_back(std::move(m));
@@ -350,6 +378,9 @@ std::string config_to_json(const Config& config) {
                     {"bytes", m.bytes},
                     {"source", m.source}};
     if (m.point == MeasurementPoint::term) item["term"] = m.term;
+    if (m.rank >= 0) item["rank"] = m.rank;
+    if (m.figure != MemoryFigure::unspecified)
+      item["figure"] = std::string(memory_figure_name(m.figure));
     measurements.push_back(std::move(item));
   }
   document["measurements"] = std::move(measurements);

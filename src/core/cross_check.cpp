@@ -53,6 +53,20 @@ std::string bytes_text(std::int64_t bytes) {
 
 void explain(CrossCheck& check, const StageReport& stage) {
   const MeasurementPoint point = check.measurement.point;
+  // 0. What the allocator figure holds besides the tensors alive (training-log readings).
+  const MemoryFigure figure = check.measurement.figure;
+  if (figure == MemoryFigure::reserved || figure == MemoryFigure::max_reserved) {
+    check.explanations.push_back(
+        "a reserved figure (torch.cuda.memory_reserved / max_memory_reserved) also holds the "
+        "caching allocator's cached free blocks and its fragmentation (the allocator-"
+        "fragmentation gap row), which no tensor shape derives: the allocated figures compare "
+        "with the tensors themselves");
+  } else if (figure == MemoryFigure::max_allocated) {
+    check.explanations.push_back(
+        "max allocated (torch.cuda.max_memory_allocated) is the peak since the process started, "
+        "never reset by Megatron's report: it includes the first iterations, where lazily "
+        "allocated optimizer state is created inside the first step()");
+  }
   // 1. Derived terms that are real but not alive yet at this point.
   std::int64_t later_bytes = 0;
   std::string later_names;

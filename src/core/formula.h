@@ -124,7 +124,6 @@ inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
-
 enum class FactorOp : std::uint8_t {
   times,        // " x [label=value]"
   times_tp,     // " x [label/TP=value]"

@@ -193,10 +193,59 @@ std::string byte_amount_text(std::int64_t bytes) {
 
 std::optional<Measurement> parse_measurement_text(std::string_view text, Diagnostics& d,
                                                   const std::string& field) {
+  // A reading from a log carries the figure it is and the rank that printed it:
+  // FIGURE:POINT/STAGE/rRANK (never with term:NAME, whose name may hold '/' and ':').
+  std::string rewritten;
+  std::int64_t rank = -1;
+  MemoryFigure figure = MemoryFigure::unspecified;
+  if (const auto eq = text.find('='); eq != std::string_view::npos && !text.starts_with("term:")) {
+    std::string_view head = text.substr(0, eq);
+    if (const auto colon = head.find(':'); colon != std::string_view::npos) {
+      const auto parsed = parse_memory_figure(head.substr(0, colon));
+      if (!parsed || *parsed == MemoryFigure::unspecified) {
+        d.error(field + ".figure",
+                shown(head.substr(0, colon)) +
+                    " is not a memory figure: expected allocated, max-allocated, reserved or "
+                    "max-reserved");
+        return std::nullopt;
+      }
+      figure = *parsed;
+      head.remove_prefix(colon + 1);
+    }
+    if (const auto slash = head.rfind('/');
+        slash != std::string_view::npos && head.substr(slash + 1).starts_with('r')) {
+      const std::string_view digits = head.substr(slash + 2);
+      bool all_digits = !digits.empty() && digits.size() <= 7;
+      std::int64_t value = 0;
+      for (char c : digits) {
+        all_digits = all_digits && c >= '0' && c <= '9';
+        if (all_digits) value = value * 10 + (c - '0');
+      }
+      if (!all_digits || value > max_rank) {
+        d.error(field + ".rank", shown(head.substr(slash + 1)) +
+                                     " is not a rank: expected r followed by an integer in [0, " +
+                                     std::to_string(max_rank) + "]");
+        return std::nullopt;
+      }
+      rank = value;
+      head = head.substr(0, slash);
+    }
+    rewritten = std::string(head) + std::string(text.substr(eq));
+    text = rewritten;
+  }
   Parts parts;
-  if (!split_parts(text, "POINT[/STAGE]=AMOUNT@SOURCE", parts, d, field)) return std::nullopt;
-  Measurement m{.stage = parts.stage.value_or(0), .bytes = parts.bytes, .source = parts.source};
+  if (!split_parts(text, "[FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE", parts, d, field))
+    return std::nullopt;
+  Measurement m{.stage = parts.stage.value_or(0),
+                .bytes = parts.bytes,
+                .source = parts.source,
+                .rank = rank,
+                .figure = figure};
   if (parts.head.starts_with("term:")) {
+    if (rank != -1 || figure != MemoryFigure::unspecified) {
+      d.error(field + ".figure", "a term:NAME reading takes no FIGURE: prefix or /rRANK");
+      return std::nullopt;
+    }
     const std::string_view name = parts.head.substr(5);
     if (name.empty() || name.size() > max_term_name_length || !is_clean_text(name) ||
         name.find('@') != std::string_view::npos) {
@@ -240,7 +289,12 @@ std::string measurement_text(const Measurement& m) {
   const std::string point = m.point == MeasurementPoint::term
                                 ? "term:" + m.term
                                 : std::string(measurement_point_name(m.point));
-  return point + "/" + std::to_string(m.stage) + "=" + byte_amount_text(m.bytes) + "@" + m.source;
+  const std::string figure = m.figure == MemoryFigure::unspecified
+                                 ? std::string()
+                                 : std::string(memory_figure_name(m.figure)) + ":";
+  const std::string rank = m.rank >= 0 ? "/r" + std::to_string(m.rank) : std::string();
+  return figure + point + "/" + std::to_string(m.stage) + rank + "=" + byte_amount_text(m.bytes) +
+         "@" + m.source;
 }
 
 std::string gap_text(const GapEntry& g) {

@@ -24,6 +24,8 @@ inline constexpr std::array<std::string_view, 4> moment_dtype_names = {"fp32", "
 inline constexpr std::array<std::string_view, 3> cast_copy_names = {"none", "muon-group", "all"};
 inline constexpr std::array<std::string_view, measurement_point_count> measurement_point_names = {
     "after-model-init", "after-optimizer-init", "after-first-step", "steady-state-peak", "term"};
+inline constexpr std::array<std::string_view, memory_figure_count> memory_figure_names = {
+    "unspecified", "allocated", "max-allocated", "reserved", "max-reserved"};
 inline constexpr std::array<std::string_view, gap_kind_count> gap_kind_names = {
     "allocator-fragmentation", "communication-buffers", "runtime-context",
     "math-library-workspaces"};

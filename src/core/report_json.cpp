@@ -123,6 +123,9 @@ std::string report_json(const Report& report, const Config& config, std::string_
                   {"alive_terms", c.alive_terms},
                   {"explanations", c.explanations}};
     if (!c.measurement.term.empty()) check["term"] = c.measurement.term;
+    if (c.measurement.rank >= 0) check["rank"] = c.measurement.rank;
+    if (c.measurement.figure != MemoryFigure::unspecified)
+      check["figure"] = std::string(memory_figure_name(c.measurement.figure));
     checks.push_back(check);
   }
   out["cross_checks"] = checks;
