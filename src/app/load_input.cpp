@@ -5,7 +5,10 @@
 //     earlier draft format) -> that link;
 //   - a stagemem configuration JSON ("format": "stagemem-config") -> config_from_json;
 //   - any other JSON object -> a Hugging Face config.json: its model becomes the custom model and
-//     the rest of the configuration (layout, device, ...) stays as it is.
+//     the rest of the configuration (layout, device, ...) stays as it is;
+//   - text holding Megatron memory report lines ("[Rank r] (after N iterations) memory (MB) |
+//     allocated: ...") -> each rank's figures become measurements on its stage (memory_log.h),
+//     replacing the readings of an earlier log; the Cross-checks tab opens.
 // Problems are shown in the banner naming the field, as for a link; nothing is applied then,
 // except a link's good fields.
 #include <cctype>
@@ -15,6 +18,7 @@
 #include "config_json.h"
 #include "hf_config.h"
 #include "imgui.h"
+#include "memory_log.h"
 #include "model_text.h"
 
 namespace {
@@ -59,6 +63,40 @@ void show_problems(AppState& state, std::string title, std::vector<stagemem::Fie
   state.link_banner_visible = !state.link_problems.empty();
 }
 
+bool looks_like_memory_log(std::string_view text) {
+  const auto marker = text.find(" memory (");
+  return marker != std::string_view::npos &&
+         text.find("| allocated:", marker) != std::string_view::npos;
+}
+
+// Megatron's memory report lines as measurements of the current layout.
+std::string load_memory_log(AppState& state, const std::string& from, std::string_view text) {
+  stagemem::Diagnostics d;
+  const auto readings = stagemem::parse_memory_log(text, from, d);
+  std::vector<stagemem::Measurement> kept = state.config.measurements;
+  std::erase_if(kept, [](const stagemem::Measurement& m) {
+    return m.rank >= 0 || m.figure != stagemem::MemoryFigure::unspecified;
+  });
+  const std::size_t room =
+      stagemem::max_measurements - std::min(stagemem::max_measurements, kept.size());
+  auto measurements = d.ok() ? stagemem::memory_log_measurements(readings, state.config.parallel,
+                                                                 from, from, room, d)
+                             : std::vector<stagemem::Measurement>{};
+  if (!d.ok() || measurements.empty()) {
+    if (d.ok()) d.error(from, "no memory report line could be read");
+    show_problems(state, from + ": the memory log was not loaded:", std::move(d.errors));
+    return "Nothing loaded from " + from;
+  }
+  const std::size_t count = measurements.size();
+  for (auto& m : measurements) kept.push_back(std::move(m));
+  state.config.measurements = std::move(kept);
+  show_problems(state, from + ":", std::move(d.warnings));
+  state.requested_tab = MainTab::cross_checks;
+  platform_push_link(state);
+  return "Loaded " + std::to_string(count) + " memory readings from " + from +
+         " (Megatron's memory report lines)";
+}
+
 }  // namespace
 
 std::string load_text(AppState& state, std::string_view name, std::string_view text) {
@@ -69,9 +107,13 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
     state.link_problems_title = "This link has problems; its other fields are applied:";
     return clean ? "Loaded the link from " + from : "Loaded the link from " + from + " (see above)";
   }
+  if (!text.starts_with("{") && looks_like_memory_log(text))
+    return load_memory_log(state, from, text);
   if (!text.starts_with("{")) {
     show_problems(state, "Nothing was loaded:",
-                  {{from, "not a stagemem link, a stagemem JSON or a Hugging Face config.json"}});
+                  {{from,
+                    "not a stagemem link, a stagemem JSON, a Hugging Face config.json or "
+                    "Megatron memory report lines"}});
     return "Nothing loaded from " + from;
   }
   std::string fragment = string_value(text, "link");
@@ -112,6 +154,7 @@ void on_paste(AppState& state, std::string_view text) {
   // clipboard_text); anywhere else a link or a JSON document loads.
   if (ImGui::GetIO().WantTextInput) return;
   const std::string_view trimmed = trim(text);
-  if (!looks_like_link(trimmed) && !trimmed.starts_with("{")) return;
+  if (!looks_like_link(trimmed) && !trimmed.starts_with("{") && !looks_like_memory_log(trimmed))
+    return;
   show_message(state, load_text(state, "the clipboard", text));
 }

@@ -274,7 +274,9 @@ std::vector<Measurement> memory_log_measurements(const std::vector<MemoryLogRead
   }
   std::vector<Measurement> out;
   const std::string log = printable(source, 40);
-  for (const auto& [rank, r] : latest) {
+  for (const auto& entry : latest) {
+    const std::int64_t rank = entry.first;
+    const MemoryLogReading* r = entry.second;
     const RankCoordinates c = rank_coordinates(layout, rank);
     const std::string where = log + " line " + std::to_string(r->line) + ": [Rank " +
                               std::to_string(rank) + "] " + r->label + ", TP " +

@@ -153,6 +153,8 @@ val get_report() {
     check.set("point", std::string(stagemem::measurement_point_name(c.measurement.point)));
     check.set("stage", static_cast<double>(c.measurement.stage));
     check.set("measuredBytes", static_cast<double>(c.measurement.bytes));
+    check.set("rank", static_cast<double>(c.measurement.rank));
+    check.set("figure", std::string(stagemem::memory_figure_name(c.measurement.figure)));
     check.set("derivedBytes", static_cast<double>(c.derived_bytes));
     check.set("gapBytes", static_cast<double>(c.gap_bytes));
     check.set("ratio", c.has_ratio ? val(c.ratio) : val::null());
