@@ -3,7 +3,8 @@
 // Prints the median and minimum microseconds per full estimate of the largest preset
 // (kimi-k3: 93 layers, PP 16 with VPP 2 is not a valid split, so PP 8 x VPP 2 = 16 virtual
 // stages, full recompute, distributed Muon), cold (only the model resolved) and with the layout
-// cached, and configurations per second for a seq x mbs x recompute sweep. The same source builds
+// cached, the step timeline of that report (every stage), and configurations per second for a
+// seq x mbs x recompute sweep. The same source builds
 // natively (stagemem_bench) and to wasm (stagemem_bench_wasm, run under node with the web flags).
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 
 #include "presets.h"
 #include "report.h"
+#include "timeline.h"
 
 namespace {
 
@@ -77,6 +79,33 @@ int main(int argc, char** argv) {
   }
   std::printf("full estimate, layout cached: median %.2f us, min %.2f us over %d runs\n",
               median(cached), *std::min_element(cached.begin(), cached.end()), iterations);
+
+  // The step timeline of every stage of the same report (timeline.h): every forward and backward
+  // pass of every micro-batch on every chunk, and the optimizer step.
+  // Also at PP 8 without VPP (1F1B, the users' production layout).
+  stagemem::Config plain = config;
+  plain.parallel.virtual_stages = 1;
+  const stagemem::Report plain_report = stagemem::estimate(plain, *model);
+  for (const stagemem::Report* r : {&check, &plain_report}) {
+    std::vector<double> timeline;
+    timeline.reserve(static_cast<std::size_t>(iterations));
+    std::size_t events = 0;
+    for (int i = 0; i < iterations; ++i) {
+      const auto start = Clock::now();
+      const std::vector<stagemem::StageTimeline> step = stagemem::step_timeline(*r);
+      const auto stop = Clock::now();
+      events = 0;
+      for (const auto& t : step) events += t.events.size();
+      sink += step.back().peak_event;
+      timeline.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+    }
+    std::printf(
+        "step timeline (kimi-k3, PP 8 x VPP %zu, M %lld, %zu events over all stages): median "
+        "%.2f us, min %.2f us over %d runs\n",
+        r->stages.empty() ? std::size_t{0} : r->stages[0].chunks.size(),
+        static_cast<long long>(r->micro_batches), events, median(timeline),
+        *std::min_element(timeline.begin(), timeline.end()), iterations);
+  }
 
   // The same into one Report kept across estimates (estimate_into: what the app does on every
   // change), first for the same configuration, then alternating the sequence length between two

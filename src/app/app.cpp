@@ -64,7 +64,7 @@ namespace {
 // pairs are taken out before the core's decoder sees the fragment, and written after its pairs.
 constexpr std::string_view view_prefix = "view.";
 constexpr std::array<std::string_view, static_cast<std::size_t>(MainTab::count)> tab_keys = {
-    "stages", "sweep", "cross-checks", "terms", "plan"};
+    "stages", "sweep", "cross-checks", "terms", "plan", "timeline"};
 constexpr std::array<std::string_view, 2> axis_keys = {"view.x", "view.y"};
 constexpr std::array<std::string_view, 2> default_axis_fields = {"seq", "mbs"};
 constexpr std::array<std::string_view, 2> default_axis_values = {"2048, 4096, 8192, 16384, 32768",
@@ -215,6 +215,7 @@ void refresh_report(AppState& state) {
   if (!report.diagnostics.ok()) return;
   state.report = std::move(report);
   state.report_labels = make_report_labels(state.report);
+  ++state.report_generation;
   state.bar_rects.assign(state.report.stages.size(), WidgetRect{});
   state.reported_config = state.config;
   state.report_valid = true;

@@ -74,6 +74,7 @@ void draw_sweep(AppState& state, const stagemem::Report& report);
 void draw_cross_checks(AppState& state, const stagemem::Report& report);
 void draw_model(AppState& state, const stagemem::Report& report);
 void draw_plan(AppState& state, const stagemem::Report& report);
+void draw_timeline(AppState& state, const stagemem::Report& report);
 void draw_status_bar(AppState& state, const stagemem::Report& report);
 std::string_view app_version();  // "0.1.0"
 std::string_view app_commit();   // the commit the build was made from (git), or "unknown"

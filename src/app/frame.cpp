@@ -39,7 +39,8 @@ constexpr Tab tabs[] = {
     {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
     {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
     {"Term catalogue", MainTab::model, Widget::tab_model, draw_model},
-    {"Plan", MainTab::plan, Widget::tab_plan, draw_plan}};
+    {"Plan", MainTab::plan, Widget::tab_plan, draw_plan},
+    {"Timeline", MainTab::timeline, Widget::tab_timeline, draw_timeline}};
 
 // The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
 void draw_main_tabs(AppState& state) {

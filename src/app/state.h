@@ -15,12 +15,13 @@
 #include "report_labels.h"
 #include "sweep.h"
 #include "term_catalogue.h"
+#include "timeline.h"
 #include "widget_rects.h"
 
 struct ImFont;
 
 // The tabs of the main view (right of, or under, the configuration).
-enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, plan, count };
+enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, plan, timeline, count };
 
 // Editing state of one row of config_fields() (parallel to it).
 struct FieldEditor {
@@ -60,14 +61,27 @@ struct ModelTraits {
   bool attn_res = false;
 };
 
+// The "Timeline" tab: one stage's step timeline (timeline.h), rebuilt when the report or the
+// chosen stage changes.
+struct TimelineView {
+  std::int64_t stage = -1;  // the stage shown; -1: the binding stage
+  std::int64_t built_stage = -1;
+  std::uint64_t built_generation = 0;  // AppState::report_generation it was built from
+  stagemem::StageTimeline timeline;
+  std::string peak_name;            // moment_name of the stage's peak
+  std::int64_t hovered_event = -1;  // event under the mouse last frame; -1 none
+  std::string hovered_name;         // its event_name
+};
+
 struct AppState {
   stagemem::Config config;  // what the user edits; the URL fragment encodes it
   // The last VALID configuration's report: an invalid edit keeps it on screen, marked stale.
   stagemem::Report report;
-  ReportLabels report_labels;        // display strings of `report`, rebuilt with it
-  stagemem::Config reported_config;  // the config `report` was computed for
-  bool report_valid = false;         // `report` is a real report (some config was valid)
-  stagemem::Config checked_config;   // the config `diagnostics` belongs to
+  ReportLabels report_labels;           // display strings of `report`, rebuilt with it
+  std::uint64_t report_generation = 0;  // counts the reports computed (views rebuild on change)
+  stagemem::Config reported_config;     // the config `report` was computed for
+  bool report_valid = false;            // `report` is a real report (some config was valid)
+  stagemem::Config checked_config;      // the config `diagnostics` belongs to
   bool checked = false;
   // validate + estimate's diagnostics of `config` (errors: `report` is stale, or none yet).
   stagemem::Diagnostics diagnostics;
@@ -131,6 +145,7 @@ struct AppState {
   HeatMap heat_map;            // its shader-drawn grid
   WidgetRect heat_map_rect{};  // where the grid was drawn last frame
   PlanTab plan;                // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
+  TimelineView timeline;       // the "Timeline" tab
 
   // The "Model" tab: every term stagemem can produce, computed once at start-up.
   std::vector<stagemem::CatalogueEntry> catalogue;

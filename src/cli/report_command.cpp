@@ -16,6 +16,7 @@
 #include "report.h"
 #include "report_markdown.h"
 #include "text_escaping.h"
+#include "timeline.h"
 #include "units.h"
 
 namespace {
@@ -27,14 +28,17 @@ using stagemem::group_digits;
 using stagemem_cli::exit_bad_input;
 using stagemem_cli::print_diagnostics;
 
-constexpr std::array<stagemem_cli::CommandOption, 3> report_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 4> report_options = {{
     {"--json", "",
-     "JSON: stages[] {index, layers, terms[], peak_bytes}, binding_stage, "
-     "device_bytes, cross_checks[]"},
+     "JSON: stages[] {index, layers, terms[], peak_bytes, peak_moment}, binding_stage, "
+     "device_bytes, cross_checks[] (the same as --format json)"},
     {"--format", "F",
-     "text | markdown | csv (default text); markdown: summary, per-stage table and the link "
-     "fragment, as the app's Copy as Markdown"},
+     "text | markdown | csv | json (default text); markdown: summary, per-stage table and the "
+     "link fragment, as the app's Copy as Markdown"},
     {"--terms", "", "markdown: also every stage's full term table"},
+    {"--timeline", "",
+     "the step timeline instead: per stage every forward/backward pass and the optimizer step "
+     "with live bytes by family, and the peak moment (text, csv or json)"},
 }};
 
 }  // namespace
@@ -118,6 +122,78 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
   }
 }
 
+std::string name_or_dash(const stagemem::StageReport& stage, std::int64_t i) {
+  if (i < 0 || i >= static_cast<std::int64_t>(stage.terms.size())) return "-";
+  return stagemem::term_name(stage.terms[static_cast<std::size_t>(i)]);
+}
+
+std::string_view phase_text(stagemem::StepPhase phase) {
+  switch (phase) {
+    case stagemem::StepPhase::forward:
+      return "forward";
+    case stagemem::StepPhase::backward:
+      return "backward";
+    case stagemem::StepPhase::optimizer_step:
+      return "optimizer-step";
+  }
+  return "unknown";
+}
+
+void print_timeline_text(const stagemem::Report& report) {
+  using stagemem::format_gib;
+  std::printf("model %s: step timeline per stage, %lld micro-batches (GiB per rank)\n",
+              report.model.c_str(), static_cast<long long>(report.micro_batches));
+  for (const auto& stage : report.stages) {
+    const stagemem::StageTimeline t = stagemem::stage_timeline(report, stage);
+    std::printf("\nstage %lld: peak %s (%s B) at %s\n", static_cast<long long>(stage.index),
+                format_gib(stage.peak_bytes).c_str(), group_digits(stage.peak_bytes).c_str(),
+                stagemem::moment_name(stage, stagemem::peak_moment(stage)).c_str());
+    std::printf("  %-5s %-15s %-5s %-5s %-11s %-11s %-11s %-11s %-11s %s\n", "event", "phase", "mb",
+                "chunk", "resident", "activation", "transient", "gap", "live", "transient alive");
+    for (std::size_t e = 0; e < t.events.size(); ++e) {
+      const stagemem::TimelineEvent& ev = t.events[e];
+      const bool step = ev.phase == stagemem::StepPhase::optimizer_step;
+      std::string transient = name_or_dash(stage, ev.transient);
+      if (ev.enclosing >= 0) transient += " (inside " + name_or_dash(stage, ev.enclosing) + ")";
+      std::printf(
+          "%s %-5zu %-15s %-5s %-5s %-11s %-11s %-11s %-11s %-11s %s\n",
+          static_cast<std::int64_t>(e) == t.peak_event ? "*" : " ", e,
+          std::string(phase_text(ev.phase)).c_str(),
+          step ? "-" : std::to_string(ev.micro_batch).c_str(),
+          step ? "-" : std::to_string(ev.chunk).c_str(), format_gib(ev.live_by_family[0]).c_str(),
+          format_gib(ev.live_by_family[1]).c_str(), format_gib(ev.live_by_family[2]).c_str(),
+          format_gib(ev.live_by_family[3]).c_str(), format_gib(ev.live_bytes).c_str(),
+          step && ev.live_by_family[2] > 0 ? "optimizer-step transients" : transient.c_str());
+    }
+  }
+  std::printf("\n* the peak event (the first with the largest live bytes)\n");
+}
+
+void print_timeline_csv(const stagemem::Report& report) {
+  std::printf(
+      "stage,event,phase,micro_batch,chunk,resident_bytes,activation_bytes,transient_bytes,"
+      "gap_bytes,live_bytes,transient,inside,peak\n");
+  for (const auto& stage : report.stages) {
+    const stagemem::StageTimeline t = stagemem::stage_timeline(report, stage);
+    for (std::size_t e = 0; e < t.events.size(); ++e) {
+      const stagemem::TimelineEvent& ev = t.events[e];
+      const bool step = ev.phase == stagemem::StepPhase::optimizer_step;
+      std::printf("%lld,%zu,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%d\n",
+                  static_cast<long long>(stage.index), e, std::string(phase_text(ev.phase)).c_str(),
+                  step ? "" : std::to_string(ev.micro_batch).c_str(),
+                  step ? "" : std::to_string(ev.chunk).c_str(),
+                  static_cast<long long>(ev.live_by_family[0]),
+                  static_cast<long long>(ev.live_by_family[1]),
+                  static_cast<long long>(ev.live_by_family[2]),
+                  static_cast<long long>(ev.live_by_family[3]),
+                  static_cast<long long>(ev.live_bytes),
+                  ev.transient < 0 ? "" : csv_field(name_or_dash(stage, ev.transient)).c_str(),
+                  ev.enclosing < 0 ? "" : csv_field(name_or_dash(stage, ev.enclosing)).c_str(),
+                  static_cast<std::int64_t>(e) == t.peak_event ? 1 : 0);
+    }
+  }
+}
+
 void print_csv(const stagemem::Report& report) {
   std::printf("stage,layers,term,family,tag,allocated_at,bytes,formula\n");
   for (const auto& stage : report.stages) {
@@ -149,10 +225,13 @@ int run_report(const std::vector<std::string_view>& args) {
   }
   const stagemem::Config& config = line.config;
   Diagnostics& d = line.diagnostics;
-  const bool json_output = line.option("--json").has_value();
   const std::string format = line.option("--format").value_or("text");
-  if (format != "text" && format != "markdown" && format != "csv") {
-    d.error("--format", "'" + format.substr(0, 32) + "' is not one of: text, markdown, csv");
+  const bool json_output = line.option("--json").has_value() || format == "json";
+  const bool timeline = line.option("--timeline").has_value();
+  if (format != "text" && format != "markdown" && format != "csv" && format != "json") {
+    d.error("--format", "'" + format.substr(0, 32) + "' is not one of: text, markdown, csv, json");
+  } else if (timeline && format == "markdown") {
+    d.error("--format", "--timeline prints text, csv or json, not markdown");
   }
   if (!d.ok()) {
     print_diagnostics(d);
@@ -163,6 +242,21 @@ int run_report(const std::vector<std::string_view>& args) {
     print_diagnostics(d);
     print_diagnostics(report.diagnostics);
     return exit_bad_input;
+  }
+  if (timeline) {
+    if (json_output) {
+      std::fputs(stagemem::timeline_json(report, "#" + stagemem::encode_fragment(config)).c_str(),
+                 stdout);
+      return 0;
+    }
+    if (format == "csv") {
+      print_timeline_csv(report);
+    } else {
+      print_timeline_text(report);
+    }
+    print_diagnostics(d);
+    print_diagnostics(report.diagnostics);
+    return 0;
   }
   if (json_output) {
     std::fputs(

@@ -117,7 +117,6 @@ struct StoredBlock {
   TermGroup group;
   const std::vector<ActivationPiece>* pieces;  // a group's list (in the piece cache)
   ActivationPiece single;                      // or one piece, when `pieces` is null
-  std::int64_t copies;
   std::uint32_t dropped;
 };
 
@@ -146,6 +145,11 @@ struct RankLayers {
 // What a rank keeps that depends on the training inputs but not on recompute or micro-batches in
 // flight: the AttnRes pieces of each chunk and the rank's transients other than the recompute
 // working set, in the order they are listed.
+// Where in the step a transient is alive (Term::place, Term::chunk; timeline.h).
+struct TransientScope {
+  TransientPlace place = TransientPlace::layer;
+  std::int16_t chunk = -1;  // TransientPlace::chunk: the chunk's index on the rank
+};
 struct RankPieces {
   struct Chunk {
     ActivationPiece attn_res_slots;
@@ -153,7 +157,8 @@ struct RankPieces {
   };
   std::vector<Chunk> chunks;
   std::vector<ActivationPiece>
-      transients;  // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
+      transients;                      // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
+  std::vector<TransientScope> scopes;  // one per transient
   std::int64_t largest_transient_bytes = 0;  // of `transients`
   std::uint64_t generation = 0;              // LayerPieceCache::generation it was built in
   bool has_moe = false;
@@ -184,6 +189,9 @@ struct LayerPieceCache {
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
+  std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
+  // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
+  std::vector<std::int64_t> stored_units;
 };
 
 // Resets `cache` unless it was built for the same piece inputs of `training`.

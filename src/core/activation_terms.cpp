@@ -67,64 +67,109 @@ bool kept_sum(const std::vector<ActivationPiece>& pieces, std::uint32_t dropped,
 // the pieces first appear. A group's pieces are the same list wherever the group occurs (GQA's
 // attention pieces do not depend on the MLP kind), so a group is summed as one block; a single
 // piece (checkpointed input, AttnRes slots and weights) is matched by its catalogue entry and its
-// bytes (AttnRes slots differ from chunk to chunk: each size is its own term).
-// With `sum_only` (peaks), nothing is listed: the bytes are added up as they come.
+// bytes (AttnRes slots differ from chunk to chunk: each size is its own term). Each block counts
+// its occurrences per micro-batch on each virtual chunk (`units`), so its copies follow from the
+// micro-batches alive per chunk at whichever moment of the step peaks.
+// With `sum_only` (peaks), nothing is listed: the bytes of one micro-batch on each chunk are added
+// up as they come (`units` holds them).
 class StoredSums {
  public:
-  // `blocks` is scratch storage reused across stages (its capacity survives).
-  StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks, bool sum_only)
-      : dropped_(dropped), blocks_(blocks), sum_only_(sum_only) {
+  // `blocks` and `units` are scratch storage reused across stages (their capacity survives).
+  StoredSums(std::uint32_t dropped, std::vector<StoredBlock>& blocks,
+             std::vector<std::int64_t>& units, std::int64_t chunks, bool sum_only)
+      : dropped_(dropped), blocks_(blocks), units_(units), chunks_(chunks), sum_only_(sum_only) {
     blocks_.clear();
+    units_.clear();
+    if (sum_only_) units_.assign(static_cast<std::size_t>(chunks_), 0);
   }
-  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies,
-               std::uint32_t dropped) {
-    if (copies <= 0) return;
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t count,
+               std::int64_t chunk, std::uint32_t dropped) {
+    if (count <= 0) return;
     if (sum_only_) {
       std::int64_t bytes = 0;
-      fits_ = kept_sum(pieces, dropped, &bytes) && checked_mul(bytes, copies, &bytes) &&
-              checked_add(total_, bytes, &total_) && fits_;
+      auto& into = units_[static_cast<std::size_t>(chunk)];
+      fits_ = kept_sum(pieces, dropped, &bytes) && checked_mul(bytes, count, &bytes) &&
+              checked_add(into, bytes, &into) && fits_;
       return;
     }
-    for (StoredBlock& b : blocks_) {
-      if (b.group == group && b.pieces != nullptr) {
-        b.copies += copies;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      if (blocks_[b].group == group && blocks_[b].pieces != nullptr) {
+        unit(b, chunk) += count;
         return;
       }
     }
-    blocks_.push_back({group, &pieces, {}, copies, dropped});
+    blocks_.push_back({group, &pieces, {}, dropped});
+    units_.resize(units_.size() + static_cast<std::size_t>(chunks_), 0);
+    unit(blocks_.size() - 1, chunk) = count;
   }
-  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t copies) {
-    add_all(group, pieces, copies, dropped_);
+  void add_all(TermGroup group, const std::vector<ActivationPiece>& pieces, std::int64_t count,
+               std::int64_t chunk) {
+    add_all(group, pieces, count, chunk, dropped_);
   }
-  // Sum only: `copies` of a layer whose kept pieces come to `bytes` (`fits`: they fit in int64).
-  void add_kept(std::int64_t bytes, bool fits, std::int64_t copies) {
-    if (copies <= 0) return;
-    fits_ =
-        fits && checked_mul(bytes, copies, &bytes) && checked_add(total_, bytes, &total_) && fits_;
+  // Sum only: `count` layers of chunk `chunk` whose kept pieces come to `bytes` (`fits`: they fit
+  // in int64).
+  void add_kept(std::int64_t bytes, bool fits, std::int64_t count, std::int64_t chunk) {
+    if (count <= 0) return;
+    auto& into = units_[static_cast<std::size_t>(chunk)];
+    fits_ = fits && checked_mul(bytes, count, &bytes) && checked_add(into, bytes, &into) && fits_;
   }
-  void add(TermGroup group, const ActivationPiece& piece, std::int64_t copies) {
-    if (copies <= 0 || piece.bytes == 0) return;
+  void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
+    if (count <= 0 || piece.bytes == 0) return;
     if (sum_only_) {
       std::int64_t bytes = 0;
-      fits_ = !piece.formula.overflowed() && checked_mul(piece.bytes, copies, &bytes) &&
-              checked_add(total_, bytes, &total_) && fits_;
+      auto& into = units_[static_cast<std::size_t>(chunk)];
+      fits_ = !piece.formula.overflowed() && checked_mul(piece.bytes, count, &bytes) &&
+              checked_add(into, bytes, &into) && fits_;
       return;
     }
-    for (StoredBlock& b : blocks_) {
-      if (b.group == group && b.pieces == nullptr && b.single.info == piece.info &&
-          b.single.bytes == piece.bytes) {
-        b.copies += copies;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      if (blocks_[b].group == group && blocks_[b].pieces == nullptr &&
+          blocks_[b].single.info == piece.info && blocks_[b].single.bytes == piece.bytes) {
+        unit(b, chunk) += count;
         return;
       }
     }
-    blocks_.push_back({group, nullptr, piece, copies, 0});
+    blocks_.push_back({group, nullptr, piece, 0});
+    units_.resize(units_.size() + static_cast<std::size_t>(chunks_), 0);
+    unit(blocks_.size() - 1, chunk) = count;
   }
-  // Appends the sums as terms (or, with `out` null, only adds up their bytes); false when one does
-  // not fit in int64 bytes.
-  bool append_terms(std::vector<Term>* out, std::int64_t& total) const {
+  // Stored bytes of one micro-batch on each chunk; false when they do not fit in int64.
+  bool chunk_bytes(std::vector<std::int64_t>& out) const {
     if (sum_only_) {
-      total = total_;
+      out.assign(units_.begin(), units_.end());
       return fits_;
+    }
+    out.assign(static_cast<std::size_t>(chunks_), 0);
+    bool fits = true;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      std::int64_t per_unit = 0;
+      if (blocks_[b].pieces == nullptr) {
+        per_unit = blocks_[b].single.bytes;
+        fits = !blocks_[b].single.formula.overflowed() && fits;
+      } else {
+        fits = kept_sum(*blocks_[b].pieces, blocks_[b].dropped, &per_unit) && fits;
+      }
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t bytes = 0;
+        auto& into = out[static_cast<std::size_t>(c)];
+        fits = checked_mul(per_unit, unit(b, c), &bytes) && checked_add(into, bytes, &into) && fits;
+      }
+    }
+    return fits;
+  }
+  // Appends the sums for `alive` micro-batches per chunk as terms (or, with `out` null, only adds
+  // up their bytes); false when one does not fit in int64 bytes.
+  bool append_terms(std::vector<Term>* out, std::int64_t& total,
+                    const std::vector<std::int64_t>& alive) const {
+    if (sum_only_) {
+      bool fits = fits_;
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t bytes = 0;
+        fits = checked_mul(units_[static_cast<std::size_t>(c)], alive[static_cast<std::size_t>(c)],
+                           &bytes) &&
+               checked_add(total, bytes, &total) && fits;
+      }
+      return fits;
     }
     bool fits = true;
     const auto emit = [&](TermGroup group, const ActivationPiece& p, std::int64_t copies) {
@@ -147,24 +192,39 @@ class StoredSums {
         fits = false;
       }
     };
-    for (const StoredBlock& b : blocks_) {
-      if (b.pieces == nullptr) {
-        emit(b.group, b.single, b.copies);
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      std::int64_t copies = 0;
+      for (std::int64_t c = 0; c < chunks_; ++c) {
+        std::int64_t n = 0;
+        fits = checked_mul(unit(b, c), alive[static_cast<std::size_t>(c)], &n) &&
+               checked_add(copies, n, &copies) && fits;
+      }
+      if (copies <= 0) continue;
+      const StoredBlock& block = blocks_[b];
+      if (block.pieces == nullptr) {
+        emit(block.group, block.single, copies);
         continue;
       }
-      for (const ActivationPiece& p : *b.pieces) {
-        if ((p.dropped_by & b.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
-          emit(b.group, p, b.copies);
+      for (const ActivationPiece& p : *block.pieces) {
+        if ((p.dropped_by & block.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
+          emit(block.group, p, copies);
       }
     }
     return fits;
   }
 
  private:
+  std::int64_t& unit(std::size_t block, std::int64_t chunk) {
+    return units_[block * static_cast<std::size_t>(chunks_) + static_cast<std::size_t>(chunk)];
+  }
+  std::int64_t unit(std::size_t block, std::int64_t chunk) const {
+    return units_[block * static_cast<std::size_t>(chunks_) + static_cast<std::size_t>(chunk)];
+  }
   std::uint32_t dropped_;
   std::vector<StoredBlock>& blocks_;
+  std::vector<std::int64_t>& units_;
+  std::int64_t chunks_;
   bool sum_only_;
-  std::int64_t total_ = 0;
   bool fits_ = true;
 };
 
@@ -177,11 +237,17 @@ std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
 }
 
 // The pieces a layer keeps, split so each half is labelled by its own kind.
+// Saturates at 2^63 - 1 (an overflowed piece already marks the stage as not fitting).
 std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
   std::int64_t sum = 0;
-  return checked_add(stored_bytes(p.attention, dropped), stored_bytes(p.mlp, dropped), &sum)
-             ? sum
-             : std::numeric_limits<std::int64_t>::max();
+  for (const auto* list : {&p.attention, &p.mlp}) {
+    for (const ActivationPiece& piece : *list) {
+      if ((piece.dropped_by & dropped) == 0 && !checked_add(sum, piece.bytes, &sum)) {
+        return std::numeric_limits<std::int64_t>::max();
+      }
+    }
+  }
+  return sum;
 }
 
 // Layer kinds index a small table: 3 attention kinds x 2 MLP kinds.
@@ -202,6 +268,126 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
     f.times(label_id("h"), m.hidden);
   }
   return make_piece(term_checkpoint_input, f.bytes(2, label_id("bf16")));
+}
+
+// The transients one pass can hold at its moment, the largest first found: a forward pass holds
+// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
+// transients only in its passes; a backward layer transient sits inside a recompute working set.
+struct PassOption {
+  std::int64_t bytes = 0;
+  std::int64_t transient = -1;  // index into the transient list
+  std::int64_t enclosing = -1;  // the recompute working set around it
+};
+
+PassOption pass_option(const std::vector<ActivationPiece>& transients,
+                       const std::vector<TransientScope>& scopes, bool backward, std::int64_t chunk,
+                       bool& fits) {
+  PassOption best;
+  std::int64_t inner = -1;  // the largest backward layer transient
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    const TransientScope& scope = scopes[i];
+    const bool in_backward = transients[i].info->in_backward;
+    bool holds = false;
+    switch (scope.place) {
+      case TransientPlace::layer:
+        holds = in_backward == backward;
+        break;
+      case TransientPlace::boundary:
+        holds = true;
+        break;
+      case TransientPlace::chunk:
+        holds = in_backward == backward && scope.chunk == chunk;
+        break;
+      case TransientPlace::recompute:
+        holds = false;  // below, with what it encloses
+        break;
+    }
+    if (!holds) continue;
+    const std::int64_t bytes = transients[i].bytes;
+    if (bytes > best.bytes) best = {bytes, static_cast<std::int64_t>(i), -1};
+    if (scope.place == TransientPlace::layer && backward &&
+        (inner < 0 || bytes > transients[static_cast<std::size_t>(inner)].bytes)) {
+      inner = static_cast<std::int64_t>(i);
+    }
+  }
+  if (!backward) return best;
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    if (scopes[i].place != TransientPlace::recompute) continue;
+    std::int64_t bytes = transients[i].bytes;
+    if (inner >= 0) {
+      fits = checked_add(bytes, transients[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
+    }
+    if (bytes > best.bytes) {
+      best = inner >= 0 ? PassOption{bytes, inner, static_cast<std::int64_t>(i)}
+                        : PassOption{bytes, static_cast<std::int64_t>(i), -1};
+    }
+  }
+  return best;
+}
+
+// The forward/backward peak moment of `rank`: the pass whose stored activations (one micro-batch
+// on chunk c weighs chunk_bytes[c]) plus its transients are largest, the first in the step's order.
+// Sets `alive` to the micro-batches alive per chunk then; returns the moment with indices into
+// the transient list and its transient bytes in `transient_bytes`.
+PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64_t micro_batches,
+                            const std::vector<std::int64_t>& chunk_bytes,
+                            const std::vector<ActivationPiece>& transients,
+                            const std::vector<TransientScope>& scopes,
+                            std::vector<std::int64_t>& alive, std::int64_t& transient_bytes,
+                            bool& fits) {
+  const std::int64_t chunks = static_cast<std::int64_t>(chunk_bytes.size());
+  alive.assign(chunk_bytes.size(), 0);
+  PeakMoment moment;
+  const auto take = [&](const PassOption& o) {
+    moment.transient = o.transient;
+    moment.enclosing = o.enclosing;
+    transient_bytes = o.bytes;
+  };
+  if (chunks == 1) {
+    // 1F1B: the last warm-up forward and the first backward both hold min(P - p, M).
+    const std::int64_t held = std::min(plan.pipeline_ranks - rank, micro_batches);
+    alive[0] = held;
+    const PassOption f = pass_option(transients, scopes, false, 0, fits);
+    const PassOption b = pass_option(transients, scopes, true, 0, fits);
+    const bool forward = f.bytes >= b.bytes;
+    moment.phase = forward ? StepPhase::forward : StepPhase::backward;
+    moment.micro_batch = forward ? held - 1 : 0;
+    moment.chunk = 0;
+    take(forward ? f : b);
+    return moment;
+  }
+  std::vector<PassOption> options(static_cast<std::size_t>(2 * chunks));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    options[static_cast<std::size_t>(c)] = pass_option(transients, scopes, false, c, fits);
+    options[static_cast<std::size_t>(chunks + c)] = pass_option(transients, scopes, true, c, fits);
+  }
+  std::vector<std::int64_t> live(chunk_bytes.size(), 0);
+  std::int64_t stored = 0;
+  std::int64_t best = -1;
+  for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& s) {
+    const auto c = static_cast<std::size_t>(s.chunk);
+    if (!s.backward) {
+      fits = checked_add(stored, chunk_bytes[c], &stored) && fits;
+      ++live[c];
+    }
+    const PassOption& o =
+        options[static_cast<std::size_t>(s.backward ? chunks + s.chunk : s.chunk)];
+    std::int64_t value = 0;
+    fits = checked_add(stored, o.bytes, &value) && fits;
+    if (value > best) {
+      best = value;
+      alive = live;
+      moment.phase = s.backward ? StepPhase::backward : StepPhase::forward;
+      moment.micro_batch = s.micro_batch;
+      moment.chunk = s.chunk;
+      take(o);
+    }
+    if (s.backward) {
+      if (fits) stored -= chunk_bytes[c];  // past 2^63 the report is an error anyway
+      --live[c];
+    }
+  });
+  return moment;
 }
 
 }  // namespace
@@ -308,14 +494,18 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
                        LayerPieceCache& cache, std::int64_t padded, RankPieces& result) {
   result.chunks.clear();
   result.transients.clear();
+  result.scopes.clear();
   result.largest_transient_bytes = 0;
   result.has_moe = false;
   result.fits = true;
   result.generation = cache.generation;
   const std::int64_t block = model.attn_res.block_size;
   const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
-  const auto keep_transient = [&](const ActivationPiece& p) {
-    if (p.bytes > 0 || p.formula.overflowed()) result.transients.push_back(p);
+  const auto keep_transient = [&](const ActivationPiece& p, TransientScope scope = {}) {
+    if (p.bytes > 0 || p.formula.overflowed()) {
+      result.transients.push_back(p);
+      result.scopes.push_back(scope);
+    }
   };
   bool attention_kinds[3] = {false, false, false};
   bool mlp_kinds[2] = {false, false};
@@ -352,7 +542,9 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     }
     if (chunk.head) {
       if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
-      for (const ActivationPiece& p : *cache.head_transients) keep_transient(p);
+      for (const ActivationPiece& p : *cache.head_transients)
+        keep_transient(
+            p, {TransientPlace::chunk, static_cast<std::int16_t>(result.chunks.size() - 1)});
     }
     if (chunk.mtp_layers > 0) {
       result.has_moe |= model.mtp_layer.mlp == MlpKind::moe;
@@ -394,14 +586,14 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     ActivationPiece buffers = make_piece(
         block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers, pipeline_formula);
     buffers.bytes = largest_pipeline_buffers;
-    keep_transient(buffers);
+    keep_transient(buffers, {TransientPlace::boundary, -1});
     // In backward the same boundary carries the gradients: the output's gradient arrives and the
     // input's gradient leaves (Megatron's send_backward_recv_forward / recv_backward).
     ActivationPiece gradients = make_piece(
         block > 0 ? term_pipeline_gradient_buffers_attn_res : term_pipeline_gradient_buffers,
         pipeline_formula);
     gradients.bytes = largest_pipeline_buffers;
-    keep_transient(gradients);
+    keep_transient(gradients, {TransientPlace::boundary, -1});
   }
   if (shape.context_parallel > 1) {
     ActivationPiece largest;
@@ -454,9 +646,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   StageActivationTerms result;
   result.into = into;
   const TokenShape shape = token_shape(training, layout);
-  InFlight in_flight =
-      in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, rank, micro_batches);
-  result.in_flight_per_chunk = std::move(in_flight.per_chunk);
+  const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
   const RecomputeConfig& recompute = training.recompute;
   const std::uint32_t dropped =
       recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
@@ -470,13 +660,17 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     build_rank_pieces(model, layout, shape, training, plan, rank, cache, padded, pieces_of_rank);
   }
 
-  StoredSums sums(dropped, cache.stored_blocks, peaks_only);
+  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
   std::vector<ActivationPiece>& transients = cache.transients;
-  if (!peaks_only) {
-    transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
-  }
+  std::vector<TransientScope>& scopes = cache.transient_scopes;
+  transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
+  scopes.assign(pieces_of_rank.scopes.begin(), pieces_of_rank.scopes.end());
+  // Only the recompute working set is added here: it encloses the backward of its layers.
   const auto keep_transient = [&](const ActivationPiece& p) {
-    if (p.bytes > 0 || p.formula.overflowed()) transients.push_back(p);
+    if (p.bytes > 0 || p.formula.overflowed()) {
+      transients.push_back(p);
+      scopes.push_back({TransientPlace::recompute, -1});
+    }
   };
   std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
   ActivationPiece working_set_piece;
@@ -508,7 +702,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     const ChunkLayers& split = layers.chunks[chunk_slot];
     const RankPieces::Chunk& chunk_pieces = pieces_of_rank.chunks[chunk_slot];
     ++chunk_slot;
-    const std::int64_t copies = result.in_flight_per_chunk[static_cast<std::size_t>(chunk.chunk)];
+    const std::int64_t c = chunk.chunk;
     // Checkpointed groups: the whole working set of one group is rebuilt in backward; the first
     // group of the largest composition names it.
     for (const ChunkLayers::Group& group : split.groups) {
@@ -536,13 +730,11 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (layer_count == 0) continue;
       const LayerKind kind = kind_of(slot);
       const LayerPieces& pieces = pieces_for(kind);
-      std::int64_t layer_copies = 0;
-      fits = checked_mul(layer_count, copies, &layer_copies) && fits;
       if (peaks_only) {
-        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, layer_copies);
+        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, layer_count, c);
       } else {
-        sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_copies);
-        sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_copies);
+        sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_count, c);
+        sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_count, c);
       }
       const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
@@ -555,34 +747,33 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       }
     }
     if (split.checkpointed_groups > 0)
-      sums.add(TermGroup::all_layers, checkpoint_input, split.checkpointed_groups * copies);
+      sums.add(TermGroup::all_layers, checkpoint_input, split.checkpointed_groups, c);
 
     if (chunk.embedding && training.dropout) {
-      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), copies);
+      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), 1, c);
     }
     if (model.attn_res.block_size > 0) {
-      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, copies);
-      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_weights, copies);
+      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, 1, c);
+      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_weights, 1, c);
     }
     if (chunk.head || chunk.mtp_layers > 0) {
       if (!cache.head) cache.head = head_pieces(model, shape, training, padded);
     }
     if (chunk.head) {
       // The head's pieces are never recomputed (mask 0).
-      sums.add_all(TermGroup::output, *cache.head, copies, 0);
+      sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
     }
     if (chunk.mtp_layers > 0) {
       if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
       const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      std::int64_t mtp_copies = 0;
-      fits = checked_mul(chunk.mtp_layers, copies, &mtp_copies) && fits;
+      const std::int64_t mtp_layers = chunk.mtp_layers;
       if (recompute.policy == RecomputePolicy::full &&
           recompute.method == FullRecomputeMethod::uniform) {
         // Megatron checkpoints each MTP layer under uniform full recompute: it keeps its two
         // inputs, and its working set comes back in backward.
         if (!cache.mtp_checkpoint_inputs)
           cache.mtp_checkpoint_inputs = mtp_checkpoint_inputs_piece(model, shape);
-        sums.add(TermGroup::mtp, *cache.mtp_checkpoint_inputs, mtp_copies);
+        sums.add(TermGroup::mtp, *cache.mtp_checkpoint_inputs, mtp_layers, c);
         std::int64_t mtp_bytes = pieces.all_bytes;
         for (const ActivationPiece& p : *cache.mtp_extra) {
           fits = checked_add(mtp_bytes, p.bytes, &mtp_bytes) && fits;
@@ -596,12 +787,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
               Formula().number(1).number(mtp_index).number(mtp_index).number(mtp_bytes);
         }
       } else {
-        sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_copies, 0);
-        sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention,
-                     mtp_copies);
-        sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_copies);
+        sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_layers, c, 0);
+        sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_layers,
+                     c);
+        sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_layers, c);
       }
-      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_copies, 0);
+      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_layers, c, 0);
     }
   }
 
@@ -610,18 +801,25 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     keep_transient(working_set_piece);
   }
 
+  fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
+  for (const ActivationPiece& p : transients) fits = fits && !p.formula.overflowed();
+  result.moment =
+      find_peak_moment(plan, rank, micro_batches, result.chunk_stored_bytes, transients, scopes,
+                       result.in_flight_per_chunk, result.largest_transient_bytes, fits);
   if (peaks_only) {
-    result.fits = sums.append_terms(nullptr, result.stored_bytes) && fits;
-    result.largest_transient_bytes = std::max(pieces_of_rank.largest_transient_bytes, working_set);
+    result.fits =
+        sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
+    result.moment.transient = -1;
+    result.moment.enclosing = -1;
     return result;
   }
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
   std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
   result.first_stored = static_cast<std::int64_t>(stored.size());
-  result.fits = sums.append_terms(&stored, result.stored_bytes) && fits;
+  result.fits = sums.append_terms(&stored, result.stored_bytes, result.in_flight_per_chunk) && fits;
   result.first_transient = static_cast<std::int64_t>(out.size());
-  for (const ActivationPiece& p : transients) {
-    result.fits = result.fits && !p.formula.overflowed();
+  for (std::size_t i = 0; i < transients.size(); ++i) {
+    const ActivationPiece& p = transients[i];
     Term& t = out.emplace_back();
     t.info = p.info;
     t.bytes = p.bytes;
@@ -629,11 +827,12 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     t.formula = p.formula;
     t.family = Family::transient;
     t.allocated_at = p.info->in_backward ? AllocationPoint::backward : AllocationPoint::forward;
-    if (p.bytes > result.largest_transient_bytes) {
-      result.largest_transient_bytes = p.bytes;
-      result.largest_transient = static_cast<std::int64_t>(out.size()) - 1;
-    }
+    t.place = scopes[i].place;
+    t.chunk = scopes[i].chunk;
   }
+  if (result.moment.transient >= 0) result.moment.transient += result.first_transient;
+  if (result.moment.enclosing >= 0) result.moment.enclosing += result.first_transient;
+  result.largest_transient = result.moment.transient;
   return result;
 }
 

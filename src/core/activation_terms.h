@@ -12,10 +12,17 @@
 //    its input (S/CP x B x h bf16, /TP with SP); full, block: the first `layers` layers of each
 //    chunk are checkpointed one by one, the others keep everything. In backward one group is
 //    recomputed at a time: its full working set for one micro-batch is a transient.
-// Peak of the forward/backward phase = stored activations + the single largest transient (they
-// occur at different moments, so only one is co-live with the full stored set).
+// Peak of the forward/backward phase: the largest moment of the step (schedule.h's order). At each
+// forward or backward pass of a micro-batch on a chunk, the stored activations of the
+// micro-batches alive then (that pass's own counted whole) are co-live with the transients that
+// pass can hold (TransientPlace): one at a time, except that a backward transient of a layer sits
+// inside the recompute working set of its group. timeline.h walks the same order event by event;
+// its maximum equals this peak (tested).
 // Units: bytes (int64) per rank.
-// Limitations: AttnRes slots and MTP layers are kept whatever the recompute policy.
+// Limitations: AttnRes slots and MTP layers are kept whatever the recompute policy. A pass holds
+// all of its micro-batch's activations on the chunk at its moment (exact for the first layer a
+// backward runs, an upper bound for its other layers); layer transients and recompute working
+// sets are the largest over the rank's layers and may occur in any of its chunks.
 #pragma once
 
 #include <array>
@@ -42,13 +49,18 @@ struct StageActivationTerms {
   std::int64_t first_transient = 0;  // index of the first transient term in its list
   std::int64_t stored_bytes = 0;
   std::int64_t largest_transient_bytes = 0;
-  std::int64_t largest_transient = -1;  // its index in its list; -1 when there is none
-  std::vector<std::int64_t> in_flight_per_chunk;
+  std::int64_t largest_transient = -1;            // its index in its list; -1 when there is none
+  std::vector<std::int64_t> in_flight_per_chunk;  // at the peak moment
+  std::vector<std::int64_t> chunk_stored_bytes;   // one micro-batch on each chunk
+  // The peak moment; its `transient` and `enclosing` are indices into the transient list (as
+  // largest_transient); largest_transient_bytes is their sum.
+  PeakMoment moment;
   bool fits = true;  // false: some term's bytes do not fit in int64 (they are saturated)
 };
 
 // With `peaks_only`, no terms are built: only stored_bytes, largest_transient_bytes,
-// in_flight_per_chunk and fits are set (the same sums, for sweeps).
+// in_flight_per_chunk, chunk_stored_bytes, moment (phase, micro-batch and chunk) and fits are set
+// (the same sums, for sweeps).
 // Requires a validated configuration: `plan` from plan_stages, M >= 1. `cache` must be used with
 // one (model, layout, training) only.
 StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,

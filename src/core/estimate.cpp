@@ -64,9 +64,6 @@ std::string_view allocation_point_name(AllocationPoint point) {
 
 namespace {
 
-// Appends the stage's activation and transient terms and decides which phase peaks: forward/
-// backward (stored activations + its largest transient) or the optimizer step (its transients).
-// False when a term's bytes do not fit in int64.
 // The virtual chunks a pipeline rank holds, in order.
 std::vector<const VirtualStage*> chunks_of(const StagePlan& plan, std::int64_t rank) {
   std::vector<const VirtualStage*> out;
@@ -79,9 +76,14 @@ std::vector<const VirtualStage*> chunks_of(const StagePlan& plan, std::int64_t r
 // Whether two ranks keep exactly the same activations and transients: the same layer kinds in
 // the same chunks, the same embedding / head / MTP duties and the same micro-batches in flight.
 // AttnRes slots depend on where a chunk sits in the model, so a model with AttnRes never shares.
+// Equal warm-up counts mean the same order of passes (schedule.h), hence the same peak moment.
 bool same_activation_inputs(const Model& model, const StagePlan& plan, const StageReport& a,
-                            std::int64_t b, const std::vector<std::int64_t>& b_in_flight) {
-  if (model.attn_res.block_size > 0 || a.in_flight_per_chunk != b_in_flight) return false;
+                            std::int64_t b, std::int64_t micro_batches) {
+  if (model.attn_res.block_size > 0 ||
+      warmup_forwards(plan.pipeline_ranks, plan.chunks_per_rank, a.index, micro_batches) !=
+          warmup_forwards(plan.pipeline_ranks, plan.chunks_per_rank, b, micro_batches)) {
+    return false;
+  }
   const auto ca = chunks_of(plan, a.index);
   const auto cb = chunks_of(plan, b);
   if (ca.size() != cb.size()) return false;
@@ -110,9 +112,13 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
   copied.first_stored = static_cast<std::int64_t>(to.terms.size());
   copied.stored_bytes = from.activation_bytes;
   copied.largest_transient_bytes = from.largest_transient_bytes;
-  copied.largest_transient =
-      from.largest_transient < 0 ? -1 : from.largest_transient - first + copied.first_stored;
+  const auto moved = [&](std::int64_t i) { return i < 0 ? -1 : i - first + copied.first_stored; };
+  copied.largest_transient = moved(from.largest_transient);
   copied.in_flight_per_chunk = from.in_flight_per_chunk;
+  copied.chunk_stored_bytes = from.chunk_stored_bytes;
+  copied.moment = from.forward_backward_moment;
+  copied.moment.transient = moved(copied.moment.transient);
+  copied.moment.enclosing = moved(copied.moment.enclosing);
   copied.fits = fits;
   const auto ca = chunks_of(plan, from.index);
   const auto cb = chunks_of(plan, to.index);
@@ -139,9 +145,9 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
 }
 
 // Appends the stage's activation and transient terms (computed, or copied from `same`, an
-// identical earlier rank) and decides which phase peaks: forward/backward (stored activations +
-// its largest transient) or the optimizer step (its transients). False when a term's bytes do not
-// fit in int64.
+// identical earlier rank) and decides which phase peaks: forward/backward (the step timeline's
+// largest moment: stored activations alive then + the transients alive then) or the optimizer step
+// (its transients). False when a term's bytes do not fit in int64.
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const std::vector<Term>& optimizer_step,
                            std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only,
@@ -160,6 +166,8 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   stage.largest_transient_bytes = activations.largest_transient_bytes;
   stage.largest_transient = activations.largest_transient;
   stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
+  stage.chunk_stored_bytes = std::move(activations.chunk_stored_bytes);
+  stage.forward_backward_moment = activations.moment;
   bool fits = activations.fits;
   for (const Term& t : optimizer_step) {
     fits = fits &&
@@ -171,13 +179,14 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   stage.optimizer_phase_binds = stage.optimizer_transient_bytes > forward_backward;
   if (peaks_only) return fits;
   // Stored activations are part of the peak only when the forward/backward phase binds; of the
-  // phase's transients only the single largest is co-live with them.
+  // phase's transients only those alive at its peak moment are co-live with them.
   const auto end = static_cast<std::size_t>(first_optimizer);
   for (auto i = static_cast<std::size_t>(activations.first_stored); i < end; ++i) {
     Term& t = stage.terms[i];
-    t.counts_in_peak =
-        !stage.optimizer_phase_binds &&
-        (t.family == Family::activation || static_cast<std::int64_t>(i) == stage.largest_transient);
+    const auto index = static_cast<std::int64_t>(i);
+    t.counts_in_peak = !stage.optimizer_phase_binds &&
+                       (t.family == Family::activation || index == activations.moment.transient ||
+                        index == activations.moment.enclosing);
   }
   for (auto i = end; i < stage.terms.size(); ++i) {
     stage.terms[i].allocated_at = AllocationPoint::optimizer_step;
@@ -275,13 +284,16 @@ void reset_stage(StageReport& stage) {
   std::vector<Term> terms = std::move(stage.terms);
   std::vector<LayerRange> chunks = std::move(stage.chunks);
   std::vector<std::int64_t> in_flight = std::move(stage.in_flight_per_chunk);
+  std::vector<std::int64_t> chunk_bytes = std::move(stage.chunk_stored_bytes);
   terms.clear();
   chunks.clear();
   in_flight.clear();
+  chunk_bytes.clear();
   stage = StageReport{};
   stage.terms = std::move(terms);
   stage.chunks = std::move(chunks);
   stage.in_flight_per_chunk = std::move(in_flight);
+  stage.chunk_stored_bytes = std::move(chunk_bytes);
 }
 
 }  // namespace
@@ -404,14 +416,9 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     // computed again.
     const StageReport* same = nullptr;
     std::size_t same_slot = 0;
-    const std::vector<std::int64_t> in_flight =
-        stage_count == 0 || model.attn_res.block_size > 0
-            ? std::vector<std::int64_t>{}
-            : in_flight_at_peak(plan.pipeline_ranks, plan.chunks_per_rank, stage.index,
-                                report.micro_batches)
-                  .per_chunk;
-    for (std::size_t r = 0; r < stage_count && !in_flight.empty(); ++r) {
-      if (same_activation_inputs(model, plan, report.stages[r], stage.index, in_flight)) {
+    for (std::size_t r = 0; r < stage_count && model.attn_res.block_size == 0; ++r) {
+      if (same_activation_inputs(model, plan, report.stages[r], stage.index,
+                                 report.micro_batches)) {
         same = &report.stages[r];
         same_slot = r;
         break;

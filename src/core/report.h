@@ -9,13 +9,14 @@
 // micro-batch in flight), transient (alive only at its moment: MoE dispatch, AttnRes mix, logits,
 // recompute, pipeline buffers, optimizer step) and gap (memory shapes cannot derive: zero unless
 // measured).
-// Peak of a stage = resident + measured gaps + the larger of two phases: forward/backward
-// (stored activations + the single largest transient of that phase) and the optimizer step (its
-// transients). The terms with counts_in_peak set sum exactly to the peak.
+// Peak of a stage = resident + measured gaps + the larger of two phases: forward/backward (the
+// largest moment of the step timeline, timeline.h: stored activations of the micro-batches alive
+// then + the transients alive then) and the optimizer step (its transients). The terms with
+// counts_in_peak set sum exactly to the peak; PeakMoment says when it happens.
 // Units: bytes (int64) per rank, every product and sum overflow-checked: a report that would pass
 // 2^63 - 1 bytes is an error naming the fields that drive it. Display units are the front end's.
-// Limitations: one peak per stage (the worst micro-batch moment), not a timeline. A MEASURED
-// term references its source text in the Config it was estimated from: keep that Config.
+// Limitations: the report keeps the peak moment only; timeline.h rebuilds the whole step. A
+// MEASURED term references its source text in the Config it was estimated from: keep that Config.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,20 @@ struct Term {
   // False for a transient that is not co-live at the stage's peak (a smaller one of its phase,
   // or one of the phase that does not bind).
   bool counts_in_peak = true;
+  // Transients of the forward/backward phase: where in the step they are alive.
+  TransientPlace place = TransientPlace::layer;
+  std::int16_t chunk = -1;  // TransientPlace::chunk: the virtual chunk (index on the rank)
+};
+
+enum class StepPhase : std::uint8_t { forward, backward, optimizer_step };
+
+// The moment of one training step at which a stage peaks (timeline.h renders its name).
+struct PeakMoment {
+  StepPhase phase = StepPhase::forward;
+  std::int64_t micro_batch = -1;  // -1 for the optimizer step
+  std::int64_t chunk = -1;        // virtual chunk on the rank; -1 for the optimizer step
+  std::int64_t transient = -1;    // index in `terms` of the transient alive then; -1: none
+  std::int64_t enclosing = -1;    // index of the recompute working set it sits inside; -1: none
 };
 
 struct LayerRange {
@@ -88,16 +103,23 @@ struct StageReport {
   std::vector<LayerRange> chunks;  // one per virtual stage on this rank (VPP), in order
   std::int64_t parameters_per_rank = 0;
   std::vector<Term> terms;
-  std::int64_t resident_bytes = 0;                // derived resident terms
-  std::int64_t gap_bytes = 0;                     // measured gap rows
-  std::int64_t activation_bytes = 0;              // stored activations, all micro-batches in flight
-  std::int64_t largest_transient_bytes = 0;       // forward/backward phase
-  std::int64_t largest_transient = -1;            // its index in `terms`; -1 when there is none
+  std::int64_t resident_bytes = 0;    // derived resident terms
+  std::int64_t gap_bytes = 0;         // measured gap rows
+  std::int64_t activation_bytes = 0;  // stored activations, all micro-batches in flight
+  // Transients alive at the forward/backward phase's peak moment (the moment's transient, plus the
+  // recompute working set it sits inside, if any).
+  std::int64_t largest_transient_bytes = 0;
+  std::int64_t largest_transient = -1;  // the moment's transient's index in `terms`; -1: none
   std::int64_t optimizer_transient_bytes = 0;     // optimizer-step phase
   bool optimizer_phase_binds = false;             // the optimizer step, not forward/backward, peaks
   std::vector<std::int64_t> in_flight_per_chunk;  // micro-batches held at the peak, per chunk
-  std::int64_t peak_bytes = 0;                    // resident + gaps + the larger phase
-  std::int64_t headroom_bytes = 0;                // device bytes - peak; 0 when no device is chosen
+  // Stored activation bytes of one micro-batch on each virtual chunk (the step timeline's steps).
+  std::vector<std::int64_t> chunk_stored_bytes;
+  // The forward/backward phase's peak moment (timeline.h's peak_moment() gives the stage's,
+  // the optimizer step when that binds).
+  PeakMoment forward_backward_moment;
+  std::int64_t peak_bytes = 0;      // resident + gaps + the larger phase
+  std::int64_t headroom_bytes = 0;  // device bytes - peak; 0 when no device is chosen
   // peak - resident - gaps: what a flat "non-parameter headroom" constant stands in for.
   std::int64_t non_parameter_bytes = 0;
   // flat constant - non_parameter_bytes (< 0: the flat constant under-provisions this stage);

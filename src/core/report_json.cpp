@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "term_text.h"
+#include "timeline.h"
 
 namespace stagemem {
 namespace {
@@ -29,6 +30,33 @@ json term_json(const Term& t, const Config& config) {
   return term;
 }
 
+std::string_view phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::forward:
+      return "forward";
+    case StepPhase::backward:
+      return "backward";
+    case StepPhase::optimizer_step:
+      return "optimizer-step";
+  }
+  return "unknown";
+}
+
+json term_name_or_null(const StageReport& s, std::int64_t i) {
+  if (i < 0 || i >= static_cast<std::int64_t>(s.terms.size())) return nullptr;
+  return term_name(s.terms[static_cast<std::size_t>(i)]);
+}
+
+json moment_json(const StageReport& s, const PeakMoment& m) {
+  const bool step = m.phase == StepPhase::optimizer_step;
+  return {{"name", moment_name(s, m)},
+          {"phase", std::string(phase_name(m.phase))},
+          {"micro_batch", step ? json(nullptr) : json(m.micro_batch)},
+          {"chunk", step ? json(nullptr) : json(m.chunk)},
+          {"transient", term_name_or_null(s, m.transient)},
+          {"inside", term_name_or_null(s, m.enclosing)}};
+}
+
 json stage_json(const StageReport& s, const Report& report, const Config& config) {
   json layers = json::array();
   for (const LayerRange& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
@@ -52,6 +80,7 @@ json stage_json(const StageReport& s, const Report& report, const Config& config
       {"co_live_transient", co_live},
       {"optimizer_step_transient_bytes", s.optimizer_transient_bytes},
       {"in_flight_per_chunk", s.in_flight_per_chunk},
+      {"peak_moment", moment_json(s, peak_moment(s))},
       {"non_parameter_bytes", s.non_parameter_bytes},
       {"peak_bytes", s.peak_bytes},
       {"terms", terms},
@@ -106,6 +135,47 @@ std::string report_json(const Report& report, const Config& config, std::string_
     warnings.push_back({{"field", w.field}, {"message", w.message}});
   }
   out["warnings"] = warnings;
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string timeline_json(const Report& report, std::string_view link) {
+  json out;
+  out["schema_version"] = report_schema_version;
+  out["kind"] = "timeline";
+  if (!link.empty()) out["link"] = std::string(link);
+  out["model"] = report.model;
+  out["micro_batches"] = report.micro_batches;
+  json stages = json::array();
+  for (const StageReport& s : report.stages) {
+    const StageTimeline t = stage_timeline(report, s);
+    json events = json::array();
+    for (std::size_t e = 0; e < t.events.size(); ++e) {
+      const TimelineEvent& ev = t.events[e];
+      const bool step = ev.phase == StepPhase::optimizer_step;
+      const auto first =
+          t.alive.begin() + static_cast<std::ptrdiff_t>(e * static_cast<std::size_t>(t.chunks));
+      events.push_back({
+          {"phase", std::string(phase_name(ev.phase))},
+          {"micro_batch", step ? json(nullptr) : json(ev.micro_batch)},
+          {"chunk", step ? json(nullptr) : json(ev.chunk)},
+          {"alive_per_chunk",
+           std::vector<std::int64_t>(first, first + static_cast<std::ptrdiff_t>(t.chunks))},
+          {"resident_bytes", ev.live_by_family[static_cast<std::size_t>(Family::resident)]},
+          {"activation_bytes", ev.live_by_family[static_cast<std::size_t>(Family::activation)]},
+          {"transient_bytes", ev.live_by_family[static_cast<std::size_t>(Family::transient)]},
+          {"gap_bytes", ev.live_by_family[static_cast<std::size_t>(Family::gap)]},
+          {"live_bytes", ev.live_bytes},
+          {"transient", term_name_or_null(s, ev.transient)},
+          {"inside", term_name_or_null(s, ev.enclosing)},
+      });
+    }
+    stages.push_back({{"index", s.index},
+                      {"peak_bytes", s.peak_bytes},
+                      {"peak_event", t.peak_event},
+                      {"peak_moment", moment_json(s, peak_moment(s))},
+                      {"events", events}});
+  }
+  out["stages"] = stages;
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

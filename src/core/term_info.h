@@ -54,6 +54,17 @@ enum class TermGroup : std::uint8_t {
   mtp_output,
 };
 
+// Where in the step a forward/backward transient is alive (the step timeline, timeline.h):
+// forward-allocated ones in forward passes, backward-allocated ones in backward passes, except
+// `boundary` (both).
+enum class TransientPlace : std::uint8_t {
+  layer,      // inside one layer's forward or backward: a kernel's temporaries, a working set
+  boundary,   // at every pass's boundary: pipeline send/receive buffers
+  recompute,  // a recompute working set: alive through the recomputed layers' backward, so the
+              // backward transients of those layers are alive inside it
+  chunk,      // only in the passes of one virtual chunk (Term::chunk): the LM head's logits
+};
+
 struct TermInfo {
   std::string_view name;
   std::string_view scaling;

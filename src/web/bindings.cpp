@@ -36,6 +36,10 @@
 //                                       frames that drew nothing (idle costs nothing)
 //   Module.getHistory()                 {undo, redo}: steps available
 //   Module.getReportJson()              what "Download JSON" saves
+//   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakBytes,
+//                                       hoveredEvent, hoveredName, hoveredLiveBytes,
+//                                       hoveredTransient}: the Timeline tab's stage as drawn
+//                                       last frame (events: [{phase, liveBytes}])
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -326,7 +330,8 @@ val get_ui_state() {
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
   out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
   out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
-  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks", "model", "plan"};
+  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks",
+                                       "model",  "plan",  "timeline"};
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
   out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
@@ -350,6 +355,47 @@ val get_ui_state() {
   for (const ImFont* font : atlas->Fonts)
     fonts.call<void>("push", std::string(font->GetDebugName()));
   out.set("fonts", fonts);
+  return out;
+}
+
+val get_timeline() {
+  val out = val::object();
+  if (!app_state) return out;
+  const TimelineView& view = app_state->timeline;
+  const stagemem::StageTimeline& t = view.timeline;
+  out.set("stage", static_cast<double>(view.built_stage));
+  out.set("chunks", static_cast<double>(t.chunks));
+  out.set("peakEvent", static_cast<double>(t.peak_event));
+  out.set("peakName", view.peak_name);
+  out.set("hoveredEvent", static_cast<double>(view.hovered_event));
+  out.set("hoveredName", view.hovered_name);
+  const auto& stages = app_state->report.stages;
+  const bool built =
+      view.built_stage >= 0 && view.built_stage < static_cast<std::int64_t>(stages.size());
+  out.set("peakBytes",
+          built ? static_cast<double>(stages[static_cast<std::size_t>(view.built_stage)].peak_bytes)
+                : 0.0);
+  constexpr const char* phases[] = {"forward", "backward", "optimizer-step"};
+  val events = val::array();
+  for (const stagemem::TimelineEvent& e : t.events) {
+    val item = val::object();
+    item.set("phase", std::string(phases[static_cast<std::size_t>(e.phase)]));
+    item.set("liveBytes", static_cast<double>(e.live_bytes));
+    events.call<void>("push", item);
+  }
+  out.set("events", events);
+  std::string transient;
+  double live = 0;
+  if (built && view.hovered_event >= 0 &&
+      view.hovered_event < static_cast<std::int64_t>(t.events.size())) {
+    const stagemem::StageReport& s = stages[static_cast<std::size_t>(view.built_stage)];
+    const stagemem::TimelineEvent& e = t.events[static_cast<std::size_t>(view.hovered_event)];
+    live = static_cast<double>(e.live_bytes);
+    if (e.transient >= 0 && e.transient < static_cast<std::int64_t>(s.terms.size()))
+      transient = stagemem::term_name(s.terms[static_cast<std::size_t>(e.transient)]);
+  }
+  out.set("hoveredLiveBytes", live);
+  out.set("hoveredTransient", transient);
   return out;
 }
 
@@ -442,6 +488,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
   emscripten::function("getSweep", &get_sweep);
+  emscripten::function("getTimeline", &get_timeline);
   emscripten::function("stagememPaste", &paste_from_page);
   emscripten::function("stagememLoadFile", &load_file_from_page);
   emscripten::function("requestRedraw", &request_redraw);

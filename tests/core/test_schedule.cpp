@@ -40,3 +40,17 @@ TEST_CASE("Micro-batches per step: M = global batch / (micro-batch x DP)") {
   REQUIRE(!d.ok());
   CHECK(d.errors[0].field == "training.global_batch");
 }
+
+TEST_CASE("More than 65,536 micro-batches per step is an error naming the global batch") {
+  // The schedule is walked pass by pass (interleaved peak search, timeline): 127,599,384
+  // micro-batches (found by the property sweep) took minutes; real runs use thousands at most.
+  Diagnostics d;
+  CHECK(micro_batches_per_step(65536, 1, 1, d) == 65536);
+  CHECK(d.ok());
+  CHECK(micro_batches_per_step(65537 * 2, 2, 1, d) == 0);
+  REQUIRE(d.errors.size() == 1);
+  CHECK(d.errors[0].field == "training.global_batch");
+  CHECK(d.errors[0].message ==
+        "global batch 131074 / (micro-batch 2 x DP 1) = 65537 micro-batches per step; at most "
+        "65536 are modelled");
+}

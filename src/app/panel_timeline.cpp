@@ -1,0 +1,219 @@
+// The timeline panel: one stage's memory over one training step (timeline.h), pass by pass in
+// the schedule's order: every forward and backward of every micro-batch on every virtual chunk,
+// then the optimizer step. Each pass is a column stacked by family (resident, measured gaps,
+// stored activations, transients); the peak moment is marked and named. Hovering a column shows
+// its event, its bytes by family and the terms alive then. The timeline is rebuilt only when the
+// report or the chosen stage changes (AppState::timeline).
+#include <algorithm>
+#include <string>
+
+#include "app.h"
+#include "imgui.h"
+#include "term_text.h"
+#include "timeline.h"
+#include "units.h"
+
+namespace {
+
+// Family order of TimelineEvent::live_by_family, drawn bottom to top in this order.
+constexpr stagemem::Family stack_order[] = {stagemem::Family::resident, stagemem::Family::gap,
+                                            stagemem::Family::activation,
+                                            stagemem::Family::transient};
+constexpr ImU32 family_colours[] = {
+    IM_COL32(90, 130, 200, 255),   // resident
+    IM_COL32(240, 170, 70, 255),   // activation
+    IM_COL32(220, 90, 160, 255),   // transient
+    IM_COL32(150, 150, 150, 255),  // gap
+};
+constexpr ImU32 peak_colour = IM_COL32(255, 80, 70, 255);
+constexpr ImU32 capacity_colour = IM_COL32(235, 90, 80, 160);
+constexpr ImU32 axis_colour = IM_COL32(170, 172, 180, 255);
+constexpr float chart_height_px = 300.0f;
+
+ImU32 colour_of(stagemem::Family f) {
+  return family_colours[static_cast<std::size_t>(f)];
+}
+
+void rebuild(AppState& state, const stagemem::Report& report) {
+  TimelineView& view = state.timeline;
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
+  view.timeline = stagemem::stage_timeline(report, stage);
+  view.built_stage = view.stage;
+  view.built_generation = state.report_generation;
+  view.peak_name = stagemem::moment_name(stage, stagemem::peak_moment(stage));
+  view.hovered_event = -1;
+  view.hovered_name.clear();
+}
+
+// What is alive at event `e`, as tooltip lines.
+void event_tooltip(const AppState& state, const stagemem::StageReport& stage, std::int64_t e) {
+  const stagemem::StageTimeline& t = state.timeline.timeline;
+  const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
+  ImGui::TextUnformatted(state.timeline.hovered_name.c_str());
+  if (e == t.peak_event) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "the stage's peak");
+  ImGui::Separator();
+  ImGui::PushFont(state.mono_font);
+  ImGui::Text("live       %s", stagemem::format_gib(ev.live_bytes).c_str());
+  for (const stagemem::Family f : stack_order) {
+    ImGui::Text("%-10s %s", std::string(stagemem::family_name(f)).c_str(),
+                stagemem::format_gib(ev.live_by_family[static_cast<std::size_t>(f)]).c_str());
+  }
+  ImGui::PopFont();
+  ImGui::Separator();
+  if (ev.phase != stagemem::StepPhase::optimizer_step) {
+    std::string alive;
+    for (std::int64_t c = 0; c < t.chunks; ++c) {
+      alive += (c == 0 ? "" : ", ") +
+               std::to_string(t.alive[static_cast<std::size_t>(e * t.chunks + c)]);
+    }
+    ImGui::Text("stored activations of the micro-batches alive per chunk: %s", alive.c_str());
+  }
+  ImGui::TextUnformatted("live terms:");
+  const auto& terms = stage.terms;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const stagemem::Term& term = terms[i];
+    bool live = false;
+    if (term.family == stagemem::Family::resident || term.family == stagemem::Family::gap) {
+      live = term.bytes > 0;
+    } else if (term.family == stagemem::Family::activation) {
+      live = ev.phase != stagemem::StepPhase::optimizer_step && e == t.peak_event;
+    } else if (ev.phase == stagemem::StepPhase::optimizer_step) {
+      live = term.allocated_at == stagemem::AllocationPoint::optimizer_step;
+    } else {
+      live = static_cast<std::int64_t>(i) == ev.transient ||
+             static_cast<std::int64_t>(i) == ev.enclosing;
+    }
+    if (!live) continue;
+    ImGui::Bullet();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colour_of(term.family)), "%s  %s",
+                       stagemem::format_gib(term.bytes).c_str(), stagemem::term_name(term).c_str());
+  }
+  if (e != t.peak_event && ev.phase != stagemem::StepPhase::optimizer_step) {
+    ImGui::TextDisabled("(stored activation terms are itemised at the peak event)");
+  }
+}
+
+}  // namespace
+
+void draw_timeline(AppState& state, const stagemem::Report& report) {
+  if (!report.diagnostics.ok() || report.stages.empty()) {
+    ImGui::TextWrapped("Fix the highlighted fields to see the step timeline.");
+    return;
+  }
+  TimelineView& view = state.timeline;
+  const auto stages = static_cast<std::int64_t>(report.stages.size());
+  if (view.stage < 0 || view.stage >= stages) {
+    view.stage = report.binding_stage >= 0 ? report.binding_stage : 0;
+  }
+  ImGui::SetNextItemWidth(160.0f * state.ui_scale);
+  const std::string preview = "stage " + std::to_string(view.stage);
+  if (ImGui::BeginCombo("##timeline_stage", preview.c_str())) {
+    for (std::int64_t s = 0; s < stages; ++s) {
+      const std::string label = "stage " + std::to_string(s);
+      if (ImGui::Selectable(label.c_str(), s == view.stage)) view.stage = s;
+    }
+    ImGui::EndCombo();
+  }
+  record_widget_rect(state, Widget::timeline_stage);
+  if (view.built_stage != view.stage || view.built_generation != state.report_generation ||
+      view.timeline.events.empty()) {
+    rebuild(state, report);
+  }
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
+  const stagemem::StageTimeline& t = view.timeline;
+  ImGui::SameLine();
+  ImGui::TextWrapped("Peak %s at %s", stagemem::format_gib(stage.peak_bytes).c_str(),
+                     view.peak_name.c_str());
+
+  // Legend.
+  for (const stagemem::Family f : stack_order) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float size = ImGui::GetTextLineHeight();
+    ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + size, p.y + size), colour_of(f));
+    ImGui::Dummy(ImVec2(size, size));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(std::string(stagemem::family_name(f)).c_str());
+    ImGui::SameLine();
+  }
+  ImGui::NewLine();
+
+  const float scale = state.ui_scale;
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float width = std::max(ImGui::GetContentRegionAvail().x, 100.0f * scale);
+  const float height = chart_height_px * scale;
+  const float axis = ImGui::CalcTextSize("0000.0 GiB").x + 6.0f * scale;
+  const float plot_x0 = origin.x + axis;
+  const float plot_x1 = origin.x + width;
+  const float plot_top = origin.y + ImGui::GetTextLineHeightWithSpacing();
+  const float plot_bottom = origin.y + height;
+  ImGui::InvisibleButton("##timeline_chart", ImVec2(width, height));
+  const bool hovered = ImGui::IsItemHovered();
+  record_widget_rect(state, Widget::timeline_chart);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const auto n = static_cast<std::int64_t>(t.events.size());
+  std::int64_t top = std::max<std::int64_t>(stage.peak_bytes, 1);
+  if (report.device.bytes > 0) top = std::max(top, report.device.bytes);
+  const double per_byte = static_cast<double>(plot_bottom - plot_top) / static_cast<double>(top);
+  const float column = (plot_x1 - plot_x0) / static_cast<float>(std::max<std::int64_t>(n, 1));
+  const auto y_of = [&](std::int64_t bytes) {
+    return plot_bottom - static_cast<float>(static_cast<double>(bytes) * per_byte);
+  };
+  draw->AddLine(ImVec2(plot_x0, plot_bottom), ImVec2(plot_x1, plot_bottom), axis_colour);
+  draw->AddLine(ImVec2(plot_x0, plot_top), ImVec2(plot_x0, plot_bottom), axis_colour);
+  draw->AddText(ImVec2(origin.x, plot_top), axis_colour, stagemem::format_gib(top, 1).c_str());
+  draw->AddText(ImVec2(origin.x, plot_bottom - ImGui::GetTextLineHeight()), axis_colour, "0");
+  for (std::int64_t e = 0; e < n; ++e) {
+    const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
+    const float x0 = plot_x0 + column * static_cast<float>(e);
+    const float x1 = std::max(x0 + 1.0f, x0 + column - (column > 4.0f * scale ? scale : 0.0f));
+    std::int64_t below = 0;
+    for (const stagemem::Family f : stack_order) {
+      const std::int64_t bytes = ev.live_by_family[static_cast<std::size_t>(f)];
+      if (bytes <= 0) continue;
+      draw->AddRectFilled(ImVec2(x0, y_of(below + bytes)), ImVec2(x1, y_of(below)), colour_of(f));
+      below += bytes;
+    }
+    if (e == view.hovered_event) {
+      draw->AddRect(ImVec2(x0, y_of(ev.live_bytes)), ImVec2(x1, plot_bottom), IM_COL32_WHITE);
+    }
+  }
+  if (report.device.bytes > 0) {
+    const float y = y_of(report.device.bytes);
+    draw->AddLine(ImVec2(plot_x0, y), ImVec2(plot_x1, y), capacity_colour, 1.5f * scale);
+    draw->AddText(ImVec2(plot_x0 + 4.0f * scale, y - ImGui::GetTextLineHeight()), capacity_colour,
+                  ("device " + stagemem::format_gib(report.device.bytes, 1)).c_str());
+  }
+  if (t.peak_event >= 0) {
+    const float x = plot_x0 + column * (static_cast<float>(t.peak_event) + 0.5f);
+    draw->AddLine(ImVec2(x, plot_top), ImVec2(x, plot_bottom), peak_colour, 2.0f * scale);
+    const std::string label = "peak " + stagemem::format_gib(stage.peak_bytes);
+    const float label_x =
+        std::min(x + 4.0f * scale, plot_x1 - ImGui::CalcTextSize(label.c_str()).x);
+    draw->AddText(ImVec2(label_x, origin.y), peak_colour, label.c_str());
+  }
+  ImGui::TextDisabled(
+      "%lld events: %lld micro-batches x %lld chunk(s), forward and backward, then the optimizer "
+      "step",
+      static_cast<long long>(n), static_cast<long long>(report.micro_batches),
+      static_cast<long long>(t.chunks));
+
+  std::int64_t under_mouse = -1;
+  if (hovered && n > 0) {
+    const float mx = ImGui::GetIO().MousePos.x;
+    if (mx >= plot_x0 && mx < plot_x1) {
+      under_mouse =
+          std::min<std::int64_t>(n - 1, static_cast<std::int64_t>((mx - plot_x0) / column));
+    }
+  }
+  if (under_mouse != view.hovered_event) {
+    view.hovered_event = under_mouse;
+    view.hovered_name =
+        under_mouse >= 0
+            ? stagemem::event_name(stage, t.events[static_cast<std::size_t>(under_mouse)])
+            : std::string();
+  }
+  if (view.hovered_event >= 0 && ImGui::BeginTooltip()) {
+    event_tooltip(state, stage, view.hovered_event);
+    ImGui::EndTooltip();
+  }
+}
