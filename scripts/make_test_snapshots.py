@@ -19,6 +19,7 @@ the segment an inactive block) and keeps the segment after a free, as the cachin
 Run from the repository root: python3 scripts/make_test_snapshots.py
 The expected numbers in tests/core/test_snapshot.cpp are derived from the sizes below.
 """
+import collections
 import os
 import pickle
 
@@ -214,6 +215,12 @@ def main():
         with open(path, "wb") as f:
             pickle.dump(run(with_step), f, protocol=protocol)
         print(path, os.path.getsize(path), "bytes")
+    # A pickle of a class instance: protocol 2 names the class with GLOBAL, which the reader
+    # refuses (it never imports or calls anything).
+    path = os.path.join(out, "refused_global.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(collections.OrderedDict(segments=[]), f, protocol=2)
+    print(path, os.path.getsize(path), "bytes")
     write_bad_corpus()
 
 

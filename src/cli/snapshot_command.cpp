@@ -84,6 +84,25 @@ void print_text(const std::string& file, const stagemem::SnapshotSummary& s,
       }
     }
   }
+  if (compared) {
+    // The verdict per bucket, in words: what matches and what is missing on either side.
+    std::string lists[4];
+    for (const auto& row : rows) {
+      const std::size_t k = static_cast<std::size_t>(row.match);
+      if (k >= 4) continue;
+      if (!lists[k].empty()) lists[k] += ", ";
+      lists[k] += std::string(stagemem::snapshot_bucket_name(row.bucket));
+    }
+    const char* titles[4] = {"matches (to the byte)", "differs", "measured, no derived term",
+                             "derived, not in the snapshot"};
+    std::printf("\n");
+    for (std::size_t k = 0; k < 4; ++k) {
+      std::printf("%-30s %s\n", titles[k], lists[k].empty() ? "-" : lists[k].c_str());
+    }
+    std::printf(
+        "(derived activations are the stage's stored activations at its peak, all "
+        "micro-batches in flight; a snapshot holds those of the moment it was taken)\n");
+  }
   if (s.blocks_without_frames > 0) {
     std::printf(
         "\n%lld active blocks carry no Python frames (allocated while recording was off, "
