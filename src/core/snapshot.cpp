@@ -148,7 +148,9 @@ class Decoder {
     if (!expect_dict(n, path)) return b;
     b.address = int_field(n, "address", path);
     b.size = size_field(n, "size", path);
-    b.requested_size = size_field(n, "requested_size", path);
+    // requested_size arrived after torch 2.0's snapshots; without it the block size stands in.
+    b.requested_size =
+        t_.find(n, "requested_size") ? size_field(n, "requested_size", path) : b.size;
     b.state = text_field(n, "state", path);
     b.frames = frames(n, path);
     return b;

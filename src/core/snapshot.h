@@ -15,6 +15,8 @@
 // `other`; so do autograd's backward allocations, whose C++ thread records no Python frames. The
 // trace covers only what happened after recording began (and at most max_entries events), so the
 // live-bytes curve starts at 0 at the first recorded event, not at the device's true level.
+// torch 2.0's per-block "history" lists (before "frames") are not read: such blocks are `other`;
+// a block without requested_size (also before torch 2.1) counts its block size.
 #pragma once
 
 #include <array>
