@@ -41,7 +41,7 @@ constexpr const char* usage_text =
     "  presets      list the built-in models\n"
     "  devices      list the device presets with their usable bytes and sources\n"
     "  probe-check  the optimizer-state probe measurements next to derived values\n"
-    "  snapshot     a PyTorch allocator snapshot's bytes per term family next to the derived\n"
+    "  snapshot     an allocator snapshot's bytes per term family next to the derived terms\n"
     "\n"
     "The configuration comes from --config FILE.json, --url LINK, --preset NAME, --hf-config FILE\n"
     "and one flag per field (Megatron-like: --tp --pp --vpp --cp --ep --etp --dp --seq --mbs "
