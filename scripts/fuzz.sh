@@ -4,7 +4,8 @@
 #   stagemem_fuzz_decoders  the decoders of untrusted text (URL fragment, JSON, HF config, model
 #                           text, measured values), with round trips;
 #   stagemem_fuzz_estimate  link/JSON bytes -> estimate() -> every output writer, with the report
-#                           oracles (tests/report_oracles.h).
+#                           oracles (tests/report_oracles.h);
+#   stagemem_fuzz_pickle    allocator-snapshot bytes -> pickle reader -> snapshot decoder/summary.
 #   scripts/fuzz.sh 600                         # ten minutes per target
 #   FUZZ_TARGETS=stagemem_fuzz_estimate scripts/fuzz.sh 60   # one target
 #   FUZZ_MERGE=1 scripts/fuzz.sh 600            # then minimise into the kept corpus (-merge=1)
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 jobs=${FUZZ_JOBS:-1}
-targets=${FUZZ_TARGETS:-"stagemem_fuzz_decoders stagemem_fuzz_estimate"}
+targets=${FUZZ_TARGETS:-"stagemem_fuzz_decoders stagemem_fuzz_estimate stagemem_fuzz_pickle"}
 build=out/build/fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DSTAGEMEM_FUZZ=ON -DSTAGEMEM_BUILD_APP=OFF -DSTAGEMEM_BUILD_TESTS=OFF >/dev/null
@@ -39,6 +40,15 @@ for file in tests/links/*.txt tests/bad-inputs/*.txt; do
   done <"$file"
 done
 cp shared/reference/hf-configs/*.json "$seeds/" 2>/dev/null || cp ../shared/reference/hf-configs/*.json "$seeds/" 2>/dev/null || true
+cp tests/core/data/snapshots/*.pickle "$seeds/"
+# The pickle corpora spell bytes as \xNN: seed their bytes too (printf %b reads the same escapes).
+for file in tests/bad-inputs/pickle.txt tests/bad-inputs/snapshot.txt; do
+  while IFS= read -r line; do
+    [[ -z $line || $line == '#'* ]] && continue
+    n=$((n + 1))
+    printf '%b' "${line#*$'\t'}" >"$seeds/bytes-$n"
+  done <"$file"
+done
 find tests/bad-inputs/crashes -maxdepth 1 -type f ! -name '*.md' -exec cp {} "$seeds/" \;
 
 root=$(pwd)

@@ -16,6 +16,7 @@
 #include "plan_command.h"
 #include "presets.h"
 #include "report_command.h"
+#include "snapshot_command.h"
 #include "sweep_command.h"
 #include "units.h"
 #include "url_command.h"
@@ -40,6 +41,7 @@ constexpr const char* usage_text =
     "  presets      list the built-in models\n"
     "  devices      list the device presets with their usable bytes and sources\n"
     "  probe-check  the optimizer-state probe measurements next to derived values\n"
+    "  snapshot     an allocator snapshot's bytes per term family next to the derived terms\n"
     "\n"
     "The configuration comes from --config FILE.json, --url LINK, --preset NAME, --hf-config FILE\n"
     "and one flag per field (Megatron-like: --tp --pp --vpp --cp --ep --etp --dp --seq --mbs "
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   if (args[0] == "plan") return run_plan({args.begin() + 1, args.end()});
   if (args[0] == "layout") return run_layout({args.begin() + 1, args.end()});
   if (args[0] == "url") return run_url({args.begin() + 1, args.end()});
+  if (args[0] == "snapshot") return run_snapshot({args.begin() + 1, args.end()});
   if (args[0] == "probe-check") return run_probe_check({args.begin() + 1, args.end()});
   if ((args[0] == "devices" || args[0] == "presets") && args.size() > 1) {
     const bool help = args[1] == "--help" || args[1] == "-h";
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "error: command: unknown command '%s'; expected one of: report, check, sweep, "
-               "params, plan, layout, url, presets, devices, probe-check\n",
+               "params, plan, layout, url, presets, devices, probe-check, snapshot\n",
                std::string(args[0]).c_str());
   return exit_bad_input;
 }

@@ -1,0 +1,258 @@
+// snapshot_command.cpp — see snapshot_command.h. The snapshot's bytes are read here (I/O); the
+// decoding, attribution and comparison are the core's (pickle_reader.h, snapshot.h).
+#include "snapshot_command.h"
+
+#include <array>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config_sources.h"
+#include "report.h"
+#include "snapshot.h"
+#include "term_text.h"
+#include "units.h"
+
+namespace {
+
+using stagemem::format_gib;
+using stagemem::group_digits;
+using stagemem_cli::exit_bad_input;
+
+constexpr std::array<stagemem_cli::CommandOption, 2> snapshot_options = {{
+    {"--stage", "N", "the pipeline stage the snapshot was taken on (default 0)"},
+    {"--json", "",
+     "JSON: file, reserved_bytes, active_bytes, buckets[] {name, measured_bytes, block_bytes, "
+     "blocks, derived_bytes, gap_bytes, match, derived_terms[], by_module{}}, "
+     "optimizer_state_seen, peak {device, event, live_bytes, size, bucket, where}"},
+}};
+
+std::string bytes_text(std::int64_t bytes) {
+  return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
+}
+
+std::string peak_where(const stagemem::SnapshotPeak& p) {
+  return p.where.empty() ? std::string("no frames") : p.where;
+}
+
+constexpr const char* lazy_state_note =
+    "no optimizer-state allocations in this snapshot: if it was taken before the first "
+    "optimizer step, the optimizer state (Adam moments, Muon momentum; master weights with some "
+    "optimizers) is not allocated yet: PyTorch optimizers create it lazily in their first "
+    "step()";
+
+void print_text(const std::string& file, const stagemem::SnapshotSummary& s,
+                const std::vector<stagemem::SnapshotComparisonRow>& rows, bool compared,
+                std::int64_t stage) {
+  std::printf("snapshot %s: reserved %s, active %s (requested bytes of active blocks)\n",
+              file.c_str(), bytes_text(s.reserved_bytes).c_str(),
+              bytes_text(s.active_bytes).c_str());
+  if (compared) {
+    std::printf("measured next to the derived terms of stage %lld\n\n",
+                static_cast<long long>(stage));
+  } else {
+    std::printf("no model given (--preset, --config, --url ...): measured bytes only\n\n");
+  }
+  std::printf("%-32s %26s %26s  %s\n", "bucket", "measured", compared ? "derived" : "",
+              compared ? "status" : "");
+  for (const auto& row : rows) {
+    const auto& b = s.buckets[static_cast<std::size_t>(row.bucket)];
+    std::string status;
+    if (compared) {
+      status = std::string(stagemem::snapshot_match_name(row.match));
+      if (row.match == stagemem::SnapshotMatch::gap) {
+        status += " " + std::string(row.gap_bytes > 0 ? "+" : "-") +
+                  group_digits(row.gap_bytes > 0 ? row.gap_bytes : -row.gap_bytes) + " B";
+      }
+      if (row.derived_transient_only && row.match == stagemem::SnapshotMatch::derived_only) {
+        status += " (a transient: alive only during its phase)";
+      }
+    }
+    std::printf("%-32s %26s %26s  %s\n",
+                std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str(),
+                bytes_text(b.bytes).c_str(), compared ? bytes_text(row.derived_bytes).c_str() : "",
+                status.c_str());
+    for (const auto& [module, bytes] : b.by_module) {
+      std::printf("  module %-23s %26s\n", module.c_str(), bytes_text(bytes).c_str());
+    }
+    if (compared) {
+      for (const stagemem::Term* t : row.derived_terms) {
+        std::printf("  derived: %s  %s\n", stagemem::term_name(*t).c_str(),
+                    bytes_text(t->bytes).c_str());
+      }
+    }
+  }
+  if (compared) {
+    // The verdict per bucket, in words: what matches and what is missing on either side.
+    std::string lists[4];
+    for (const auto& row : rows) {
+      const std::size_t k = static_cast<std::size_t>(row.match);
+      if (k >= 4) continue;
+      if (!lists[k].empty()) lists[k] += ", ";
+      lists[k] += std::string(stagemem::snapshot_bucket_name(row.bucket));
+    }
+    const char* titles[4] = {"matches (to the byte)", "differs", "measured, no derived term",
+                             "derived, not in the snapshot"};
+    std::printf("\n");
+    for (std::size_t k = 0; k < 4; ++k) {
+      std::printf("%-30s %s\n", titles[k], lists[k].empty() ? "-" : lists[k].c_str());
+    }
+    std::printf(
+        "(derived activations are the stage's stored activations at its peak, all "
+        "micro-batches in flight; a snapshot holds those of the moment it was taken)\n");
+  }
+  if (s.blocks_without_frames > 0) {
+    std::printf(
+        "\n%lld active blocks carry no Python frames (allocated while recording was off, "
+        "or on autograd's thread): counted in other\n",
+        static_cast<long long>(s.blocks_without_frames));
+  }
+  if (!s.optimizer_state_seen) std::printf("\nnote: %s\n", lazy_state_note);
+  if (s.peak.found) {
+    std::printf(
+        "\nmeasured peak (device trace replay, alloc adds, free_completed removes; counted from "
+        "the first recorded event): %s on device %zu at event %zu, an alloc of %s (%s) at %s\n",
+        bytes_text(s.peak.live_bytes).c_str(), s.peak.device, s.peak.event,
+        bytes_text(s.peak.size).c_str(),
+        std::string(stagemem::snapshot_bucket_name(s.peak.attribution.bucket)).c_str(),
+        peak_where(s.peak).c_str());
+  } else {
+    std::printf(
+        "\nno device trace (record with torch.cuda.memory._record_memory_history()): "
+        "no measured peak\n");
+  }
+}
+
+void print_json(const std::string& file, const stagemem::SnapshotSummary& s,
+                const std::vector<stagemem::SnapshotComparisonRow>& rows, bool compared,
+                std::int64_t stage) {
+  using json = nlohmann::ordered_json;
+  json buckets = json::array();
+  for (const auto& row : rows) {
+    const auto& b = s.buckets[static_cast<std::size_t>(row.bucket)];
+    json entry = {{"name", std::string(stagemem::snapshot_bucket_name(row.bucket))},
+                  {"measured_bytes", b.bytes},
+                  {"block_bytes", b.block_bytes},
+                  {"blocks", b.blocks}};
+    if (compared) {
+      json terms = json::array();
+      for (const stagemem::Term* t : row.derived_terms) {
+        terms.push_back({{"name", stagemem::term_name(*t)}, {"bytes", t->bytes}});
+      }
+      entry["derived_bytes"] = row.derived_bytes;
+      entry["gap_bytes"] = row.gap_bytes;
+      entry["match"] = std::string(stagemem::snapshot_match_name(row.match));
+      entry["derived_transient_only"] = row.derived_transient_only;
+      entry["derived_terms"] = terms;
+    }
+    json modules = json::object();
+    for (const auto& [module, bytes] : b.by_module) modules[module] = bytes;
+    entry["by_module"] = modules;
+    buckets.push_back(entry);
+  }
+  json out = {{"file", file},
+              {"stage", compared ? json(stage) : json(nullptr)},
+              {"reserved_bytes", s.reserved_bytes},
+              {"active_bytes", s.active_bytes},
+              {"blocks_without_frames", s.blocks_without_frames},
+              {"optimizer_state_seen", s.optimizer_state_seen},
+              {"buckets", buckets}};
+  if (!s.optimizer_state_seen) out["lazy_state_note"] = lazy_state_note;
+  if (s.peak.found) {
+    out["peak"] = {
+        {"device", s.peak.device},
+        {"event", s.peak.event},
+        {"live_bytes", s.peak.live_bytes},
+        {"size", s.peak.size},
+        {"bucket", std::string(stagemem::snapshot_bucket_name(s.peak.attribution.bucket))},
+        {"where", s.peak.where}};
+  } else {
+    out["peak"] = nullptr;
+  }
+  std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+}
+
+}  // namespace
+
+int run_snapshot(const std::vector<std::string_view>& args) {
+  stagemem_cli::CommandLine line = stagemem_cli::parse_command_line(
+      args, {.options = snapshot_options, .allow_positional = true});
+  if (line.help) {
+    std::printf(
+        "usage: stagemem snapshot FILE [configuration flags] [--stage N] [--json]\n\n"
+        "Reads a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot(); only plain\n"
+        "values are accepted, nothing in the file is executed), attributes every active block\n"
+        "to a bucket by its Python frames, and prints the measured bytes per bucket next to the\n"
+        "derived terms of the stage, with the measured peak event of the device trace.\n\n"
+        "options:\n%s%s",
+        stagemem_cli::command_options_help(snapshot_options).c_str(),
+        stagemem_cli::configuration_flags_help().c_str());
+    return 0;
+  }
+  stagemem::Diagnostics& d = line.diagnostics;
+  if (line.positional.size() != 1) {
+    d.error("FILE",
+            "give exactly one snapshot file (got " + std::to_string(line.positional.size()) + ")");
+  }
+  std::int64_t stage = 0;
+  if (const auto text = line.option("--stage")) {
+    try {
+      std::size_t used = 0;
+      stage = std::stoll(*text, &used);
+      if (used != text->size() || stage < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      d.error("--stage", "'" + text->substr(0, 32) + "' is not a stage index (an integer >= 0)");
+    }
+  }
+  if (!d.ok()) {
+    stagemem_cli::print_diagnostics(d);
+    return exit_bad_input;
+  }
+  const std::string path = line.positional[0];
+  const std::optional<std::string> bytes = stagemem_cli::read_text_file(path, "FILE", d);
+  if (!bytes) {
+    stagemem_cli::print_diagnostics(d);
+    return exit_bad_input;
+  }
+  const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(*bytes);
+  if (!decoded.snapshot) {
+    d.error(path.substr(0, 200), decoded.error);
+    stagemem_cli::print_diagnostics(d);
+    return exit_bad_input;
+  }
+  const stagemem::SnapshotSummary summary = stagemem::summarize_snapshot(*decoded.snapshot);
+  if (!summary.error.empty()) {
+    d.error(path.substr(0, 200), summary.error);
+    stagemem_cli::print_diagnostics(d);
+    return exit_bad_input;
+  }
+  std::optional<stagemem::Report> report;
+  std::vector<stagemem::SnapshotComparisonRow> rows;
+  if (line.model_given) {
+    report = stagemem::estimate(line.config);
+    if (!report->diagnostics.ok()) {
+      stagemem_cli::print_diagnostics(report->diagnostics);
+      return exit_bad_input;
+    }
+    if (stage >= static_cast<std::int64_t>(report->stages.size())) {
+      d.error("--stage", std::to_string(stage) + " is not in [0, " +
+                             std::to_string(report->stages.size() - 1) + "]");
+      stagemem_cli::print_diagnostics(d);
+      return exit_bad_input;
+    }
+    rows = stagemem::compare_snapshot(summary, report->stages[static_cast<std::size_t>(stage)]);
+  } else {
+    rows = stagemem::compare_snapshot(summary, stagemem::StageReport{});
+  }
+  const std::string name = path.substr(path.rfind('/') + 1);
+  if (line.option("--json")) {
+    print_json(name, summary, rows, line.model_given, stage);
+  } else {
+    print_text(name, summary, rows, line.model_given, stage);
+  }
+  if (report) stagemem_cli::print_diagnostics(report->diagnostics);
+  stagemem_cli::print_diagnostics(d);
+  return 0;
+}
