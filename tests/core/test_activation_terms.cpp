@@ -50,7 +50,7 @@ TEST_CASE("Stored activations = per-layer pieces x layers x micro-batches in fli
 }
 
 TEST_CASE(
-    "Full recompute keeps one input per checkpointed group; the group comes back as a transient") {
+    "Full recompute keeps one input per checkpointed group - the group comes back as a transient") {
   const Model m = *find_preset("llama-3.1-8b");
   TrainingConfig t;
   t.sequence_length = 4096;
@@ -60,10 +60,15 @@ TEST_CASE(
   const auto stage1 = terms_for(m, layout, t, 1, 64);
   // 8 layers in groups of 2 -> 4 inputs of 4096 x 4096 x 2 B, x 3 micro-batches.
   CHECK(stage1.stored_bytes == 4 * 3 * 4096LL * 4096 * 2);
-  // Backward rebuilds one group of 2 layers for one micro-batch.
-  CHECK(stage1.largest_transient_bytes == 2 * 4096LL * 139'392);
+  // Backward rebuilds one group of 2 layers for one micro-batch, and inside it the MLP backward
+  // working set of one layer is alive (n 4096 x 3 x I 14336 x 2 B = 352,321,536 B): the two
+  // together are the co-live transient (the step timeline nests them).
+  CHECK(stage1.largest_transient_bytes == 2 * 4096LL * 139'392 + 352'321'536);
   REQUIRE(stage1.largest_transient >= 0);
   CHECK(term_name(stage1.transients[static_cast<std::size_t>(stage1.largest_transient)])
+            .starts_with("MLP backward working set"));
+  REQUIRE(stage1.moment.enclosing >= 0);
+  CHECK(term_name(stage1.transients[static_cast<std::size_t>(stage1.moment.enclosing)])
             .starts_with("recompute working set"));
   // Block method: the first 2 layers of the chunk are checkpointed, the other 6 keep everything.
   t.recompute.method = FullRecomputeMethod::block;

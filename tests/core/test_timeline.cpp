@@ -104,7 +104,7 @@ TEST_CASE("Schedule order: for_each_slot is Megatron's table, pass by pass") {
   }
 }
 
-TEST_CASE("F17: after warm-up the chunk mix shifts; chunk 0 holds more than at warm-up end") {
+TEST_CASE("F17: after warm-up the chunk mix shifts - chunk 0 holds more than at warm-up end") {
   // P = 4, v = 3, rank 1, M = 8: warm-up (4-1-1)*2 + 2*4 = 12 forwards; with the 13th, chunks
   // 0, 1, 2 hold 4 + 4 + 4 + the 13th (group 2's chunk 0) = [5, 4, 4]. In the steady state
   // backward i frees chunk 2 - table[i].chunk (chunk 2 first) while forwards keep adding chunks
