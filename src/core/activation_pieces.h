@@ -184,6 +184,14 @@ struct LayerPieceCache {
   std::vector<RankPieces> ranks;  // per pipeline rank
   // Per pipeline rank, the layer structure without and with full recompute (kept when only the
   // training inputs change: prepare_piece_cache keeps them; a new layout clears the whole cache).
+  // Per pipeline rank, its passes of one step in the schedule's order for M micro-batches
+  // (chunk x 2 + backward, and the micro-batch of each): the layout and M fix them, not the bytes.
+  struct RankSchedule {
+    std::int64_t micro_batches = -1;
+    std::vector<std::int32_t> passes;
+    std::vector<std::int32_t> micro_batch;
+  };
+  std::vector<RankSchedule> schedules;
   std::vector<std::optional<RankLayers>> plain_layers;
   std::vector<std::optional<RankLayers>> full_layers;
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).

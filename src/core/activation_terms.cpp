@@ -329,7 +329,26 @@ PassOption pass_option(const std::vector<ActivationPiece>& transients,
 // on chunk c weighs chunk_bytes[c]) plus its transients are largest, the first in the step's order.
 // Sets `alive` to the micro-batches alive per chunk then; returns the moment with indices into
 // the transient list and its transient bytes in `transient_bytes`.
-PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64_t micro_batches,
+const LayerPieceCache::RankSchedule& rank_schedule(LayerPieceCache& cache, const StagePlan& plan,
+                                                   std::int64_t rank, std::int64_t micro_batches,
+                                                   std::int64_t chunks) {
+  if (cache.schedules.size() < static_cast<std::size_t>(plan.pipeline_ranks))
+    cache.schedules.resize(static_cast<std::size_t>(plan.pipeline_ranks));
+  auto& s = cache.schedules[static_cast<std::size_t>(rank)];
+  if (s.micro_batches != micro_batches) {
+    s.micro_batches = micro_batches;
+    s.passes.clear();
+    s.micro_batch.clear();
+    for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& x) {
+      s.passes.push_back(static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0)));
+      s.micro_batch.push_back(static_cast<std::int32_t>(x.micro_batch));
+    });
+  }
+  return s;
+}
+
+PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::int64_t rank,
+                            std::int64_t micro_batches,
                             const std::vector<std::int64_t>& chunk_bytes,
                             const std::vector<ActivationPiece>& transients,
                             const std::vector<TransientScope>& scopes,
@@ -364,29 +383,37 @@ PeakMoment find_peak_moment(const StagePlan& plan, std::int64_t rank, std::int64
   std::vector<std::int64_t> live(chunk_bytes.size(), 0);
   std::int64_t stored = 0;
   std::int64_t best = -1;
-  for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& s) {
-    const auto c = static_cast<std::size_t>(s.chunk);
-    if (!s.backward) {
+  const LayerPieceCache::RankSchedule& schedule =
+      rank_schedule(cache, plan, rank, micro_batches, chunks);
+  std::size_t best_pass = 0;
+  for (std::size_t i = 0; i < schedule.passes.size(); ++i) {
+    const auto c = static_cast<std::size_t>(schedule.passes[i] >> 1);
+    const bool backward = (schedule.passes[i] & 1) != 0;
+    if (!backward) {
       fits = checked_add(stored, chunk_bytes[c], &stored) && fits;
       ++live[c];
     }
-    const PassOption& o =
-        options[static_cast<std::size_t>(s.backward ? chunks + s.chunk : s.chunk)];
+    const PassOption& o = options[backward ? static_cast<std::size_t>(chunks) + c : c];
     std::int64_t value = 0;
     fits = checked_add(stored, o.bytes, &value) && fits;
     if (value > best) {
       best = value;
+      best_pass = i;
       alive = live;
-      moment.phase = s.backward ? StepPhase::backward : StepPhase::forward;
-      moment.micro_batch = s.micro_batch;
-      moment.chunk = s.chunk;
-      take(o);
     }
-    if (s.backward) {
+    if (backward) {
       if (fits) stored -= chunk_bytes[c];  // past 2^63 the report is an error anyway
       --live[c];
     }
-  });
+  }
+  if (best >= 0) {
+    const auto c = static_cast<std::int64_t>(schedule.passes[best_pass] >> 1);
+    const bool backward = (schedule.passes[best_pass] & 1) != 0;
+    moment.phase = backward ? StepPhase::backward : StepPhase::forward;
+    moment.micro_batch = schedule.micro_batch[best_pass];
+    moment.chunk = c;
+    take(options[static_cast<std::size_t>(backward ? chunks + c : c)]);
+  }
   return moment;
 }
 
@@ -804,8 +831,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
   for (const ActivationPiece& p : transients) fits = fits && !p.formula.overflowed();
   result.moment =
-      find_peak_moment(plan, rank, micro_batches, result.chunk_stored_bytes, transients, scopes,
-                       result.in_flight_per_chunk, result.largest_transient_bytes, fits);
+      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes, transients,
+                       scopes, result.in_flight_per_chunk, result.largest_transient_bytes, fits);
   if (peaks_only) {
     result.fits =
         sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
