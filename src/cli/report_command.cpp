@@ -73,6 +73,15 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
               std::string(stagemem::grad_dtype_name(config.precision.grads)).c_str(),
               static_cast<long long>(report.data_parallel),
               static_cast<long long>(report.expert_data_parallel));
+  const std::int64_t vpp = config.parallel.virtual_stages;
+  const std::string schedule_note = report.schedule == stagemem::PipelineSchedule::dualpipev
+                                        ? " (2 chunks per rank in a V)"
+                                    : vpp > 1 ? " (interleaved, VPP " + std::to_string(vpp) + ")"
+                                              : "";
+  std::printf("pipeline PP %lld, schedule %s%s, %lld micro-batches per step\n",
+              static_cast<long long>(config.parallel.pipeline_parallel),
+              stagemem::pipeline_schedule_name(report.schedule), schedule_note.c_str(),
+              static_cast<long long>(report.micro_batches));
   if (report.device.bytes > 0) {
     std::printf("device %s: %s B (%s); source: %s\n", report.device.name.c_str(),
                 group_digits(report.device.bytes).c_str(), format_gib(report.device.bytes).c_str(),
@@ -141,8 +150,9 @@ std::string_view phase_text(stagemem::StepPhase phase) {
 
 void print_timeline_text(const stagemem::Report& report) {
   using stagemem::format_gib;
-  std::printf("model %s: step timeline per stage, %lld micro-batches (GiB per rank)\n",
-              report.model.c_str(), static_cast<long long>(report.micro_batches));
+  std::printf("model %s: step timeline per stage, %lld micro-batches, schedule %s (GiB per rank)\n",
+              report.model.c_str(), static_cast<long long>(report.micro_batches),
+              stagemem::pipeline_schedule_name(report.schedule));
   for (const auto& stage : report.stages) {
     const stagemem::StageTimeline t = stagemem::stage_timeline(report, stage);
     std::printf("\nstage %lld: peak %s (%s B) at %s\n", static_cast<long long>(stage.index),

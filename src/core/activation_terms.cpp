@@ -339,10 +339,12 @@ const LayerPieceCache::RankSchedule& rank_schedule(LayerPieceCache& cache, const
     s.micro_batches = micro_batches;
     s.passes.clear();
     s.micro_batch.clear();
-    for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& x) {
-      s.passes.push_back(static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0)));
-      s.micro_batch.push_back(static_cast<std::int32_t>(x.micro_batch));
-    });
+    for_each_pass(
+        plan.schedule, plan.pipeline_ranks, chunks, rank, micro_batches,
+        [&](const ScheduleSlot& x) {
+          s.passes.push_back(static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0)));
+          s.micro_batch.push_back(static_cast<std::int32_t>(x.micro_batch));
+        });
   }
   return s;
 }
@@ -580,9 +582,16 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     }
     // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
     // output leaving for the next one (both alive while a step sends and receives).
+    // DualPipeV's turn of the V (the last rank's chunk 0 into its chunk 1) stays on the rank:
+    // dualpipev.py appends a detached view of the output, nothing is sent or received.
+    const bool v_turn_out = plan.schedule == PipelineSchedule::dualpipev &&
+                            rank == plan.pipeline_ranks - 1 && chunk.chunk == 0;
+    const bool v_turn_in = plan.schedule == PipelineSchedule::dualpipev &&
+                           rank == plan.pipeline_ranks - 1 && chunk.chunk == 1;
     const std::int64_t receive_slots =
-        chunk.embedding ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
-    const std::int64_t send_slots = chunk.head ? 0 : 1 + attn_res_slots_before(end, block);
+        chunk.embedding || v_turn_in ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
+    const std::int64_t send_slots =
+        chunk.head || v_turn_out ? 0 : 1 + attn_res_slots_before(end, block);
     std::int64_t buffers = 0;
     // Each direction: [S/CP] x [B] x [width] x [1 + slots] x 2 B (pipeline_buffer_formula).
     for (const std::int64_t slots : {receive_slots, send_slots}) {

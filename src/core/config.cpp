@@ -310,7 +310,19 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
     // Megatron's interleaved schedule (forward_backward_pipelining_with_interleaving) refuses
     // fewer micro-batches than PP and a remainder: M must be a positive multiple of PP.
     const std::int64_t pp = layout.pipeline_parallel;
-    if (batch.ok() && layout.virtual_stages > 1 && pp > 1 && (m < pp || m % pp != 0)) {
+    const bool dualpipev = layout.schedule == PipelineSchedule::dualpipev;
+    // DualPipeV.step asserts num_chunks >= num_ranks * 2 (dualpipe/dualpipev.py).
+    if (batch.ok() && dualpipev && m < 2 * pp) {
+      d.error("training.global_batch",
+              "schedule dualpipev needs the micro-batches per step M = training.global_batch / "
+              "(training.micro_batch x parallel.data_parallel) = " +
+                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) + " x " +
+                  std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
+                  " to be at least 2 x PP = " + std::to_string(2 * pp) +
+                  " (DualPipeV.step asserts it): raise gbs or lower mbs, DP or PP");
+    }
+    if (batch.ok() && !dualpipev && layout.virtual_stages > 1 && pp > 1 &&
+        (m < pp || m % pp != 0)) {
       d.error("training.global_batch",
               "the interleaved schedule (vpp " + std::to_string(layout.virtual_stages) +
                   ") needs the micro-batches per step M = gbs / (mbs x DP) = " +

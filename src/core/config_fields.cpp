@@ -19,6 +19,9 @@ constexpr std::array<std::string_view, 5> assignment_names = {"even", "explicit"
                                                               "attnres-aligned", "layout-string"};
 static_assert(static_cast<int>(StageAssignment::layout_string) == 4,
               "assignment_names follows StageAssignment's order");
+constexpr std::array<std::string_view, 2> schedule_names = {"1f1b", "dualpipev"};
+static_assert(static_cast<int>(PipelineSchedule::dualpipev) == 1,
+              "schedule_names follows PipelineSchedule's order");
 
 constexpr std::int64_t max_bytes = max_config_bytes;
 
@@ -32,7 +35,7 @@ constexpr std::int64_t max_bytes = max_config_bytes;
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 54> fields = {{
+const std::array<ConfigField, 55> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -367,6 +370,13 @@ const std::array<ConfigField, 54> fields = {{
      .kind = FieldKind::choice,
      .choices = fp8_recipe_names,
      STAGEMEM_CHOICE(precision.fp8_recipe, Fp8Recipe)},
+    {.key = "schedule",
+     .path = "parallel.schedule",
+     .help = "pipeline schedule: 1f1b (Megatron's; interleaved when vpp > 1) or dualpipev "
+             "(DeepSeek's DualPipeV: 2 chunks per rank in a V, needs M >= 2 x PP)",
+     .kind = FieldKind::choice,
+     .choices = schedule_names,
+     STAGEMEM_CHOICE(parallel.schedule, PipelineSchedule)},
 }};
 
 #undef STAGEMEM_INTEGER

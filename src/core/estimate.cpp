@@ -79,7 +79,8 @@ std::vector<const VirtualStage*> chunks_of(const StagePlan& plan, std::int64_t r
 // Equal warm-up counts mean the same order of passes (schedule.h), hence the same peak moment.
 bool same_activation_inputs(const Model& model, const StagePlan& plan, const StageReport& a,
                             std::int64_t b, std::int64_t micro_batches) {
-  if (model.attn_res.block_size > 0 ||
+  // DualPipeV's phase counts depend on the rank itself, so no two ranks run the same order.
+  if (model.attn_res.block_size > 0 || plan.schedule == PipelineSchedule::dualpipev ||
       warmup_forwards(plan.pipeline_ranks, plan.chunks_per_rank, a.index, micro_batches) !=
           warmup_forwards(plan.pipeline_ranks, plan.chunks_per_rank, b, micro_batches)) {
     return false;
@@ -308,6 +309,7 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   report.data_parallel = 1;
   report.expert_data_parallel = 1;
   report.micro_batches = 0;
+  report.schedule = config.parallel.schedule;
   report.flat_headroom_bytes = 0;
   report.stages.clear();
   report.device = {};

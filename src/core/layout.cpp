@@ -454,17 +454,44 @@ std::optional<StagePlan> plan_stages(const Model& model, const ParallelLayout& l
             "pipeline sizes must be integers in [1, 4096]");
     return std::nullopt;
   }
-  auto assignment = assign(model, layout, d);
+  const bool v_shape = layout.schedule == PipelineSchedule::dualpipev;
+  if (v_shape && layout.virtual_stages != 1 && layout.virtual_stages != dualpipev_chunks) {
+    d.error("parallel.vpp",
+            "schedule dualpipev runs exactly 2 chunks per pipeline rank: leave "
+            "vpp at 1 or set it to 2, got " +
+                text(layout.virtual_stages));
+    return std::nullopt;
+  }
+  if (v_shape && layout.assignment == StageAssignment::first_last) {
+    d.error("parallel.first_stage_layers",
+            "first/last-stage layer counts (split=first-last) are Megatron's per-rank counts of "
+            "its interleaved placement; schedule dualpipev places stages in a V: give "
+            "split=explicit (parallel.layers_per_stage, 2 x PP entries in model order), even or a "
+            "layout string");
+    return std::nullopt;
+  }
+  ParallelLayout placed = layout;
+  if (v_shape) placed.virtual_stages = dualpipev_chunks;
+  auto assignment = assign(model, placed, d);
   if (!assignment) return std::nullopt;
   StagePlan plan;
   plan.pipeline_ranks = layout.pipeline_parallel;
   plan.chunks_per_rank = assignment->chunks_per_rank;
+  plan.schedule = layout.schedule;
+  if (v_shape && plan.chunks_per_rank != dualpipev_chunks) {
+    d.error("parallel.layout_string",
+            "schedule dualpipev needs 2 x PP = " + text(2 * plan.pipeline_ranks) +
+                " stages, the layout string gives " +
+                text(plan.chunks_per_rank * plan.pipeline_ranks));
+    return std::nullopt;
+  }
   const auto count = static_cast<std::int64_t>(assignment->decoder.size());
   std::int64_t next_layer = 0, next_mtp = 0;
   for (std::int64_t i = 0; i < count; ++i) {
     VirtualStage v;
     v.pipeline_rank = i % plan.pipeline_ranks;
     v.chunk = i / plan.pipeline_ranks;
+    if (v_shape && v.chunk == 1) v.pipeline_rank = 2 * plan.pipeline_ranks - 1 - i;
     v.first_layer = next_layer;
     v.layer_count = assignment->decoder[static_cast<std::size_t>(i)];
     if (assignment->entries.empty()) {

@@ -10,6 +10,12 @@
 //    mix) on the last; MTP layers on the last unless a layout string places them;
 //  - with virtual pipeline stages (VPP) virtual stage i runs on pipeline rank i % PP as its
 //    chunk i / PP; layers fill virtual stages in that order;
+//  - with the DualPipeV schedule (schedule.h) there are 2 x PP virtual stages placed in a V:
+//    virtual stage i < PP runs on rank i as its chunk 0, virtual stage i >= PP on rank 2PP - 1 - i
+//    as its chunk 1 (DeepSeek's DualPipe, dualpipe/dualpipev.py: rank r's modules[0] is stage r,
+//    modules[1] stage 2PP - 1 - r; the loss is computed on the first rank's chunk 1, and the last
+//    rank's chunk 0 hands its output to its own chunk 1 without a send). So rank 0 holds the
+//    embedding (chunk 0) and the final norm, LM head and loss (chunk 1);
 //  - with tied embeddings the stage holding the LM head keeps its own copy of the embedding matrix
 //    when it is not the embedding's chunk (gradients are all-reduced between the copies);
 //  - a stage running MTP but not the embedding builds its own embedding copy (MTP embeds the
@@ -30,6 +36,7 @@
 #include "diagnostics.h"
 #include "model.h"
 #include "parameters.h"
+#include "schedule.h"
 
 namespace stagemem {
 
@@ -60,6 +67,8 @@ struct ParallelLayout {
   std::int64_t first_stage_layers = -1;          // first_last; -1: not set
   std::int64_t last_stage_layers = -1;           // first_last; -1: not set
   std::string layout_string{};                   // layout_string
+  // dualpipev implies 2 chunks per rank: virtual_stages must then be 1 (unset) or 2.
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   friend bool operator==(const ParallelLayout&, const ParallelLayout&) = default;
 };
 
@@ -95,7 +104,10 @@ struct VirtualStage {
 struct StagePlan {
   std::int64_t pipeline_ranks = 1;
   std::int64_t chunks_per_rank = 1;
-  std::vector<VirtualStage> virtual_stages;  // pipeline order: index = chunk x PP + rank
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  // Pipeline (model) order. 1F1B / interleaved: index = chunk x PP + rank; DualPipeV: index =
+  // rank for chunk 0, 2PP - 1 - rank for chunk 1.
+  std::vector<VirtualStage> virtual_stages;
   std::vector<std::int64_t> layers_per_virtual_stage() const;
   std::vector<std::int64_t> layers_per_rank() const;  // summed over each rank's chunks
 };

@@ -278,6 +278,13 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   list_range("training.micro_batch", b.mbs, 1, 65536);
   range("training.global_batch", base.training.global_batch, 1, std::int64_t{1} << 30);
   if (layers_ < 1) d.error("model.layers", "the model has no decoder layers");
+  // The search covers Megatron-core's schedules (1F1B, interleaved over the VPP list); DualPipeV
+  // is not one of them and its V placement has no VPP dimension to search.
+  if (base.parallel.schedule != PipelineSchedule::one_f_one_b) {
+    d.error("parallel.schedule",
+            "plan searches schedule 1f1b only (1F1B and interleaved over the VPP list); estimate "
+            "a DualPipeV layout with report --schedule dualpipev");
+  }
 
   if (base.device.bytes > 0) {
     device_bytes_ = base.device.bytes;

@@ -25,9 +25,11 @@
 // two factors in that order, then by enumeration order), each entry marked with the factors it
 // ranks on.
 // Units: bytes (int64), fractions (double), counts.
-// Limitations: even layer splits only (earlier stages take the remainder); uneven layouts are the
-// layout advisor's job (layout_advisor.h). Measured values are dropped from the searched
-// configurations except gaps measured for every stage (stage -1), which apply to each candidate.
+// Limitations: Megatron-core's schedules only (1F1B, interleaved): a base configuration with
+// schedule dualpipev is refused (parallel.schedule). Even layer splits only (earlier stages take
+// the remainder); uneven layouts are the layout advisor's job (layout_advisor.h). Measured values
+// are dropped from the searched configurations except gaps measured for every stage (stage -1),
+// which apply to each candidate.
 #pragma once
 
 #include <cstdint>

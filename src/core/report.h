@@ -152,6 +152,8 @@ struct Report {
   std::int64_t micro_batches = 0;        // M per step
   std::int64_t flat_headroom_bytes = 0;  // the flat constant compared against, 0: none
   std::vector<StageReport> stages;
+  // The schedule whose order of passes timeline.h walks.
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   DeviceCapacity device;  // bytes 0: no device chosen
   // The stage with the least headroom against the device (the largest peak; every rank has the
   // same device); -1 when invalid.

@@ -102,6 +102,7 @@ std::string report_json(const Report& report, const Config& config, std::string_
   out["data_parallel"] = report.data_parallel;
   out["expert_data_parallel"] = report.expert_data_parallel;
   out["micro_batches"] = report.micro_batches;
+  out["schedule"] = pipeline_schedule_name(report.schedule);
   out["device"] = {{"name", report.device.name},
                    {"bytes", report.device.bytes},
                    {"source", std::string(report.device.source)}};
@@ -145,6 +146,7 @@ std::string timeline_json(const Report& report, std::string_view link) {
   if (!link.empty()) out["link"] = std::string(link);
   out["model"] = report.model;
   out["micro_batches"] = report.micro_batches;
+  out["schedule"] = pipeline_schedule_name(report.schedule);
   json stages = json::array();
   for (const StageReport& s : report.stages) {
     const StageTimeline t = stage_timeline(report, s);

@@ -89,7 +89,11 @@ std::string layout_text(const Config& config) {
   std::string out = "TP " + n(p.tensor_parallel) + " x PP " + n(p.pipeline_parallel) + " x CP " +
                     n(p.context_parallel) + " x DP " + n(data_parallel_size(p)) + " = " +
                     n(world_size(p)) + " GPUs";
-  if (p.virtual_stages > 1) out += "; VPP " + n(p.virtual_stages);
+  if (p.schedule == PipelineSchedule::dualpipev) {
+    out += "; schedule dualpipev (2 chunks per rank in a V)";
+  } else if (p.virtual_stages > 1) {
+    out += "; VPP " + n(p.virtual_stages);
+  }
   out += "; EP " + n(p.expert_parallel) + ", ETP " + n(p.expert_tensor_parallel);
   out += p.sequence_parallel ? ", sequence parallel on" : ", sequence parallel off";
   return out;

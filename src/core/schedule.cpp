@@ -5,6 +5,27 @@
 
 namespace stagemem {
 
+const char* pipeline_schedule_name(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::dualpipev ? "dualpipev" : "1f1b";
+}
+
+DualPipeVPhases dualpipev_phases(std::int64_t pipeline_ranks, std::int64_t rank,
+                                 std::int64_t micro_batches) {
+  if (pipeline_ranks < 1 || rank < 0 || rank >= pipeline_ranks ||
+      micro_batches < 2 * pipeline_ranks) {
+    return {};
+  }
+  const std::int64_t later = pipeline_ranks - rank - 1;  // ranks after this one
+  return {.forward0 = 2 * later,
+          .forward0_forward1 = rank + 1,
+          .backward1_forward1 = later,
+          .main = micro_batches - 2 * pipeline_ranks + rank + 1,
+          .backward1_pair = later,
+          .backward_pairs = rank + 1,
+          .weight_backward0 = later,
+          .weights = rank + 1};
+}
+
 std::int64_t micro_batches_per_step(std::int64_t global_batch, std::int64_t micro_batch,
                                     std::int64_t data_parallel, Diagnostics& d) {
   if (global_batch < 1 || micro_batch < 1 || data_parallel < 1) {

@@ -14,11 +14,34 @@
 //    The mix of chunks alive shifts after warm-up (review finding F17), so the per-chunk counts at
 //    the end of warm-up are not in general the counts at the peak: the peak is found by walking
 //    the order (activation_terms.cpp, timeline.h).
+//  - DualPipeV (schedule dualpipev; DeepSeek's DualPipe repository, dualpipe/dualpipev.py,
+//    DualPipeV.step, commit 3da1bbea): exactly 2 chunks per rank placed in a V (layout.h: rank r
+//    runs virtual stage r as chunk 0 and virtual stage 2P - 1 - r as chunk 1), M >= 2P (the step
+//    asserts num_chunks >= num_ranks * 2). Rank r runs eight phases, with counts
+//      1 nF0        2(P - r - 1) x F0
+//      2 nF0F1      (r + 1) x (F0, F1)
+//      3 nB1W1F1    (P - r - 1) x (B1 zero-bubble, W, F1)
+//      4 nF0B1F1B0  (M - 2P + r + 1) x (F0, B1, F1, B0)
+//      5 nB1F1B0    (P - r - 1) x (B1, F1, B0)
+//      6 nB1B0      (r + 1) x (B1, B0); zero-bubble from pair (r + 1) / 2 on: on odd ranks from
+//                   its B1, on even ranks from its B0
+//      7 nWB0       (P - r - 1) x (W, B0 zero-bubble)
+//      8 nW         (r + 1) x W
+//    (each chunk runs M forwards and M backwards). A zero-bubble backward B computes the input
+//    gradient only and queues the weight gradient (utils.py WeightGradStore.put/flush); a W pass
+//    pops the oldest queued one (FIFO). Micro-batches run in order on each chunk (the
+//    current_f_chunk_id / current_b_chunk_id counters). In steps 4 and 5 a (F, B) pair runs
+//    through _forward_backward_chunk: with the modules' overlapped_forward_backward the two are
+//    overlapped, otherwise forward then backward; stagemem walks forward then backward.
 // Units: counts of micro-batches (per chunk); slots are indices.
-// Limitations: zero-bubble splits, DualPipe(V) and the extra warm-up step of
-// overlap_moe_expert_parallel_comm are not modelled. A last micro-batch group smaller than P is
-// laid out as get_schedule_table does, though Megatron's interleaved schedule refuses it
-// (config.cpp says so).
+// Limitations: zero-bubble splits of 1F1B and interleaved and the extra warm-up step of
+// overlap_moe_expert_parallel_comm are not modelled. DualPipeV's W passes are not visited
+// (for_each_dualpipev_slot yields F and B only): a zero-bubble B frees its micro-batch's stored
+// activations as a full backward does, so the tensors the queued weight gradients keep until W
+// (in DualPipe's example LinearFunc closure: each linear layer's input and its output gradient)
+// are not counted (a named gap: docs/physics-notes.md, "DualPipeV"). A last micro-batch group
+// smaller than P is laid out as get_schedule_table does, though Megatron's interleaved schedule
+// refuses it (config.cpp says so).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +50,12 @@
 #include "diagnostics.h"
 
 namespace stagemem {
+
+// The pipeline schedule of a step. one_f_one_b is Megatron's 1F1B, interleaved when a rank holds
+// more than one virtual chunk; dualpipev is DeepSeek's DualPipeV.
+enum class PipelineSchedule : std::uint8_t { one_f_one_b, dualpipev };
+inline constexpr std::int64_t dualpipev_chunks = 2;             // DualPipeV's two modules per rank
+const char* pipeline_schedule_name(PipelineSchedule schedule);  // "1f1b", "dualpipev"
 
 // M = global batch / (micro-batch x DP); errors name the fields when it does not divide.
 // Micro-batches per step and DP rank that stagemem models (the schedule is walked pass by pass).
@@ -57,6 +86,8 @@ struct ScheduleSlot {
   bool backward = false;
   std::int64_t micro_batch = 0;
   std::int64_t chunk = 0;
+  // DualPipeV: a backward that queues its weight gradient for a later W pass (zero bubble).
+  bool weight_gradient_deferred = false;
 };
 
 // Virtual forward / backward k (0 <= k < M x chunks) of Megatron's schedule table.
@@ -83,6 +114,84 @@ void for_each_slot(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_
   }
   for (std::int64_t i = total - warmup; i < total; ++i)
     visit(backward_slot(pipeline_ranks, chunks, micro_batches, i));
+}
+
+// DualPipeV's phase counts on `rank` (the header's table); all zero for invalid inputs.
+struct DualPipeVPhases {
+  std::int64_t forward0 = 0;            // 1 nF0
+  std::int64_t forward0_forward1 = 0;   // 2 nF0F1
+  std::int64_t backward1_forward1 = 0;  // 3 nB1W1F1
+  std::int64_t main = 0;                // 4 nF0B1F1B0
+  std::int64_t backward1_pair = 0;      // 5 nB1F1B0
+  std::int64_t backward_pairs = 0;      // 6 nB1B0
+  std::int64_t weight_backward0 = 0;    // 7 nWB0
+  std::int64_t weights = 0;             // 8 nW
+};
+DualPipeVPhases dualpipev_phases(std::int64_t pipeline_ranks, std::int64_t rank,
+                                 std::int64_t micro_batches);
+
+// DualPipeV's F and B passes of one step on `rank`, in order (4 x M calls; W passes are not
+// visited, see the header). Nothing is called unless 0 <= rank < P and M >= 2P.
+template <class Visit>
+void for_each_dualpipev_slot(std::int64_t pipeline_ranks, std::int64_t rank,
+                             std::int64_t micro_batches, Visit&& visit) {
+  if (pipeline_ranks < 1 || rank < 0 || rank >= pipeline_ranks ||
+      micro_batches < 2 * pipeline_ranks) {
+    return;
+  }
+  const DualPipeVPhases n = dualpipev_phases(pipeline_ranks, rank, micro_batches);
+  std::int64_t next_forward[2] = {0, 0};
+  std::int64_t next_backward[2] = {0, 0};
+  const auto forward = [&](std::int64_t chunk) {
+    visit(ScheduleSlot{.backward = false, .micro_batch = next_forward[chunk]++, .chunk = chunk});
+  };
+  const auto backward = [&](std::int64_t chunk, bool deferred) {
+    visit(ScheduleSlot{.backward = true,
+                       .micro_batch = next_backward[chunk]++,
+                       .chunk = chunk,
+                       .weight_gradient_deferred = deferred});
+  };
+  for (std::int64_t i = 0; i < n.forward0; ++i) forward(0);
+  for (std::int64_t i = 0; i < n.forward0_forward1; ++i) {
+    forward(0);
+    forward(1);
+  }
+  for (std::int64_t i = 0; i < n.backward1_forward1; ++i) {
+    backward(1, true);
+    forward(1);
+  }
+  for (std::int64_t i = 0; i < n.main; ++i) {
+    forward(0);
+    backward(1, false);
+    forward(1);
+    backward(0, false);
+  }
+  for (std::int64_t i = 0; i < n.backward1_pair; ++i) {
+    backward(1, false);
+    forward(1);
+    backward(0, false);
+  }
+  bool deferred = false;
+  for (std::int64_t i = 0; i < n.backward_pairs; ++i) {
+    if (i == n.backward_pairs / 2 && rank % 2 == 1) deferred = true;
+    backward(1, deferred);
+    if (i == n.backward_pairs / 2 && rank % 2 == 0) deferred = true;
+    backward(0, deferred);
+  }
+  for (std::int64_t i = 0; i < n.weight_backward0; ++i) backward(0, true);
+}
+
+// The passes of `schedule` on `rank`: for_each_slot (1F1B, interleaved) or
+// for_each_dualpipev_slot (DualPipeV; `chunks` must be 2).
+template <class Visit>
+void for_each_pass(PipelineSchedule schedule, std::int64_t pipeline_ranks, std::int64_t chunks,
+                   std::int64_t rank, std::int64_t micro_batches, Visit&& visit) {
+  if (schedule == PipelineSchedule::dualpipev) {
+    if (chunks == dualpipev_chunks)
+      for_each_dualpipev_slot(pipeline_ranks, rank, micro_batches, visit);
+    return;
+  }
+  for_each_slot(pipeline_ranks, chunks, rank, micro_batches, visit);
 }
 
 }  // namespace stagemem

@@ -96,7 +96,7 @@ StageTimeline stage_timeline(const Report& report, const StageReport& stage) {
     return static_cast<std::size_t>(c) < per_batch.size() ? per_batch[static_cast<std::size_t>(c)]
                                                           : 0;
   };
-  for_each_slot(pipeline_ranks, chunks, stage.index, m, [&](const ScheduleSlot& s) {
+  const auto visit = [&](const ScheduleSlot& s) {
     const auto c = static_cast<std::size_t>(s.chunk);
     if (!s.backward) {
       out.fits = checked_add(stored, chunk_bytes(s.chunk), &stored) && out.fits;
@@ -116,7 +116,8 @@ StageTimeline stage_timeline(const Report& report, const StageReport& stage) {
       if (out.fits) stored -= chunk_bytes(s.chunk);  // past 2^63 nothing is meaningful
       --live[c];
     }
-  });
+  };
+  for_each_pass(report.schedule, pipeline_ranks, chunks, stage.index, m, visit);
   TimelineEvent step;
   step.phase = StepPhase::optimizer_step;
   step.live_by_family[static_cast<std::size_t>(Family::transient)] =

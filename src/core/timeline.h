@@ -2,10 +2,11 @@
 // forward and backward of every micro-batch on every virtual chunk, and at the optimizer step.
 //
 // Purpose: the peak of a stage is the largest moment of this timeline, and a user can see when it
-// happens. The order of passes is the schedule's (schedule.h: 1F1B, or Megatron's interleaved
-// table). Each forward pass allocates one micro-batch's stored activations on its chunk and each
-// backward pass frees them (StageReport::chunk_stored_bytes); resident terms and measured gaps are
-// alive throughout; the optimizer step holds resident + gaps + its transients, after every
+// happens. The order of passes is the schedule's (schedule.h: 1F1B, Megatron's interleaved
+// table, or DualPipeV's eight phases; Report::schedule says which). Each forward pass allocates
+// one micro-batch's stored activations on its chunk and each backward pass frees them
+// (StageReport::chunk_stored_bytes); resident terms and measured gaps are alive throughout; the
+// optimizer step holds resident + gaps + its transients, after every
 // micro-batch's activations are freed. A pass's moment is the largest set of transients it can
 // hold together (Term::place, TermInfo::in_backward): forward transients in forward passes,
 // backward transients in backward passes, pipeline buffers in both, a chunk's own transients
@@ -17,7 +18,8 @@
 // Limitations: a pass's moment counts its micro-batch's activations on the chunk whole (exact for
 // the first layer a backward runs, an upper bound for its other layers); layer transients and
 // recompute working sets are the rank's largest and may occur in any of its chunks; between
-// passes nothing is modelled (no overlap of communication with the next pass).
+// passes nothing is modelled (no overlap of communication with the next pass). DualPipeV's W
+// passes are not events; its overlapped (F, B) pairs run forward then backward (schedule.h).
 #pragma once
 
 #include <array>

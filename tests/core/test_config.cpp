@@ -68,3 +68,27 @@ TEST_CASE("Interleaved schedule: M must be a positive multiple of PP, as Megatro
   c.training.global_batch = 2;
   CHECK(validate(c).ok());
 }
+
+TEST_CASE("DualPipeV: M >= 2 x PP (DualPipeV.step asserts it), any M above, fields named") {
+  Config c;  // llama-3.1-8b, micro-batch 1, DP 1
+  c.parallel.pipeline_parallel = 4;
+  c.parallel.schedule = PipelineSchedule::dualpipev;
+  c.training.global_batch = 7;  // M = 7 < 2 x PP = 8
+  Diagnostics d = validate(c);
+  REQUIRE(!d.ok());
+  CHECK(d.errors[0].field == "training.global_batch");
+  CHECK(d.errors[0].message.find("training.global_batch / (training.micro_batch x "
+                                 "parallel.data_parallel) = 7 / (1 x 1) = 7") != std::string::npos);
+  CHECK(d.errors[0].message.find("at least 2 x PP = 8") != std::string::npos);
+  c.training.global_batch = 8;
+  CHECK(validate(c).ok());
+  c.training.global_batch = 9;  // not a multiple of PP: DualPipeV does not need one
+  CHECK(validate(c).ok());
+  c.parallel.virtual_stages = 2;  // the same 2 chunks; the interleaved rule does not apply
+  CHECK(validate(c).ok());
+  c.parallel.virtual_stages = 4;
+  d = validate(c);
+  REQUIRE(!d.ok());
+  CHECK(d.errors[0].field == "parallel.vpp");
+  CHECK(d.errors[0].message.find("exactly 2 chunks") != std::string::npos);
+}

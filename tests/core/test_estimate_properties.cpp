@@ -332,8 +332,12 @@ void check_one(Sweep& sweep, std::uint64_t seed) {
   more_pp.parallel.world_size = 0;
   std::int64_t layers = 0;
   for (const auto& s : base.stages) layers += s.layer_count;
+  // DualPipeV cuts the model into 2 x PP virtual stages: its split is exact when those divide.
+  const std::int64_t more_stages =
+      more_pp.parallel.pipeline_parallel *
+      (config.parallel.schedule == PipelineSchedule::dualpipev ? dualpipev_chunks : 1);
   if (config.parallel.assignment == StageAssignment::even && config.parallel.virtual_stages == 1 &&
-      layers % more_pp.parallel.pipeline_parallel == 0) {
+      layers % more_stages == 0) {
     Report report;
     sweep.run(more_pp, report);
     if (const std::string broken = stagemem_tests::check_report(report); !broken.empty()) {

@@ -338,3 +338,81 @@ TEST_CASE("Per-rank role counts add up to the per-rank total") {
   // 32 layers x 7 matrices (q, k, v, o, gate, up, down) are separate weight tensors.
   CHECK(one[0].per_rank_roles.tensors(TensorRole::hidden_matrix) == 32 * 7);
 }
+
+TEST_CASE("DualPipeV: virtual stage i < PP on rank i, stage i >= PP on rank 2PP - 1 - i") {
+  // Llama-3.1-8B (32 layers) at PP 4 with schedule dualpipev: 2 x 4 = 8 virtual stages of 4
+  // layers placed in a V. Rank 0 runs stage 0 (layers 0-3, the embedding) as chunk 0 and stage 7
+  // (layers 28-31, final norm and LM head) as chunk 1: 8 x 218,112,000 + 128,256 x 4,096
+  // (embedding) + 4,096 (final norm) + 128,256 x 4,096 (untied head) parameters. Rank 3 runs
+  // stages 3 (12-15) and 4 (16-19): the turn of the V.
+  const Model m = *find_preset("llama-3.1-8b");
+  const ParallelLayout layout{.pipeline_parallel = 4, .schedule = PipelineSchedule::dualpipev};
+  Diagnostics d;
+  const auto plan = plan_stages(m, layout, d);
+  REQUIRE(plan.has_value());
+  CHECK(plan->chunks_per_rank == 2);
+  CHECK(plan->schedule == PipelineSchedule::dualpipev);
+  const auto stages = planned(m, layout);
+  REQUIRE(stages.size() == 4);
+  const std::int64_t firsts[4][2] = {{0, 28}, {4, 24}, {8, 20}, {12, 16}};
+  for (std::size_t r = 0; r < 4; ++r) {
+    INFO("rank " << r);
+    REQUIRE(stages[r].chunks.size() == 2);
+    CHECK(stages[r].chunks[0].chunk == 0);
+    CHECK(stages[r].chunks[1].chunk == 1);
+    CHECK(stages[r].chunks[0].first_layer == firsts[r][0]);
+    CHECK(stages[r].chunks[1].first_layer == firsts[r][1]);
+    CHECK(stages[r].layer_count == 8);
+    CHECK(stages[r].chunks[0].embedding == (r == 0));
+    CHECK(stages[r].chunks[1].head == (r == 0));
+  }
+  CHECK(stages[0].per_rank.total() == 8 * 218'112'000LL + 2 * 525'336'576LL + 4'096);
+  CHECK(stages[3].per_rank.total() == 8 * 218'112'000LL);
+  // vpp 2 says the same; MTP sits with the head on rank 0's chunk 1.
+  const ParallelLayout two{
+      .pipeline_parallel = 4, .virtual_stages = 2, .schedule = PipelineSchedule::dualpipev};
+  CHECK(planned(m, two)[0].chunks[1].first_layer == 28);
+  const Model v3 = *find_preset("deepseek-v3");
+  const auto v3_stages = planned(v3, {.pipeline_parallel = 4,
+                                      .expert_parallel = 8,
+                                      .data_parallel = 8,
+                                      .sequence_parallel = true,
+                                      .schedule = PipelineSchedule::dualpipev});
+  CHECK(v3_stages[0].chunks[1].mtp_layers == v3.mtp_layers);
+}
+
+TEST_CASE("DualPipeV layout errors name the field") {
+  const Model m = *find_preset("llama-3.1-8b");
+  Diagnostics d1;  // 2 chunks per rank exactly
+  validate_layout(
+      m, {.pipeline_parallel = 4, .virtual_stages = 3, .schedule = PipelineSchedule::dualpipev},
+      d1);
+  CHECK(has_error(d1, "parallel.vpp"));
+  Diagnostics d2;  // first/last counts are per rank of Megatron's placement
+  validate_layout(m,
+                  {.pipeline_parallel = 4,
+                   .assignment = StageAssignment::first_last,
+                   .first_stage_layers = 4,
+                   .schedule = PipelineSchedule::dualpipev},
+                  d2);
+  CHECK(has_error(d2, "parallel.first_stage_layers"));
+  Diagnostics d3;  // 2 x PP virtual stages must not exceed the layers: PP 17 -> 34 > 32
+  validate_layout(m, {.pipeline_parallel = 17, .schedule = PipelineSchedule::dualpipev}, d3);
+  CHECK(has_error(d3, "parallel.vpp"));
+  Diagnostics d4;  // explicit lists have 2 x PP entries in model order
+  validate_layout(m,
+                  {.pipeline_parallel = 2,
+                   .assignment = StageAssignment::explicit_list,
+                   .layers_per_stage = {8, 8, 8, 8},
+                   .schedule = PipelineSchedule::dualpipev},
+                  d4);
+  CHECK(d4.ok());
+  Diagnostics d5;
+  validate_layout(m,
+                  {.pipeline_parallel = 2,
+                   .assignment = StageAssignment::explicit_list,
+                   .layers_per_stage = {16, 16},
+                   .schedule = PipelineSchedule::dualpipev},
+                  d5);
+  CHECK(has_error(d5, "parallel.layers_per_stage"));
+}

@@ -367,3 +367,160 @@ TEST_CASE("A backward layer transient sits inside the recompute working set of i
         "stage 0, backward of micro-batch 0, layers 40-41 recomputed, test: backward working set "
         "of one layer");
 }
+
+TEST_CASE("DualPipeV: micro-batches alive per chunk at the peak on each rank (P 4, M 8)") {
+  // Hand-made stages with 10 B stored per micro-batch on each chunk and no transients: the peak
+  // is the most micro-batches alive. On rank r the first F0 of DualPipeV's main phase (step 4)
+  // is the (2(P - r - 1) + (r + 1) + 1) = (2P - r)-th F0, with no B0 run yet; chunk 1 has run
+  // (r + 1) + (P - r - 1) = P forwards and P - r - 1 backwards (step 3), so r + 1 are alive:
+  // 2P + 1 = 9 chunk micro-batches on every rank, DualPipe's README "PP + 1" activations per
+  // device with PP = 2P stages. Later passes never hold more (each F is followed by a B).
+  Report r;
+  r.micro_batches = 8;
+  r.schedule = PipelineSchedule::dualpipev;
+  for (std::int64_t rank = 0; rank < 4; ++rank) {
+    StageReport s;
+    s.index = rank;
+    s.chunks = {{.first = rank, .count = 1}, {.first = 7 - rank, .count = 1}};
+    s.resident_bytes = 100;
+    s.chunk_stored_bytes = {10, 10};
+    r.stages.push_back(s);
+  }
+  for (const StageReport& s : r.stages) {
+    INFO("rank " << s.index);
+    const StageTimeline t = stage_timeline(r, s);
+    REQUIRE(t.events.size() == 4 * 8 + 1);
+    CHECK(t.peak().live_bytes == 100 + 9 * 10);
+    CHECK(t.peak().phase == StepPhase::forward);
+    CHECK(t.peak().chunk == 0);
+    CHECK(t.peak().micro_batch == 2 * 4 - s.index - 1);
+    const auto at = static_cast<std::size_t>(t.peak_event * t.chunks);
+    CHECK(t.alive[at] == 2 * 4 - s.index);
+    CHECK(t.alive[at + 1] == s.index + 1);
+    CHECK(t.events.back().live_bytes == 100);  // every micro-batch freed before the step
+  }
+}
+
+TEST_CASE("Property: DualPipeV's report peak is the timeline's maximum on 300 random configs") {
+  // The same checks as the 1,200-configuration property, with schedule dualpipev: P in [1, 8],
+  // M in [2P, 5P], every recompute policy, CP, SP, MoE and MTP presets; uneven splits of the
+  // 2P V-placed virtual stages included.
+  const std::uint64_t seed = 20261201;
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const char* presets[] = {"llama-3.1-8b", "deepseek-v3",         "kimi-k3",
+                           "mixtral-8x7b", "kimi-linear-48b-a3b", ""};
+  int reports = 0, backward_peaks = 0, chunk1_peaks = 0;
+  for (int i = 0; reports < 300 && i < 5000; ++i) {
+    INFO("seed " << seed << " configuration " << i);
+    Config c;
+    const std::int64_t which = pick(0, 5);
+    if (presets[which][0] == '\0') {
+      c.custom_model = "h:" + std::to_string(64 * pick(1, 16)) +
+                       ";v:" + std::to_string(1000 * pick(1, 64)) +
+                       ";gqa:" + std::to_string(pick(1, 8)) + "," + std::to_string(pick(1, 2)) +
+                       ",64;mlp:" + std::to_string(128 * pick(1, 32)) + ",swiglu;layers:gd*" +
+                       std::to_string(pick(2, 40));
+    } else {
+      c.model = presets[which];
+    }
+    c.parallel.schedule = PipelineSchedule::dualpipev;
+    c.parallel.pipeline_parallel = pick(1, 8);
+    c.parallel.virtual_stages = pick(0, 1) ? 2 : 1;  // both mean DualPipeV's 2 chunks
+    c.parallel.tensor_parallel = std::int64_t{1} << pick(0, 2);
+    c.parallel.sequence_parallel = c.parallel.tensor_parallel > 1 && pick(0, 1);
+    c.parallel.context_parallel = pick(0, 3) == 0 ? 2 : 1;
+    c.training.sequence_length = std::int64_t{1} << pick(9, 14);
+    c.training.micro_batch = pick(1, 2);
+    c.training.global_batch = c.training.micro_batch * pick(2 * c.parallel.pipeline_parallel,
+                                                            5 * c.parallel.pipeline_parallel);
+    c.parallel.data_parallel = 1;
+    c.training.recompute.policy = static_cast<RecomputePolicy>(pick(0, 2));
+    c.training.recompute.method = static_cast<FullRecomputeMethod>(pick(0, 1));
+    c.training.recompute.layers = pick(1, 3);
+    c.training.dropout = pick(0, 1) == 0;
+    c.optimizer.kind = static_cast<OptimizerKind>(pick(0, 3));
+    const Report r = estimate(c);
+    if (!r.diagnostics.ok()) continue;
+    ++reports;
+    REQUIRE(r.schedule == PipelineSchedule::dualpipev);
+    const std::vector<StageTimeline> timeline = step_timeline(r);
+    REQUIRE(timeline.size() == r.stages.size());
+    for (std::size_t k = 0; k < r.stages.size(); ++k) {
+      const StageReport& s = r.stages[k];
+      const StageTimeline& t = timeline[k];
+      INFO("stage " << s.index << ", " << moment_name(s, peak_moment(s)));
+      REQUIRE(t.chunks == 2);
+      REQUIRE(t.fits);
+      REQUIRE(t.events.size() == static_cast<std::size_t>(4 * r.micro_batches + 1));
+      REQUIRE(t.peak().live_bytes == s.peak_bytes);
+      std::int64_t marked = 0;
+      for (const std::int64_t term : terms_alive_at_peak(s))
+        marked += s.terms[static_cast<std::size_t>(term)].bytes;
+      REQUIRE(marked == s.peak_bytes);
+      const PeakMoment pm = peak_moment(s);
+      REQUIRE(t.peak().phase == pm.phase);
+      if (pm.phase != StepPhase::optimizer_step) {
+        REQUIRE(t.peak().micro_batch == pm.micro_batch);
+        REQUIRE(t.peak().chunk == pm.chunk);
+        REQUIRE(t.peak().live_by_family[static_cast<std::size_t>(Family::activation)] ==
+                s.activation_bytes);
+        const auto at = static_cast<std::size_t>(t.peak_event * t.chunks);
+        REQUIRE(s.in_flight_per_chunk ==
+                std::vector<std::int64_t>(t.alive.begin() + static_cast<std::ptrdiff_t>(at),
+                                          t.alive.begin() + static_cast<std::ptrdiff_t>(at + 2)));
+        backward_peaks += pm.phase == StepPhase::backward;
+        chunk1_peaks += pm.chunk == 1;
+      }
+      for (const TimelineEvent& e : t.events) {
+        std::int64_t sum = 0;
+        for (const std::int64_t b : e.live_by_family) sum += b;
+        REQUIRE(sum == e.live_bytes);
+        REQUIRE(e.live_bytes <= s.peak_bytes);
+      }
+    }
+  }
+  CHECK(reports >= 300);
+  CHECK(backward_peaks > 10);
+  CHECK(chunk1_peaks > 10);
+}
+
+TEST_CASE("kimi-k3 at PP 8: DualPipeV holds 2P + 1 chunk micro-batches on every rank") {
+  // 93 layers in 2 x 8 = 16 V-placed virtual stages (6 layers, the last five stages 5), EP 28,
+  // DP 28, gbs 896: M = 32 >= 2P. On rank r the first B1 of step 4 runs micro-batch P - r - 1
+  // (step 3 ran P - r - 1 of them) right after step 4's first F0: chunk 0 holds 2P - r, chunk 1
+  // r + 1 (the backward's own micro-batch is still alive), and the MoE backward working set sits
+  // on top; no later pass holds more. Interleaved VPP 2 on the same layout puts 15 + 8 = 23 on
+  // rank 0 and 9 on rank 7, so its largest stage peak is higher than DualPipeV's.
+  const auto config = [](const char* extra) {
+    const DecodedFragment d = decode_fragment(
+        std::string("v=1&model=kimi-k3&pp=8&ep=28&world=224&gbs=896&optimizer=distributed-muon&") +
+        extra);
+    REQUIRE(d.diagnostics.ok());
+    return d.config;
+  };
+  const Report v = estimate(config("schedule=dualpipev"));
+  const Report i = estimate(config("vpp=2"));
+  REQUIRE(v.diagnostics.ok());
+  REQUIRE(i.diagnostics.ok());
+  REQUIRE(v.stages.size() == 8);
+  std::int64_t v_max = 0, i_max = 0;
+  for (const StageReport& s : v.stages) {
+    INFO("rank " << s.index << ": " << moment_name(s, peak_moment(s)));
+    CHECK(s.in_flight_per_chunk == std::vector<std::int64_t>{16 - s.index, s.index + 1});
+    const PeakMoment pm = peak_moment(s);
+    CHECK(pm.phase == StepPhase::backward);
+    CHECK(pm.chunk == 1);
+    CHECK(pm.micro_batch == 8 - s.index - 1);
+    v_max = std::max(v_max, s.peak_bytes);
+  }
+  CHECK(v.stages[0].chunks[0].first == 0);   // the embedding's chunk
+  CHECK(v.stages[0].chunks[1].first == 88);  // layers 88-92 and the head
+  CHECK(v.stages[7].chunks[0].first == 42);  // the turn of the V: layers 42-47 and 48-53
+  CHECK(v.stages[7].chunks[1].first == 48);
+  for (const StageReport& s : i.stages) i_max = std::max(i_max, s.peak_bytes);
+  CHECK(i.stages[0].in_flight_per_chunk == std::vector<std::int64_t>{15, 8});
+  CHECK(v_max < i_max);
+}

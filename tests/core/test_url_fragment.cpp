@@ -87,6 +87,7 @@ Config every_field_changed() {
   c.precision.gradient_accumulation_fusion = false;
   c.training.kernels.gemm_workspaces = GemmWorkspaces::sm80;
   c.precision.fp8_recipe = Fp8Recipe::mxfp8;
+  c.parallel.schedule = PipelineSchedule::dualpipev;
   return c;
 }
 
@@ -107,6 +108,7 @@ TEST_CASE("Every field of the table round-trips through a fragment") {
   CHECK(text.find("imbalance=1.25") != std::string::npos);
   // Megatron's spelling of the hierarchical CP value keeps its '+' (a fragment is not a query).
   CHECK(text.find("cp_comm_type=a2a+p2p") != std::string::npos);
+  CHECK(text.find("schedule=dualpipev") != std::string::npos);
   const DecodedFragment decoded = decode_fragment(text);
   CHECK(decoded.diagnostics.ok());
   CHECK(decoded.config == c);
@@ -129,6 +131,7 @@ TEST_CASE("Bad links: each entry produces an error naming the field") {
   };
   const Case corpus[] = {
       {"v=1&tp=0", "url.tp"},
+      {"v=1&schedule=dualpipe", "url.schedule"},
       {"v=1&tp=-4", "url.tp"},
       {"v=1&tp=1025", "url.tp"},
       {"v=1&pp=abc", "url.pp"},
