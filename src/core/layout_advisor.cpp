@@ -102,6 +102,12 @@ LayoutAdvice advise_layout(const Config& config, const Model& model,
   if (options.max_moves < 0 || options.max_moves > 1'000'000) {
     d.error("advisor.max_moves", "must be an integer in [0, 1000000]");
   }
+  // Its layout strings place stage i on rank i % PP (Megatron); DualPipeV's V is not searched.
+  if (p.schedule != PipelineSchedule::one_f_one_b) {
+    d.error("parallel.schedule",
+            "the layout advisor searches Megatron's placement (schedule 1f1b) only; give a "
+            "DualPipeV split as parallel.layers_per_stage (2 x PP entries in model order)");
+  }
   // The even split, as `report` would lay it out: the baseline and the start.
   Config even = config;
   even.parallel.assignment = StageAssignment::even;

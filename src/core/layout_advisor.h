@@ -24,7 +24,8 @@
 // partial block sum; the estimate charges it, and the advice reports how many blocks it splits.
 // Units: bytes (int64).
 // Limitations: a local optimum of single-layer moves, not a proof of optimality; the
-// micro-batch schedule is the configuration's (no zero-bubble variants).
+// micro-batch schedule is the configuration's (no zero-bubble variants); schedule dualpipev is
+// refused (parallel.schedule): its V placement is not a Megatron layout string.
 #pragma once
 
 #include <cstdint>

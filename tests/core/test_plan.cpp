@@ -537,3 +537,19 @@ TEST_CASE("plan: the resident set does not depend on micro-batch or recompute (t
     }
   }
 }
+
+TEST_CASE("plan and the layout advisor say they do not search DualPipeV (parallel.schedule)") {
+  // Both search Megatron-core's placement (stage i on rank i % PP); DualPipeV's V is estimated
+  // by `report` only.
+  const Model model = preset("llama-3.1-8b");
+  Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  base.parallel.schedule = PipelineSchedule::dualpipev;
+  const PlanResult r = plan(base, model, PlanBounds{});
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "parallel.schedule");
+  CHECK(r.diagnostics.errors[0].message.find("1f1b only") != std::string::npos);
+  base.parallel.pipeline_parallel = 2;
+  const LayoutAdvice a = advise_layout(base, model);
+  REQUIRE(!a.diagnostics.ok());
+  CHECK(a.diagnostics.errors[0].field == "parallel.schedule");
+}
