@@ -29,7 +29,7 @@ struct Alias {
   std::string_view key;
   std::string_view value = {};
 };
-constexpr std::array<Alias, 37> aliases = {{
+constexpr std::array<Alias, 38> aliases = {{
     {"tensor_model_parallel_size", "tp"},
     {"pipeline_model_parallel_size", "pp"},
     {"virtual_pipeline_model_parallel_size", "vpp"},
@@ -67,6 +67,8 @@ constexpr std::array<Alias, 37> aliases = {{
     {"muon_embedding_and_head", "muon_embedding", "1"},
     {"custom_model", "custom"},
     {"device_preset", "device"},
+    // Ascend MindSpeed's flag for the same schedule (docs/features/dualpipev.md).
+    {"schedules_method", "schedule"},
 }};
 
 constexpr const char* sources_help =
@@ -216,7 +218,7 @@ std::string configuration_flags_help() {
     out += "      " + stagemem::allowed_values(field) + "; default " + shown_default + "; JSON " +
            std::string(field.path) + "\n";
   }
-  out += "aliases (Megatron-LM spellings and earlier flags):\n";
+  out += "aliases (Megatron-LM spellings, MindSpeed's --schedules-method and earlier flags):\n";
   for (const Alias& alias : aliases) {
     out += "  --" + dashed(alias.name) + " = --" + dashed(alias.key) +
            (alias.value.empty() ? "" : " " + std::string(alias.value)) + "\n";
