@@ -321,6 +321,12 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
                   " to be at least 2 x PP = " + std::to_string(2 * pp) +
                   " (DualPipeV.step asserts it): raise gbs or lower mbs, DP or PP");
     }
+    if (dualpipev) {
+      d.warn("parallel.schedule",
+             "dualpipev: the zero-bubble weight-gradient retention (each linear layer's input and "
+             "output gradient kept from its B to its W, in warm-up and cool-down) is not counted: "
+             "a named gap (docs/physics-notes.md, DualPipeV)");
+    }
     if (batch.ok() && !dualpipev && layout.virtual_stages > 1 && pp > 1 &&
         (m < pp || m % pp != 0)) {
       d.error("training.global_batch",

@@ -81,7 +81,12 @@ TEST_CASE("DualPipeV: M >= 2 x PP (DualPipeV.step asserts it), any M above, fiel
                                  "parallel.data_parallel) = 7 / (1 x 1) = 7") != std::string::npos);
   CHECK(d.errors[0].message.find("at least 2 x PP = 8") != std::string::npos);
   c.training.global_batch = 8;
-  CHECK(validate(c).ok());
+  d = validate(c);
+  CHECK(d.ok());
+  // The zero-bubble weight-gradient retention is a named gap, said on every DualPipeV report.
+  REQUIRE(d.warnings.size() == 1);
+  CHECK(d.warnings[0].field == "parallel.schedule");
+  CHECK(d.warnings[0].message.find("not counted") != std::string::npos);
   c.training.global_batch = 9;  // not a multiple of PP: DualPipeV does not need one
   CHECK(validate(c).ok());
   c.parallel.virtual_stages = 2;  // the same 2 chunks; the interleaved rule does not apply
