@@ -115,7 +115,11 @@ describe("stagemem panels on a production link", () => {
     // Type a new sequence length into the generated integer field (scrolled into view first).
     const sp = await widgetRect(page, "field_sp");
     await page.mouse.move(sp.x + 10, sp.y);
-    for (let i = 0; i < 20 && !(await page.evaluate(() => Module.getWidgetRect("field_seq"))); ++i) {
+    // Until the field is well inside the panel: a rect that exists may still be clipped at its
+    // bottom edge (the panel ends above the status bar).
+    const bottom = page.viewportSize().height - 80;
+    const clipped = (r) => !r || r.y + r.height > bottom;
+    for (let i = 0; i < 20 && clipped(await page.evaluate(() => Module.getWidgetRect("field_seq"))); ++i) {
       await page.mouse.wheel(0, 120);
       await waitFrames(page, 2);
     }
