@@ -206,18 +206,20 @@ std::optional<Assignment> assign(const Model& model, const ParallelLayout& layou
   const std::int64_t pp = layout.pipeline_parallel;
   const std::int64_t vpp = layout.virtual_stages;
   const std::int64_t stages = pp * vpp;
+  // DualPipeV's 2 chunks come with the schedule, not with a VPP the user set.
+  const bool v_shape = layout.schedule == PipelineSchedule::dualpipev;
+  const std::string stages_text = (v_shape ? "2 x PP = " : "PP x VPP = ") + text(stages);
   if (layout.assignment != StageAssignment::layout_string &&
       layout.assignment != StageAssignment::first_last && stages > layers) {
-    d.error(vpp > 1 ? "parallel.vpp" : "parallel.pp",
-            "PP x VPP = " + text(stages) + " virtual stages must not exceed the model's " +
-                text(layers) + " layers");
+    d.error(
+        vpp > 1 && !v_shape ? "parallel.vpp" : "parallel.pp",
+        stages_text + " virtual stages must not exceed the model's " + text(layers) + " layers");
     return std::nullopt;
   }
   switch (layout.assignment) {
     case StageAssignment::even: {
       if (layers % stages != 0) {
-        d.warn("parallel.pp", text(layers) +
-                                  " layers do not divide evenly over PP x VPP = " + text(stages) +
+        d.warn("parallel.pp", text(layers) + " layers do not divide evenly over " + stages_text +
                                   " stages; Megatron's default split refuses this, "
                                   "stagemem gives the earlier stages one extra layer each");
       }

@@ -398,7 +398,8 @@ TEST_CASE("DualPipeV layout errors name the field") {
   CHECK(has_error(d2, "parallel.first_stage_layers"));
   Diagnostics d3;  // 2 x PP virtual stages must not exceed the layers: PP 17 -> 34 > 32
   validate_layout(m, {.pipeline_parallel = 17, .schedule = PipelineSchedule::dualpipev}, d3);
-  CHECK(has_error(d3, "parallel.vpp"));
+  CHECK(has_error(d3, "parallel.pp"));
+  CHECK(d3.errors[0].message.find("2 x PP = 34 virtual stages") != std::string::npos);
   Diagnostics d4;  // explicit lists have 2 x PP entries in model order
   validate_layout(m,
                   {.pipeline_parallel = 2,
