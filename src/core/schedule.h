@@ -39,7 +39,8 @@
 // (for_each_dualpipev_slot yields F and B only): a zero-bubble B frees its micro-batch's stored
 // activations as a full backward does, so the tensors the queued weight gradients keep until W
 // (in DualPipe's example LinearFunc closure: each linear layer's input and its output gradient)
-// are not counted (a named gap: docs/physics-notes.md, "DualPipeV"). A last micro-batch group
+// are not counted (a named gap: docs/physics-notes.md, "DualPipeV"). Each step-3 B1 is followed
+// by its own W, so none is pending in steps 4 and 5. A last micro-batch group
 // smaller than P is laid out as get_schedule_table does, though Megatron's interleaved schedule
 // refuses it (config.cpp says so).
 #pragma once
