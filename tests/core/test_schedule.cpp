@@ -138,6 +138,9 @@ TEST_CASE("DualPipeV: for_each_dualpipev_slot is dualpipev.py's step, pass by pa
             continue;
           }
           REQUIRE(k < ours.size());
+          // No weight gradient is pending at any forward (step 3 runs each B1's W before its F1;
+          // the zero-bubble B's of steps 6 and 7 come after the last forward).
+          if (v.kind == 'F') CHECK(queued == 0);
           const ScheduleSlot& s = ours[k++];
           CHECK(s.backward == (v.kind == 'B'));
           CHECK(s.chunk == v.chunk);
