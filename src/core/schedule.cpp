@@ -146,6 +146,7 @@ void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int6
   out.kind.clear();
   out.micro_batch.clear();
   out.alive.clear();
+  out.most_alive = 0;
   if (pipeline_ranks < 1 || chunks < 1 || rank < 0 || rank >= pipeline_ranks || micro_batches < 1) {
     return;
   }
@@ -191,6 +192,11 @@ void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int6
     out.kind.insert(out.kind.end(), k.pass.size(), static_cast<std::int32_t>(kind));
     out.micro_batch.insert(out.micro_batch.end(), k.micro_batch.begin(), k.micro_batch.end());
     out.alive.insert(out.alive.end(), k.alive.begin(), k.alive.end());
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::int64_t sum = 0;
+    for (std::size_t c = 0; c < width; ++c) sum += out.alive[k * width + c];
+    out.most_alive = std::max(out.most_alive, sum);
   }
 }
 
