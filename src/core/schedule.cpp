@@ -233,28 +233,19 @@ void dualpipev_peak_candidates(std::int64_t pipeline_ranks, std::int64_t rank,
   out.micro_batch.clear();
   out.alive.clear();
   out.most_alive = 0;
-  const auto width = static_cast<std::size_t>(dualpipev_chunks);
-  std::vector<KindCandidates> kinds(2 * width);
-  std::vector<std::int32_t> live(width, 0);
+  std::int32_t live[2] = {0, 0};
   std::int32_t index = 0;
   for_each_dualpipev_slot(pipeline_ranks, rank, micro_batches, [&](const ScheduleSlot& x) {
     const auto c = static_cast<std::size_t>(x.chunk);
     if (!x.backward) ++live[c];
-    offer(kinds[c * 2 + (x.backward ? 1 : 0)], live, index,
-          static_cast<std::int32_t>(x.micro_batch));
+    out.pass.push_back(index++);
+    out.kind.push_back(static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0)));
+    out.micro_batch.push_back(static_cast<std::int32_t>(x.micro_batch));
+    out.alive.push_back(live[0]);
+    out.alive.push_back(live[1]);
+    out.most_alive = std::max<std::int64_t>(out.most_alive, live[0] + live[1]);
     if (x.backward) --live[c];
-    ++index;
   });
-  for (std::size_t kind = 0; kind < kinds.size(); ++kind) {
-    const KindCandidates& k = kinds[kind];
-    out.pass.insert(out.pass.end(), k.pass.begin(), k.pass.end());
-    out.kind.insert(out.kind.end(), k.pass.size(), static_cast<std::int32_t>(kind));
-    out.micro_batch.insert(out.micro_batch.end(), k.micro_batch.begin(), k.micro_batch.end());
-    out.alive.insert(out.alive.end(), k.alive.begin(), k.alive.end());
-  }
-  for (std::size_t k = 0; k < out.size(); ++k)
-    out.most_alive =
-        std::max<std::int64_t>(out.most_alive, out.alive[2 * k] + out.alive[2 * k + 1]);
 }
 
 }  // namespace stagemem

@@ -215,8 +215,9 @@ void for_each_pass(PipelineSchedule schedule, std::int64_t pipeline_ranks, std::
   for_each_slot(pipeline_ranks, chunks, rank, micro_batches, visit);
 }
 
-// peak_candidates for DualPipeV on `rank` (2 chunks): the same dominance rule over its whole
-// order (for_each_dualpipev_slot; no period is skipped). Empty for invalid inputs.
+// PeakCandidates for DualPipeV on `rank` (2 chunks): every one of its 4 x M passes, in the order
+// of for_each_dualpipev_slot (no pass is pruned: the list is short next to the interleaved one's
+// and stays independent of peak_candidates' pruning). Empty for invalid inputs.
 void dualpipev_peak_candidates(std::int64_t pipeline_ranks, std::int64_t rank,
                                std::int64_t micro_batches, PeakCandidates& out);
 

@@ -313,6 +313,7 @@ TEST_CASE("Property: DualPipeV's peak over its candidates is the first largest p
     });
     PeakCandidates cand;
     dualpipev_peak_candidates(ranks, rank, m, cand);
+    REQUIRE(cand.size() == static_cast<std::size_t>(4 * m));
     REQUIRE(cand.alive.size() == cand.size() * 2);
     std::int64_t top = -1;
     std::size_t at = 0;
