@@ -212,7 +212,10 @@ struct LayerPieceCache {
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
   std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
-  std::vector<PassOption> pass_options;          // per pass kind (chunk x 2 + backward)
+  std::vector<PassOption> pass_options;
+  // Storage of the per-chunk lists a stage report gave up (estimate.cpp swaps them in).
+  std::vector<std::int64_t> spare_in_flight;
+  std::vector<std::int64_t> spare_chunk_bytes;  // per pass kind (chunk x 2 + backward)
   // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
   std::vector<std::int64_t> stored_units;
 };

@@ -424,13 +424,25 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     const PeakCandidates& schedule = rank_schedule(cache, plan, rank, micro_batches, chunks);
     const auto width = static_cast<std::size_t>(chunks);
     std::size_t best_candidate = 0;
+    // No candidate can exceed (largest chunk bytes x most micro-batches alive) + largest
+    // transient; when that bound fits in int64 the sums need no overflow checks.
+    std::int64_t largest_option = 0;
+    for (const PassOption& o : options) largest_option = std::max(largest_option, o.bytes);
+    std::int64_t bound = 0;
+    const bool unchecked = checked_mul(*std::max_element(chunk_bytes.begin(), chunk_bytes.end()),
+                                       schedule.most_alive, &bound) &&
+                           checked_add(bound, largest_option, &bound);
     for (std::size_t k = 0; k < schedule.kind.size(); ++k) {
       const std::int32_t* counts = schedule.alive.data() + k * width;
       std::int64_t value = options[static_cast<std::size_t>(schedule.kind[k])].bytes;
-      for (std::size_t c = 0; c < width; ++c) {
-        std::int64_t bytes = 0;
-        fits = checked_mul(chunk_bytes[c], counts[c], &bytes) &&
-               checked_add(value, bytes, &value) && fits;
+      if (unchecked) {
+        for (std::size_t c = 0; c < width; ++c) value += chunk_bytes[c] * counts[c];
+      } else {
+        for (std::size_t c = 0; c < width; ++c) {
+          std::int64_t bytes = 0;
+          fits = checked_mul(chunk_bytes[c], counts[c], &bytes) &&
+                 checked_add(value, bytes, &value) && fits;
+        }
       }
       if (value > best || (value == best && schedule.pass[k] < schedule.pass[best_candidate])) {
         best = value;
@@ -709,6 +721,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                                             LayerPieceCache& cache, std::vector<Term>* into,
                                             bool peaks_only) {
   StageActivationTerms result;
+  // Per-chunk lists handed back by the previous stage's report (add_activation_phases), so that
+  // an estimate into a kept report allocates none.
+  result.in_flight_per_chunk = std::move(cache.spare_in_flight);
+  result.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
   result.into = into;
   const TokenShape shape = token_shape(training, layout);
   const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);

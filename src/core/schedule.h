@@ -79,6 +79,7 @@ struct PeakCandidates {
   std::vector<std::int32_t> micro_batch;  // of the pass
   std::vector<std::int32_t> alive;        // `chunks` counts per candidate (forward: after it
                                           // starts; backward: before it frees)
+  std::int64_t most_alive = 0;            // the largest sum of one candidate's counts
   std::size_t size() const { return pass.size(); }
 };
 void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
