@@ -520,6 +520,15 @@ TEST_CASE("kimi-k3 at PP 8: DualPipeV holds 2P + 1 chunk micro-batches on every 
   CHECK(v.stages[0].chunks[1].first == 88);  // layers 88-92 and the head
   CHECK(v.stages[7].chunks[0].first == 42);  // the turn of the V: layers 42-47 and 48-53
   CHECK(v.stages[7].chunks[1].first == 48);
+  // Megatron's TransformerBlock.input_tensor is not DualPipeV's: DualPipeV.step drops every input
+  // at its backward, so no rank keeps a pipeline input after the step; interleaved rank 0 does.
+  const auto kept_input = [](const StageReport& s) {
+    return std::any_of(s.terms.begin(), s.terms.end(), [](const Term& t) {
+      return std::string(t.info->name).starts_with("pipeline input of each chunk's last");
+    });
+  };
+  for (const StageReport& s : v.stages) CHECK(!kept_input(s));
+  CHECK(kept_input(i.stages[0]));
   for (const StageReport& s : i.stages) i_max = std::max(i_max, s.peak_bytes);
   CHECK(i.stages[0].in_flight_per_chunk == std::vector<std::int64_t>{15, 8});
   CHECK(v_max < i_max);
