@@ -248,9 +248,10 @@ void load_file_from_page(const std::string& name, const std::string& text) {
 
 void load_bytes_from_page(const std::string& name, const val& bytes) {
   if (!app_state) return;
-  const std::vector<std::uint8_t> data =
-      emscripten::convertJSArrayToNumberVector<std::uint8_t>(bytes);
-  const std::string text(data.begin(), data.end());
+  // One copy, straight from the page's Uint8Array into the bytes the decoder reads.
+  std::string text(bytes["length"].as<std::size_t>(), '\0');
+  val(emscripten::typed_memory_view(text.size(), reinterpret_cast<std::uint8_t*>(text.data())))
+      .call<void>("set", bytes);
   show_message(*app_state, load_file(*app_state, name, text));
   request_frames(*app_state, 2);
 }
