@@ -15,8 +15,6 @@ using namespace stagemem;
 
 namespace {
 
-constexpr std::int64_t MiB = 1024 * 1024;
-
 SnapshotSummary load(const std::string& name) {
   const std::string bytes =
       stagemem_tests::read_whole_file(stagemem_tests::corpus_path("core/data/snapshots/" + name));
