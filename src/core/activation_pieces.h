@@ -31,6 +31,7 @@
 #include "formula.h"
 #include "layout.h"
 #include "model.h"
+#include "schedule.h"
 #include "term_info.h"
 #include "training.h"
 
@@ -165,6 +166,15 @@ struct RankPieces {
   bool fits = true;  // false: a buffer or a transient does not fit in int64
 };
 
+// The transients one pass can hold at its moment, the largest first found: a forward pass holds
+// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
+// transients only in its passes; a backward layer transient sits inside a recompute working set.
+struct PassOption {
+  std::int64_t bytes = 0;
+  std::int64_t transient = -1;  // index into the stage's transient list
+  std::int64_t enclosing = -1;  // the recompute working set around it
+};
+
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
 // and shared by its stages; StageActivationTerms' sums point into it.
 struct LayerPieceCache {
@@ -184,20 +194,28 @@ struct LayerPieceCache {
   std::vector<RankPieces> ranks;  // per pipeline rank
   // Per pipeline rank, the layer structure without and with full recompute (kept when only the
   // training inputs change: prepare_piece_cache keeps them; a new layout clears the whole cache).
-  // Per pipeline rank, its passes of one step in the schedule's order for M micro-batches
-  // (chunk x 2 + backward, and the micro-batch of each): the layout and M fix them, not the bytes.
+  // Per pipeline rank, the passes of one step that can be its peak (schedule.h: peak_candidates)
+  // for M micro-batches: the layout and M fix them, not the bytes. Sweeps over the micro-batch
+  // size change M: a few are kept per rank, the least recently used replaced.
   struct RankSchedule {
     std::int64_t micro_batches = -1;
-    std::vector<std::int32_t> passes;
-    std::vector<std::int32_t> micro_batch;
+    std::int64_t chunks = -1;
+    std::uint64_t last_used = 0;
+    PeakCandidates candidates;
   };
-  std::vector<RankSchedule> schedules;
+  static constexpr std::size_t schedules_per_rank = 8;
+  std::vector<std::array<RankSchedule, schedules_per_rank>> schedules;  // per pipeline rank
+  std::uint64_t schedule_clock = 0;
   std::vector<std::optional<RankLayers>> plain_layers;
   std::vector<std::optional<RankLayers>> full_layers;
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<ActivationPiece> transients;
   std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
+  std::vector<PassOption> pass_options;
+  // Storage of the per-chunk lists a stage report gave up (estimate.cpp swaps them in).
+  std::vector<std::int64_t> spare_in_flight;
+  std::vector<std::int64_t> spare_chunk_bytes;  // per pass kind (chunk x 2 + backward)
   // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
   std::vector<std::int64_t> stored_units;
 };

@@ -270,83 +270,114 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
   return make_piece(term_checkpoint_input, f.bytes(2, label_id("bf16")));
 }
 
-// The transients one pass can hold at its moment, the largest first found: a forward pass holds
-// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
-// transients only in its passes; a backward layer transient sits inside a recompute working set.
-struct PassOption {
-  std::int64_t bytes = 0;
-  std::int64_t transient = -1;  // index into the transient list
-  std::int64_t enclosing = -1;  // the recompute working set around it
-};
-
-PassOption pass_option(const std::vector<ActivationPiece>& transients,
-                       const std::vector<TransientScope>& scopes, bool backward, std::int64_t chunk,
-                       bool& fits) {
-  PassOption best;
-  std::int64_t inner = -1;  // the largest backward layer transient
+// The PassOption of every pass kind (chunk x 2 + backward) of a rank with `chunks` chunks, in
+// one walk over the transient list (the first largest wins, in list order, as for one kind).
+void pass_options(const std::vector<ActivationPiece>& transients,
+                  const std::vector<TransientScope>& scopes, std::int64_t chunks,
+                  std::vector<PassOption>& options, bool& fits) {
+  const auto kinds = static_cast<std::size_t>(2 * chunks);
+  options.assign(kinds, PassOption{});
+  const auto offer = [&](std::size_t kind, std::int64_t bytes, std::size_t i) {
+    if (bytes > options[kind].bytes) options[kind] = {bytes, static_cast<std::int64_t>(i), -1};
+  };
+  std::int64_t inner = -1;  // the largest backward layer transient: inside every recompute
   for (std::size_t i = 0; i < transients.size(); ++i) {
     const TransientScope& scope = scopes[i];
-    const bool in_backward = transients[i].info->in_backward;
-    bool holds = false;
+    const std::int64_t bytes = transients[i].bytes;
+    const std::size_t direction = transients[i].info->in_backward ? 1 : 0;
     switch (scope.place) {
       case TransientPlace::layer:
-        holds = in_backward == backward;
+        for (std::size_t kind = direction; kind < kinds; kind += 2) offer(kind, bytes, i);
+        if (direction == 1 &&
+            (inner < 0 || bytes > transients[static_cast<std::size_t>(inner)].bytes)) {
+          inner = static_cast<std::int64_t>(i);
+        }
         break;
       case TransientPlace::boundary:
-        holds = true;
+        for (std::size_t kind = 0; kind < kinds; ++kind) offer(kind, bytes, i);
         break;
       case TransientPlace::chunk:
-        holds = in_backward == backward && scope.chunk == chunk;
+        if (scope.chunk >= 0 && scope.chunk < chunks) {
+          offer(static_cast<std::size_t>(scope.chunk) * 2 + direction, bytes, i);
+        }
         break;
       case TransientPlace::recompute:
-        holds = false;  // below, with what it encloses
-        break;
-    }
-    if (!holds) continue;
-    const std::int64_t bytes = transients[i].bytes;
-    if (bytes > best.bytes) best = {bytes, static_cast<std::int64_t>(i), -1};
-    if (scope.place == TransientPlace::layer && backward &&
-        (inner < 0 || bytes > transients[static_cast<std::size_t>(inner)].bytes)) {
-      inner = static_cast<std::int64_t>(i);
+        break;  // below, with what it encloses
     }
   }
-  if (!backward) return best;
   for (std::size_t i = 0; i < transients.size(); ++i) {
     if (scopes[i].place != TransientPlace::recompute) continue;
     std::int64_t bytes = transients[i].bytes;
     if (inner >= 0) {
       fits = checked_add(bytes, transients[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
     }
-    if (bytes > best.bytes) {
-      best = inner >= 0 ? PassOption{bytes, inner, static_cast<std::int64_t>(i)}
-                        : PassOption{bytes, static_cast<std::int64_t>(i), -1};
+    const PassOption option = inner >= 0 ? PassOption{bytes, inner, static_cast<std::int64_t>(i)}
+                                         : PassOption{bytes, static_cast<std::int64_t>(i), -1};
+    for (std::size_t kind = 1; kind < kinds; kind += 2) {
+      if (bytes > options[kind].bytes) options[kind] = option;
     }
   }
-  return best;
+}
+
+// The candidate passes of `rank` for M micro-batches (schedule.h: peak_candidates), built on
+// first use and kept for a few values of M.
+const PeakCandidates& rank_schedule(LayerPieceCache& cache, const StagePlan& plan,
+                                    std::int64_t rank, std::int64_t micro_batches,
+                                    std::int64_t chunks) {
+  if (cache.schedules.size() < static_cast<std::size_t>(plan.pipeline_ranks))
+    cache.schedules.resize(static_cast<std::size_t>(plan.pipeline_ranks));
+  auto& kept = cache.schedules[static_cast<std::size_t>(rank)];
+  ++cache.schedule_clock;
+  LayerPieceCache::RankSchedule* s = &kept[0];
+  for (auto& candidate : kept) {
+    if (candidate.micro_batches == micro_batches && candidate.chunks == chunks) {
+      candidate.last_used = cache.schedule_clock;
+      return candidate.candidates;
+    }
+    if (candidate.last_used < s->last_used) s = &candidate;
+  }
+  s->micro_batches = micro_batches;
+  s->chunks = chunks;
+  s->last_used = cache.schedule_clock;
+  peak_candidates(plan.pipeline_ranks, chunks, rank, micro_batches, s->candidates);
+  return s->candidates;
+}
+
+// The full walk over every pass of the step, for stages with a chunk that stores nothing per
+// micro-batch (then a pass can tie with one that holds more, and the earlier pass is the peak).
+void walk_every_pass(const StagePlan& plan, std::int64_t rank, std::int64_t micro_batches,
+                     const std::vector<std::int64_t>& chunk_bytes,
+                     const std::vector<PassOption>& options, std::vector<std::int64_t>& alive,
+                     PeakMoment& moment, std::int64_t& best, std::int32_t& best_kind, bool& fits) {
+  const auto chunks = static_cast<std::int64_t>(chunk_bytes.size());
+  std::vector<std::int64_t> live(chunk_bytes.size(), 0);
+  std::int64_t stored = 0;
+  for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& x) {
+    const auto c = static_cast<std::size_t>(x.chunk);
+    if (!x.backward) {
+      fits = checked_add(stored, chunk_bytes[c], &stored) && fits;
+      ++live[c];
+    }
+    const auto kind = static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0));
+    std::int64_t value = 0;
+    fits = checked_add(stored, options[static_cast<std::size_t>(kind)].bytes, &value) && fits;
+    if (value > best) {
+      best = value;
+      best_kind = kind;
+      moment.micro_batch = x.micro_batch;
+      alive = live;
+    }
+    if (x.backward) {
+      if (fits) stored -= chunk_bytes[c];  // past 2^63 the report is an error anyway
+      --live[c];
+    }
+  });
 }
 
 // The forward/backward peak moment of `rank`: the pass whose stored activations (one micro-batch
 // on chunk c weighs chunk_bytes[c]) plus its transients are largest, the first in the step's order.
 // Sets `alive` to the micro-batches alive per chunk then; returns the moment with indices into
 // the transient list and its transient bytes in `transient_bytes`.
-const LayerPieceCache::RankSchedule& rank_schedule(LayerPieceCache& cache, const StagePlan& plan,
-                                                   std::int64_t rank, std::int64_t micro_batches,
-                                                   std::int64_t chunks) {
-  if (cache.schedules.size() < static_cast<std::size_t>(plan.pipeline_ranks))
-    cache.schedules.resize(static_cast<std::size_t>(plan.pipeline_ranks));
-  auto& s = cache.schedules[static_cast<std::size_t>(rank)];
-  if (s.micro_batches != micro_batches) {
-    s.micro_batches = micro_batches;
-    s.passes.clear();
-    s.micro_batch.clear();
-    for_each_slot(plan.pipeline_ranks, chunks, rank, micro_batches, [&](const ScheduleSlot& x) {
-      s.passes.push_back(static_cast<std::int32_t>(x.chunk * 2 + (x.backward ? 1 : 0)));
-      s.micro_batch.push_back(static_cast<std::int32_t>(x.micro_batch));
-    });
-  }
-  return s;
-}
-
 PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::int64_t rank,
                             std::int64_t micro_batches,
                             const std::vector<std::int64_t>& chunk_bytes,
@@ -366,8 +397,10 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     // 1F1B: the last warm-up forward and the first backward both hold min(P - p, M).
     const std::int64_t held = std::min(plan.pipeline_ranks - rank, micro_batches);
     alive[0] = held;
-    const PassOption f = pass_option(transients, scopes, false, 0, fits);
-    const PassOption b = pass_option(transients, scopes, true, 0, fits);
+    std::vector<PassOption>& options = cache.pass_options;
+    pass_options(transients, scopes, 1, options, fits);
+    const PassOption f = options[0];
+    const PassOption b = options[1];
     const bool forward = f.bytes >= b.bytes;
     moment.phase = forward ? StepPhase::forward : StepPhase::backward;
     moment.micro_batch = forward ? held - 1 : 0;
@@ -375,44 +408,55 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     take(forward ? f : b);
     return moment;
   }
-  std::vector<PassOption> options(static_cast<std::size_t>(2 * chunks));
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    options[static_cast<std::size_t>(c)] = pass_option(transients, scopes, false, c, fits);
-    options[static_cast<std::size_t>(chunks + c)] = pass_option(transients, scopes, true, c, fits);
-  }
-  std::vector<std::int64_t> live(chunk_bytes.size(), 0);
-  std::int64_t stored = 0;
+  std::vector<PassOption>& options = cache.pass_options;
+  pass_options(transients, scopes, chunks, options, fits);
   std::int64_t best = -1;
-  const LayerPieceCache::RankSchedule& schedule =
-      rank_schedule(cache, plan, rank, micro_batches, chunks);
-  std::size_t best_pass = 0;
-  for (std::size_t i = 0; i < schedule.passes.size(); ++i) {
-    const auto c = static_cast<std::size_t>(schedule.passes[i] >> 1);
-    const bool backward = (schedule.passes[i] & 1) != 0;
-    if (!backward) {
-      fits = checked_add(stored, chunk_bytes[c], &stored) && fits;
-      ++live[c];
+  std::int32_t best_kind = 0;
+  const bool every_chunk_stores =
+      std::all_of(chunk_bytes.begin(), chunk_bytes.end(), [](std::int64_t b) { return b > 0; });
+  if (every_chunk_stores) {
+    const PeakCandidates& schedule = rank_schedule(cache, plan, rank, micro_batches, chunks);
+    const auto width = static_cast<std::size_t>(chunks);
+    std::size_t best_candidate = 0;
+    // No candidate can exceed (largest chunk bytes x most micro-batches alive) + largest
+    // transient; when that bound fits in int64 the sums need no overflow checks.
+    std::int64_t largest_option = 0;
+    for (const PassOption& o : options) largest_option = std::max(largest_option, o.bytes);
+    std::int64_t bound = 0;
+    const bool unchecked = checked_mul(*std::max_element(chunk_bytes.begin(), chunk_bytes.end()),
+                                       schedule.most_alive, &bound) &&
+                           checked_add(bound, largest_option, &bound);
+    for (std::size_t k = 0; k < schedule.kind.size(); ++k) {
+      const std::int32_t* counts = schedule.alive.data() + k * width;
+      std::int64_t value = options[static_cast<std::size_t>(schedule.kind[k])].bytes;
+      if (unchecked) {
+        for (std::size_t c = 0; c < width; ++c) value += chunk_bytes[c] * counts[c];
+      } else {
+        for (std::size_t c = 0; c < width; ++c) {
+          std::int64_t bytes = 0;
+          fits = checked_mul(chunk_bytes[c], counts[c], &bytes) &&
+                 checked_add(value, bytes, &value) && fits;
+        }
+      }
+      if (value > best || (value == best && schedule.pass[k] < schedule.pass[best_candidate])) {
+        best = value;
+        best_candidate = k;
+      }
     }
-    const PassOption& o = options[backward ? static_cast<std::size_t>(chunks) + c : c];
-    std::int64_t value = 0;
-    fits = checked_add(stored, o.bytes, &value) && fits;
-    if (value > best) {
-      best = value;
-      best_pass = i;
-      alive = live;
+    if (best >= 0) {
+      best_kind = schedule.kind[best_candidate];
+      const std::int32_t* counts = schedule.alive.data() + best_candidate * width;
+      std::copy(counts, counts + width, alive.begin());
+      moment.micro_batch = schedule.micro_batch[best_candidate];
     }
-    if (backward) {
-      if (fits) stored -= chunk_bytes[c];  // past 2^63 the report is an error anyway
-      --live[c];
-    }
+  } else {
+    walk_every_pass(plan, rank, micro_batches, chunk_bytes, options, alive, moment, best, best_kind,
+                    fits);
   }
   if (best >= 0) {
-    const auto c = static_cast<std::int64_t>(schedule.passes[best_pass] >> 1);
-    const bool backward = (schedule.passes[best_pass] & 1) != 0;
-    moment.phase = backward ? StepPhase::backward : StepPhase::forward;
-    moment.micro_batch = schedule.micro_batch[best_pass];
-    moment.chunk = c;
-    take(options[static_cast<std::size_t>(backward ? chunks + c : c)]);
+    moment.phase = (best_kind & 1) != 0 ? StepPhase::backward : StepPhase::forward;
+    moment.chunk = best_kind >> 1;
+    take(options[static_cast<std::size_t>(best_kind)]);
   }
   return moment;
 }
@@ -671,6 +715,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                                             LayerPieceCache& cache, std::vector<Term>* into,
                                             bool peaks_only) {
   StageActivationTerms result;
+  // Per-chunk lists handed back by the previous stage's report (add_activation_phases), so that
+  // an estimate into a kept report allocates none.
+  result.in_flight_per_chunk = std::move(cache.spare_in_flight);
+  result.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
   result.into = into;
   const TokenShape shape = token_shape(training, layout);
   const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);

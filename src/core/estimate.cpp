@@ -2,6 +2,7 @@
 // modules that own their physics (resident_terms, gaps), then the device check and cross-checks.
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "activation_terms.h"
 #include "cross_check.h"
@@ -165,8 +166,11 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
   stage.largest_transient = activations.largest_transient;
-  stage.in_flight_per_chunk = std::move(activations.in_flight_per_chunk);
-  stage.chunk_stored_bytes = std::move(activations.chunk_stored_bytes);
+  // The stage's old lists keep their storage for the next stage_activation_terms call.
+  std::swap(stage.in_flight_per_chunk, activations.in_flight_per_chunk);
+  std::swap(stage.chunk_stored_bytes, activations.chunk_stored_bytes);
+  cache.spare_in_flight = std::move(activations.in_flight_per_chunk);
+  cache.spare_chunk_bytes = std::move(activations.chunk_stored_bytes);
   stage.forward_backward_moment = activations.moment;
   bool fits = activations.fits;
   for (const Term& t : optimizer_step) {

@@ -89,4 +89,115 @@ InFlight in_flight_at_peak(std::int64_t pipeline_ranks, std::int64_t chunks, std
   return result;
 }
 
+namespace {
+
+struct KindCandidates {
+  std::vector<std::int32_t> pass;
+  std::vector<std::int32_t> micro_batch;
+  std::vector<std::int32_t> alive;  // width counts per candidate
+};
+
+// Adds one pass's state to its kind's candidates: dropped when one holds at least as much per
+// chunk (it is earlier); otherwise it replaces those it holds strictly more than.
+void offer(KindCandidates& kind, const std::vector<std::int32_t>& live, std::int32_t pass,
+           std::int32_t micro_batch) {
+  const std::size_t width = live.size();
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < kind.pass.size(); ++k) {
+    const std::int32_t* counts = kind.alive.data() + k * width;
+    bool below = true;
+    bool above = true;
+    for (std::size_t c = 0; c < width; ++c) {
+      below = below && live[c] <= counts[c];
+      above = above && live[c] >= counts[c];
+    }
+    if (below) return;
+    if (above) continue;  // candidate k can no longer be the first maximum
+    if (kept != k) {
+      kind.pass[kept] = kind.pass[k];
+      kind.micro_batch[kept] = kind.micro_batch[k];
+      std::copy(counts, counts + width,
+                kind.alive.begin() + static_cast<std::ptrdiff_t>(kept * width));
+    }
+    ++kept;
+  }
+  kind.pass.resize(kept);
+  kind.micro_batch.resize(kept);
+  kind.alive.resize(kept * width);
+  kind.pass.push_back(pass);
+  kind.micro_batch.push_back(micro_batch);
+  kind.alive.insert(kind.alive.end(), live.begin(), live.end());
+}
+
+// Forwards of virtual chunk `chunk` among the first n of the table when every group holds P
+// micro-batches (a group runs P forwards per chunk, chunk by chunk).
+std::int64_t forwards_of_chunk(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t n,
+                               std::int64_t chunk) {
+  const std::int64_t group = pipeline_ranks * chunks;
+  const std::int64_t in_group = n % group - chunk * pipeline_ranks;
+  return (n / group) * pipeline_ranks + std::clamp<std::int64_t>(in_group, 0, pipeline_ranks);
+}
+
+}  // namespace
+
+void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
+                     std::int64_t micro_batches, PeakCandidates& out) {
+  out.pass.clear();
+  out.kind.clear();
+  out.micro_batch.clear();
+  out.alive.clear();
+  out.most_alive = 0;
+  if (pipeline_ranks < 1 || chunks < 1 || rank < 0 || rank >= pipeline_ranks || micro_batches < 1) {
+    return;
+  }
+  const auto width = static_cast<std::size_t>(chunks);
+  std::vector<KindCandidates> kinds(2 * width);
+  std::vector<std::int32_t> live(width, 0);
+  std::int32_t index = 0;
+  const auto visit = [&](const ScheduleSlot& x) {
+    const auto c = static_cast<std::size_t>(x.chunk);
+    if (!x.backward) ++live[c];
+    offer(kinds[c * 2 + (x.backward ? 1 : 0)], live, index,
+          static_cast<std::int32_t>(x.micro_batch));
+    if (x.backward) --live[c];
+    ++index;
+  };
+  const std::int64_t total = micro_batches * chunks;
+  const std::int64_t warmup = warmup_forwards(pipeline_ranks, chunks, rank, micro_batches);
+  for (std::int64_t k = 0; k < warmup; ++k)
+    visit(forward_slot(pipeline_ranks, chunks, micro_batches, k));
+  const std::int64_t steady = total - warmup;
+  const std::int64_t walked = chunks > 1 && micro_batches % pipeline_ranks == 0
+                                  ? std::min(steady, pipeline_ranks * chunks)
+                                  : steady;
+  for (std::int64_t i = 0; i < walked; ++i) {
+    visit(forward_slot(pipeline_ranks, chunks, micro_batches, warmup + i));
+    visit(backward_slot(pipeline_ranks, chunks, micro_batches, i));
+  }
+  if (walked < steady) {
+    // The later periods repeat the first one's states. Cool-down starts with every forward run
+    // and `steady` backwards run; backward j runs chunk chunks - 1 - (forward j's chunk).
+    index = static_cast<std::int32_t>(warmup + 2 * steady);
+    for (std::size_t c = 0; c < width; ++c) {
+      const auto forward_chunk = static_cast<std::int64_t>(width - 1 - c);
+      live[c] = static_cast<std::int32_t>(
+          micro_batches - forwards_of_chunk(pipeline_ranks, chunks, steady, forward_chunk));
+    }
+  }
+  for (std::int64_t i = steady; i < total; ++i)
+    visit(backward_slot(pipeline_ranks, chunks, micro_batches, i));
+  for (std::size_t kind = 0; kind < kinds.size(); ++kind) {
+    const KindCandidates& k = kinds[kind];
+    out.pass.insert(out.pass.end(), k.pass.begin(), k.pass.end());
+    out.kind.insert(out.kind.end(), k.pass.size(), static_cast<std::int32_t>(kind));
+    out.micro_batch.insert(out.micro_batch.end(), k.micro_batch.begin(), k.micro_batch.end());
+    out.alive.insert(out.alive.end(), k.alive.begin(), k.alive.end());
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::int64_t sum = 0;
+    for (std::size_t c = 0; c < width; ++c) sum += out.alive[k * width + c];
+    out.most_alive = std::max(out.most_alive, sum);
+  }
+}
+
 }  // namespace stagemem

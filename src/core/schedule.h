@@ -65,6 +65,26 @@ ScheduleSlot forward_slot(std::int64_t pipeline_ranks, std::int64_t chunks,
 ScheduleSlot backward_slot(std::int64_t pipeline_ranks, std::int64_t chunks,
                            std::int64_t micro_batches, std::int64_t k);
 
+// The passes of one step on `rank` that can be its peak, for any bytes. A pass's memory is its
+// stored activations (micro-batches alive per chunk x one micro-batch's positive bytes on that
+// chunk) plus a transient fixed by its kind (chunk x 2 + backward). A pass whose alive counts are
+// all <= those of another pass of the same kind, and not all equal, holds strictly less; of equal
+// counts the earlier pass is the first maximum. Only the others are kept: per kind, the maximal
+// alive-count vectors, each with its first pass. When every micro-batch group is full (P divides
+// M) the steady state repeats every P x chunks iterations, so only its first period is walked.
+// With a chunk of zero bytes a dominated pass can tie an earlier one: walk every pass instead.
+struct PeakCandidates {
+  std::vector<std::int32_t> pass;         // index in the step's order (for_each_slot)
+  std::vector<std::int32_t> kind;         // chunk x 2 + backward
+  std::vector<std::int32_t> micro_batch;  // of the pass
+  std::vector<std::int32_t> alive;        // `chunks` counts per candidate (forward: after it
+                                          // starts; backward: before it frees)
+  std::int64_t most_alive = 0;            // the largest sum of one candidate's counts
+  std::size_t size() const { return pass.size(); }
+};
+void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
+                     std::int64_t micro_batches, PeakCandidates& out);
+
 // Calls visit(slot) for every pass of one step on `rank`, in the order the rank runs them
 // (2 x M x chunks calls). Inputs as in_flight_at_peak; nothing is called for invalid inputs.
 template <class Visit>
