@@ -16,8 +16,10 @@
 // forward or backward pass of a micro-batch on a chunk, the stored activations of the
 // micro-batches alive then (that pass's own counted whole) are co-live with the transients that
 // pass can hold (TransientPlace): one at a time, except that a backward transient of a layer sits
-// inside the recompute working set of its group. timeline.h walks the same order event by event;
-// its maximum equals this peak (tested).
+// inside the recompute working set of its group. The search visits only the passes that can be
+// the first maximum for some bytes (schedule.h: peak_candidates, cached per rank and M), not all
+// 2 x M x chunks. timeline.h walks the same order event by event; its maximum equals this peak
+// (tested).
 // Units: bytes (int64) per rank.
 // Limitations: AttnRes slots and MTP layers are kept whatever the recompute policy. A pass holds
 // all of its micro-batch's activations on the chunk at its moment (exact for the first layer a

@@ -91,42 +91,38 @@ InFlight in_flight_at_peak(std::int64_t pipeline_ranks, std::int64_t chunks, std
 
 namespace {
 
+// One pass kind's candidates: records of (pass, micro-batch, width counts).
 struct KindCandidates {
-  std::vector<std::int32_t> pass;
-  std::vector<std::int32_t> micro_batch;
-  std::vector<std::int32_t> alive;  // width counts per candidate
+  std::vector<std::int32_t> records;
+  std::size_t count = 0;
 };
 
 // Adds one pass's state to its kind's candidates: dropped when one holds at least as much per
 // chunk (it is earlier); otherwise it replaces those it holds strictly more than.
-void offer(KindCandidates& kind, const std::vector<std::int32_t>& live, std::int32_t pass,
+void offer(KindCandidates& kind, const std::int32_t* live, std::size_t width, std::int32_t pass,
            std::int32_t micro_batch) {
-  const std::size_t width = live.size();
+  const std::size_t stride = width + 2;
   std::size_t kept = 0;
-  for (std::size_t k = 0; k < kind.pass.size(); ++k) {
-    const std::int32_t* counts = kind.alive.data() + k * width;
+  for (std::size_t k = 0; k < kind.count; ++k) {
+    std::int32_t* record = kind.records.data() + k * stride;
+    const std::int32_t* counts = record + 2;
     bool below = true;
     bool above = true;
-    for (std::size_t c = 0; c < width; ++c) {
+    for (std::size_t c = 0; c < width && (below || above); ++c) {
       below = below && live[c] <= counts[c];
       above = above && live[c] >= counts[c];
     }
     if (below) return;
     if (above) continue;  // candidate k can no longer be the first maximum
-    if (kept != k) {
-      kind.pass[kept] = kind.pass[k];
-      kind.micro_batch[kept] = kind.micro_batch[k];
-      std::copy(counts, counts + width,
-                kind.alive.begin() + static_cast<std::ptrdiff_t>(kept * width));
-    }
+    if (kept != k) std::copy(record, record + stride, kind.records.data() + kept * stride);
     ++kept;
   }
-  kind.pass.resize(kept);
-  kind.micro_batch.resize(kept);
-  kind.alive.resize(kept * width);
-  kind.pass.push_back(pass);
-  kind.micro_batch.push_back(micro_batch);
-  kind.alive.insert(kind.alive.end(), live.begin(), live.end());
+  if (kind.records.size() < (kept + 1) * stride) kind.records.resize(2 * (kept + 1) * stride);
+  std::int32_t* record = kind.records.data() + kept * stride;
+  record[0] = pass;
+  record[1] = micro_batch;
+  std::copy(live, live + width, record + 2);
+  kind.count = kept + 1;
 }
 
 // Forwards of virtual chunk `chunk` among the first n of the table when every group holds P
@@ -151,25 +147,26 @@ void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int6
     return;
   }
   const auto width = static_cast<std::size_t>(chunks);
-  std::vector<KindCandidates> kinds(2 * width);
-  std::vector<std::int32_t> live(width, 0);
-  std::int32_t index = 0;
-  const auto visit = [&](const ScheduleSlot& x) {
-    const auto c = static_cast<std::size_t>(x.chunk);
-    if (!x.backward) ++live[c];
-    offer(kinds[c * 2 + (x.backward ? 1 : 0)], live, index,
-          static_cast<std::int32_t>(x.micro_batch));
-    if (x.backward) --live[c];
-    ++index;
-  };
   const std::int64_t total = micro_batches * chunks;
   const std::int64_t warmup = warmup_forwards(pipeline_ranks, chunks, rank, micro_batches);
-  for (std::int64_t k = 0; k < warmup; ++k)
-    visit(forward_slot(pipeline_ranks, chunks, micro_batches, k));
   const std::int64_t steady = total - warmup;
   const std::int64_t walked = chunks > 1 && micro_batches % pipeline_ranks == 0
                                   ? std::min(steady, pipeline_ranks * chunks)
                                   : steady;
+  const std::size_t stride = width + 2;
+  std::vector<std::int32_t> live(width, 0);
+  std::vector<KindCandidates> kinds(2 * width);
+  std::int32_t index = 0;
+  const auto visit = [&](const ScheduleSlot& x) {
+    const auto c = static_cast<std::size_t>(x.chunk);
+    if (!x.backward) ++live[c];
+    offer(kinds[c * 2 + (x.backward ? 1 : 0)], live.data(), width, index,
+          static_cast<std::int32_t>(x.micro_batch));
+    if (x.backward) --live[c];
+    ++index;
+  };
+  for (std::int64_t k = 0; k < warmup; ++k)
+    visit(forward_slot(pipeline_ranks, chunks, micro_batches, k));
   for (std::int64_t i = 0; i < walked; ++i) {
     visit(forward_slot(pipeline_ranks, chunks, micro_batches, warmup + i));
     visit(backward_slot(pipeline_ranks, chunks, micro_batches, i));
@@ -186,12 +183,20 @@ void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int6
   }
   for (std::int64_t i = steady; i < total; ++i)
     visit(backward_slot(pipeline_ranks, chunks, micro_batches, i));
+  std::size_t size = 0;
+  for (const KindCandidates& k : kinds) size += k.count;
+  out.pass.reserve(size);
+  out.kind.reserve(size);
+  out.micro_batch.reserve(size);
+  out.alive.reserve(size * width);
   for (std::size_t kind = 0; kind < kinds.size(); ++kind) {
-    const KindCandidates& k = kinds[kind];
-    out.pass.insert(out.pass.end(), k.pass.begin(), k.pass.end());
-    out.kind.insert(out.kind.end(), k.pass.size(), static_cast<std::int32_t>(kind));
-    out.micro_batch.insert(out.micro_batch.end(), k.micro_batch.begin(), k.micro_batch.end());
-    out.alive.insert(out.alive.end(), k.alive.begin(), k.alive.end());
+    for (std::size_t k = 0; k < kinds[kind].count; ++k) {
+      const std::int32_t* record = kinds[kind].records.data() + k * stride;
+      out.pass.push_back(record[0]);
+      out.kind.push_back(static_cast<std::int32_t>(kind));
+      out.micro_batch.push_back(record[1]);
+      out.alive.insert(out.alive.end(), record + 2, record + stride);
+    }
   }
   for (std::size_t k = 0; k < out.size(); ++k) {
     std::int64_t sum = 0;
