@@ -26,6 +26,10 @@ constexpr TermInfo term_pipeline_gradient_buffers{
 constexpr TermInfo term_pipeline_gradient_buffers_attn_res{
     "pipeline gradient send/receive buffers (hidden-state + AttnRes slot gradients)",
     "S/CP, B, h (/TP with SP), AttnRes slots at the boundary", TermText::pipeline_buffers, true};
+constexpr TermInfo term_kept_pipeline_input{
+    "pipeline input of each chunk's last micro-batch and its gradient (kept by the model after "
+    "the step)",
+    "S/CP, B, h (/TP with SP), chunks on the rank fed by the previous stage"};
 constexpr TermInfo term_recompute_group{"recompute working set (one checkpointed group, backward)",
                                         "S/CP, B, recompute group size", TermText::recompute_group,
                                         true};
@@ -303,6 +307,8 @@ void pass_options(const std::vector<ActivationPiece>& transients,
         break;
       case TransientPlace::recompute:
         break;  // below, with what it encloses
+      case TransientPlace::between_steps:
+        break;  // held by the optimizer step, never by a forward or backward pass
     }
   }
   for (std::size_t i = 0; i < transients.size(); ++i) {
@@ -909,6 +915,28 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   if (result.moment.enclosing >= 0) result.moment.enclosing += result.first_transient;
   result.largest_transient = result.moment.transient;
   return result;
+}
+
+void append_kept_pipeline_input_terms(const Model& model, const ParallelLayout& layout,
+                                      const TrainingConfig& training, const StagePlan& plan,
+                                      std::int64_t rank, std::vector<Term>& out) {
+  std::int64_t fed_chunks = 0;
+  for (const VirtualStage& chunk : plan.virtual_stages) {
+    if (chunk.pipeline_rank == rank && !chunk.embedding) ++fed_chunks;
+  }
+  if (fed_chunks == 0) return;
+  const TokenShape shape = token_shape(training, layout);
+  Formula f = hidden_tokens(shape, model.hidden, label_id("h"));
+  f.times(label_id("input + its gradient"), 2)
+      .times(label_id("chunks fed by the previous stage"), fed_chunks)
+      .bytes(2, label_id("bf16"));
+  out.push_back(Term{.info = &term_kept_pipeline_input,
+                     .bytes = f.value(),
+                     .formula = f,
+                     .family = Family::transient,
+                     .tag = Tag::derived,
+                     .allocated_at = AllocationPoint::optimizer_step,
+                     .place = TransientPlace::between_steps});
 }
 
 }  // namespace stagemem

@@ -75,4 +75,21 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                                             const TrainingConfig& training, const StagePlan& plan,
                                             std::int64_t rank, std::int64_t micro_batches);
 
+// The pipeline input each virtual chunk fed by a previous stage keeps after the step, with its
+// gradient: Megatron's forward_step hands the received tensor to the model by set_input_tensor,
+// and TransformerBlock keeps it in `self.input_tensor` until the next set_input_tensor
+// (megatron/core/transformer/transformer_block.py); the tensor is a leaf that requires grad, so
+// its `.grad`, computed in the micro-batch's backward and sent back, stays attached
+// (megatron/core/pipeline_parallel/schedules.py backward_step). After a step each such chunk
+// holds the [S/CP, B, h] bf16 input of its last forward (h/TP under sequence parallelism) and its
+// gradient. One Family::transient term (TransientPlace::between_steps) appended to `out` when the
+// rank has such chunks: alive in the optimizer step and between steps; the next step's first
+// forward of the chunk replaces it before that pass allocates anything.
+// Limitations: AttnRes slots that travel with the hidden state are not counted in it; in the
+// interleaved schedule a chunk keeps it during the next step's passes on earlier chunks too, which
+// the step timeline does not hold.
+void append_kept_pipeline_input_terms(const Model& model, const ParallelLayout& layout,
+                                      const TrainingConfig& training, const StagePlan& plan,
+                                      std::int64_t rank, std::vector<Term>& out);
+
 }  // namespace stagemem

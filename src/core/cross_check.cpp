@@ -206,8 +206,14 @@ std::vector<CrossCheck> cross_check(const std::vector<Measurement>& measurements
         // Documented library constants are part of what stagemem asserts; measured gap rows are
         // not (they are the user's own numbers).
         const bool asserted = t.tag == Tag::derived || t.tag == Tag::documented;
-        if (!alive_at(t.family, t.allocated_at, m.point) || !asserted) continue;
-        if (!t.counts_in_peak) continue;  // a transient not co-live at the peak
+        if (!asserted) continue;
+        // Kept past the step (the pipeline input the model holds): alive between steps whichever
+        // phase binds the peak.
+        const bool kept = t.family == Family::transient &&
+                          t.place == TransientPlace::between_steps &&
+                          m.point == MeasurementPoint::after_first_step;
+        if (!kept && !alive_at(t.family, t.allocated_at, m.point)) continue;
+        if (!kept && !t.counts_in_peak) continue;  // a transient not co-live at the peak
         check.derived_bytes += t.bytes;
         check.alive_terms.push_back(term_name(t));
       }

@@ -394,6 +394,8 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   };
   std::vector<ActivationRange> activation_ranges;
   activation_ranges.reserve(cache.parameters.size());
+  std::vector<Term> step_terms;  // one stage's optimizer-step terms (reused across stages)
+  step_terms.reserve(4);
   report.stages = std::move(kept_stages);
   report.stages.reserve(cache.parameters.size());
   std::size_t stage_count = 0;
@@ -429,18 +431,21 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       }
     }
     const auto first_activation = static_cast<std::int64_t>(stage.terms.size());
+    // The optimizer step also holds the pipeline input the model keeps past the step.
+    step_terms.assign(cache.optimizer_step_terms[stage_slot].begin(),
+                      cache.optimizer_step_terms[stage_slot].end());
+    append_kept_pipeline_input_terms(model, config.parallel, config.training, plan, stage.index,
+                                     step_terms);
     const bool activation_fits = add_activation_phases(
-        stage, model, config, plan, cache.optimizer_step_terms[stage_slot], report.micro_batches,
-        piece_cache, peaks_only, same, same ? activation_ranges[same_slot].first : 0,
-        same ? activation_ranges[same_slot].end : 0,
+        stage, model, config, plan, step_terms, report.micro_batches, piece_cache, peaks_only, same,
+        same ? activation_ranges[same_slot].first : 0, same ? activation_ranges[same_slot].end : 0,
         same ? activation_ranges[same_slot].fits : true);
     activation_ranges.push_back(
         {.first = first_activation,
          .end = first_activation +
                 (peaks_only ? 0
                             : static_cast<std::int64_t>(stage.terms.size()) - first_activation -
-                                  static_cast<std::int64_t>(
-                                      cache.optimizer_step_terms[stage_slot].size())),
+                                  static_cast<std::int64_t>(step_terms.size())),
          .fits = activation_fits});
     fits = activation_fits && fits;
     const bool grouped_gemm = parameters.per_rank_split.expert() > 0;

@@ -121,6 +121,9 @@ inline constexpr std::string_view formula_labels[] = {
     "32-value blocks",
     "128 x 128 blocks",
     "e8m0",
+    // pipeline input kept by the model between steps (activation_terms.cpp)
+    "input + its gradient",
+    "chunks fed by the previous stage",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);

@@ -58,11 +58,13 @@ enum class TermGroup : std::uint8_t {
 // forward-allocated ones in forward passes, backward-allocated ones in backward passes, except
 // `boundary` (both).
 enum class TransientPlace : std::uint8_t {
-  layer,      // inside one layer's forward or backward: a kernel's temporaries, a working set
-  boundary,   // at every pass's boundary: pipeline send/receive buffers
-  recompute,  // a recompute working set: alive through the recomputed layers' backward, so the
-              // backward transients of those layers are alive inside it
-  chunk,      // only in the passes of one virtual chunk (Term::chunk): the LM head's logits
+  layer,          // inside one layer's forward or backward: a kernel's temporaries, a working set
+  boundary,       // at every pass's boundary: pipeline send/receive buffers
+  recompute,      // a recompute working set: alive through the recomputed layers' backward, so the
+                  // backward transients of those layers are alive inside it
+  chunk,          // only in the passes of one virtual chunk (Term::chunk): the LM head's logits
+  between_steps,  // kept past the step's last backward: alive in the optimizer step and between
+                  // steps (the after-first-step reading), freed in the next step's first forward
 };
 
 struct TermInfo {

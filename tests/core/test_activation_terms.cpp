@@ -248,3 +248,49 @@ TEST_CASE("Property: more layers on a stage never means fewer stored bytes") {
     previous = stage0.stored_bytes;
   }
 }
+
+TEST_CASE("The pipeline input each fed chunk keeps after the step, with its gradient") {
+  // llama-3.1-8b (h 4,096, 32 layers), seq 4,096, mbs 1: one [S, B, h] bf16 hidden state is
+  // 4,096 x 1 x 4,096 x 2 B = 33,554,432 B; each chunk not fed by the embedding keeps its last
+  // input and that input's gradient: 2 x 33,554,432 = 67,108,864 B per chunk.
+  const Model m = *find_preset("llama-3.1-8b");
+  TrainingConfig t;
+  t.sequence_length = 4096;
+  t.micro_batch = 1;
+  const auto kept = [&](const ParallelLayout& layout, std::int64_t rank) {
+    Diagnostics d;
+    const auto plan = plan_stages(m, layout, d);
+    REQUIRE(plan);
+    std::vector<Term> out;
+    append_kept_pipeline_input_terms(m, layout, t, *plan, rank, out);
+    REQUIRE(out.size() <= 1);
+    if (!out.empty()) {
+      CHECK(out[0].family == Family::transient);
+      CHECK(out[0].place == TransientPlace::between_steps);
+      CHECK(out[0].bytes == out[0].formula.value());
+      CHECK(term_formula(out[0]) ==
+            "[S/CP=4,096] x [B=1] x [" +
+                std::string(layout.sequence_parallel ? "h/TP (SP)=2,048" : "h=4,096") +
+                "] x [input + its gradient=2] x [chunks fed by the previous stage=" +
+                std::to_string(out[0].formula.value() /
+                               (layout.sequence_parallel ? 33'554'432 : 67'108'864)) +
+                "] x 2 B (bf16)");
+    }
+    return out.empty() ? std::int64_t{0} : out[0].bytes;
+  };
+  // PP 1: the only chunk holds the embedding, nothing is received.
+  CHECK(kept(ParallelLayout{}, 0) == 0);
+  // 1F1B at PP 4: the first rank none, every other rank one chunk.
+  const ParallelLayout pp4{.pipeline_parallel = 4};
+  CHECK(kept(pp4, 0) == 0);
+  CHECK(kept(pp4, 1) == 67'108'864);
+  CHECK(kept(pp4, 3) == 67'108'864);
+  // Interleaved, 4 chunks per rank: rank 0's chunks 1-3 are fed by rank 3, the last rank's four
+  // chunks all by rank 2.
+  const ParallelLayout vpp{.pipeline_parallel = 4, .virtual_stages = 4};
+  CHECK(kept(vpp, 0) == 3 * 67'108'864);
+  CHECK(kept(vpp, 3) == 4 * 67'108'864);
+  // Sequence parallelism sends [S/TP, B, h]: h/TP = 2,048 per rank at TP 2.
+  const ParallelLayout sp{.tensor_parallel = 2, .pipeline_parallel = 4, .sequence_parallel = true};
+  CHECK(kept(sp, 3) == 33'554'432);
+}

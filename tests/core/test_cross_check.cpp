@@ -182,3 +182,37 @@ TEST_CASE("A steady-state peak is compared with the phase that binds") {
                                 r.stages[0].largest_transient_bytes);
   CHECK(mentions(fb, "forward/backward binds"));
 }
+
+TEST_CASE("After the step a fed stage also holds its kept pipeline input; the peak does not") {
+  // Llama-3.1-8B at PP 4 (default seq 4,096, mbs 1): stage 3 keeps the input of its last
+  // micro-batch and its gradient, 2 x 4,096 x 1 x 4,096 x 2 B = 67,108,864 B, past the step.
+  // Stage 0 is fed by the embedding and keeps none.
+  const Report r = llama_with({
+      {.point = MeasurementPoint::after_first_step, .stage = 0, .bytes = 1, .source = "A"},
+      {.point = MeasurementPoint::after_first_step, .stage = 3, .bytes = 1, .source = "B"},
+      {.point = MeasurementPoint::steady_state_peak, .stage = 3, .bytes = 1, .source = "C"},
+  });
+  REQUIRE(r.diagnostics.ok());
+  REQUIRE(r.cross_checks.size() == 3);
+  const StageReport& first = r.stages[0];
+  const StageReport& last = r.stages[3];
+  CHECK(r.cross_checks[0].derived_bytes == first.resident_bytes);
+  CHECK(r.cross_checks[1].derived_bytes == last.resident_bytes + 67'108'864);
+  const auto& alive = r.cross_checks[1].alive_terms;
+  CHECK(std::count_if(alive.begin(), alive.end(), [](const std::string& name) {
+          return name.starts_with("pipeline input of each chunk's last micro-batch");
+        }) == 1);
+  // Forward/backward binds stage 3: the kept input is replaced by the first forward of the next
+  // step before that pass allocates, so the peak does not hold it; the optimizer step does.
+  REQUIRE_FALSE(last.optimizer_phase_binds);
+  CHECK(r.cross_checks[2].derived_bytes == last.peak_bytes);
+  bool found = false;
+  for (const Term& t : last.terms) {
+    if (t.place != TransientPlace::between_steps) continue;
+    found = true;
+    CHECK_FALSE(t.counts_in_peak);
+    CHECK(t.allocated_at == AllocationPoint::optimizer_step);
+  }
+  CHECK(found);
+  CHECK(last.optimizer_transient_bytes >= 67'108'864);
+}

@@ -16,9 +16,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "catch.h"
+#include "config.h"
 #include "corpus.h"
 #include "report.h"
 #include "term_text.h"
@@ -138,13 +140,13 @@ TEST_CASE("Measured validation: the configurations say what the runs keep", "[me
 }
 
 // What stays allocated between steps, read through the cross-check machinery (measurement point
-// after-first-step: every resident term, Adam's moments, TE's dummy weight gradients and the GEMM
-// workspaces; no activation). On the PP 1 runs it agrees to within 0.41 %. The PP > 1 runs'
-// last stages hold more after the step than stagemem derives (about 2.6 to 20 hidden-state-sized
-// tensors: 10-42 MB on the toy runs, 1.34 GB on the 7B interleaved run), memory the pipeline
-// schedule keeps alive past the step that no term names yet. The assertion stays; the case is
-// marked [!mayfail] so the suite reports it without failing until that tensor is found.
-TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measured][!mayfail]") {
+// after-first-step: every resident term, Adam's moments, TE's dummy weight gradients, the GEMM
+// workspaces, and on PP > 1 ranks the pipeline input each chunk fed by a previous stage keeps in
+// TransformerBlock.input_tensor with its gradient; no activation). Before that last term the PP > 1
+// last stages measured 2.6-3.3 hidden states U = [S, B, h] bf16 (1 chunk: 2 U kept), 10.0 U (toy
+// VPP 3: 6 U kept) and 20.0 U (7B VPP 8: 16 U kept) above the derivation; what remains is printed
+// in U and explained in docs/physics-notes.md.
+TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measured]") {
   for (const MeasuredCase& c : read_cases()) {
     INFO(c.id);
     DecodedFragment decoded = decode_fragment(c.link);
@@ -158,10 +160,43 @@ TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measur
     REQUIRE(report.cross_checks.size() == 1);
     const CrossCheck& check = report.cross_checks[0];
     const double error = signed_error_percent(check.derived_bytes, c.after_step_bytes);
-    std::printf("%s after the step: derived %s, measured %s, error %+.3f %% (gap %lld B)\n",
-                c.id.c_str(), format_gib(check.derived_bytes).c_str(),
-                format_gib(c.after_step_bytes).c_str(), error,
-                static_cast<long long>(check.gap_bytes));
+    // The gap in units of one [S, B, h] bf16 hidden state of the run.
+    const TrainingConfig& training = decoded.config.training;
+    Diagnostics model_diagnostics;
+    const std::optional<Model> model = resolve_model(decoded.config, model_diagnostics);
+    REQUIRE(model.has_value());
+    const double hidden_state = 2.0 * static_cast<double>(training.sequence_length) *
+                                static_cast<double>(training.micro_batch) *
+                                static_cast<double>(model->hidden);
+    std::printf(
+        "%s after the step: derived %s, measured %s, error %+.3f %% (gap %lld B = %.3f hidden "
+        "states)\n",
+        c.id.c_str(), format_gib(check.derived_bytes).c_str(),
+        format_gib(c.after_step_bytes).c_str(), error, static_cast<long long>(check.gap_bytes),
+        static_cast<double>(check.gap_bytes) / hidden_state);
     CHECK(std::abs(error) <= 3.0);
+  }
+}
+
+// The derivation is a lower bound of what the runs keep between steps: every term is a tensor the
+// stage holds, so no run may measure less than stagemem derives (the open gap above is memory
+// stagemem does not name, never memory it counts twice). Small tensors (loss reports, step
+// counters, a few KiB) are the least a run adds.
+TEST_CASE("Measured validation: allocated after the step is never below the derivation",
+          "[measured]") {
+  for (const MeasuredCase& c : read_cases()) {
+    INFO(c.id);
+    DecodedFragment decoded = decode_fragment(c.link);
+    REQUIRE(decoded.diagnostics.ok());
+    decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
+                                    .stage = c.stage,
+                                    .bytes = c.after_step_bytes,
+                                    .source = c.source}};
+    const Report report = estimate(decoded.config);
+    REQUIRE(report.diagnostics.ok());
+    REQUIRE(report.cross_checks.size() == 1);
+    const CrossCheck& check = report.cross_checks[0];
+    CHECK(check.derived_bytes <= c.after_step_bytes);
+    CHECK(check.gap_bytes == c.after_step_bytes - check.derived_bytes);
   }
 }
