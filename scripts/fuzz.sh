@@ -5,7 +5,8 @@
 #                           text, measured values), with round trips;
 #   stagemem_fuzz_estimate  link/JSON bytes -> estimate() -> every output writer, with the report
 #                           oracles (tests/report_oracles.h);
-#   stagemem_fuzz_pickle    allocator-snapshot bytes -> pickle reader -> snapshot decoder/summary.
+#   stagemem_fuzz_pickle    allocator-snapshot bytes -> pickle reader -> snapshot decoder/summary;
+#   stagemem_fuzz_memory_log  Megatron memory report lines -> readings -> measurements -> text.
 #   scripts/fuzz.sh 600                         # ten minutes per target
 #   FUZZ_TARGETS=stagemem_fuzz_estimate scripts/fuzz.sh 60   # one target
 #   FUZZ_MERGE=1 scripts/fuzz.sh 600            # then minimise into the kept corpus (-merge=1)
@@ -20,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 jobs=${FUZZ_JOBS:-1}
-targets=${FUZZ_TARGETS:-"stagemem_fuzz_decoders stagemem_fuzz_estimate stagemem_fuzz_pickle"}
+targets=${FUZZ_TARGETS:-"stagemem_fuzz_decoders stagemem_fuzz_estimate stagemem_fuzz_pickle stagemem_fuzz_memory_log"}
 build=out/build/fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DSTAGEMEM_FUZZ=ON -DSTAGEMEM_BUILD_APP=OFF -DSTAGEMEM_BUILD_TESTS=OFF >/dev/null
@@ -41,6 +42,7 @@ for file in tests/links/*.txt tests/bad-inputs/*.txt; do
 done
 cp shared/reference/hf-configs/*.json "$seeds/" 2>/dev/null || cp ../shared/reference/hf-configs/*.json "$seeds/" 2>/dev/null || true
 cp tests/core/data/snapshots/*.pickle "$seeds/"
+cp tests/cli/data/megatron_memory.log "$seeds/"
 # The pickle corpora spell bytes as \xNN: seed their bytes too (printf %b reads the same escapes).
 for file in tests/bad-inputs/pickle.txt tests/bad-inputs/snapshot.txt; do
   while IFS= read -r line; do

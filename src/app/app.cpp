@@ -64,7 +64,7 @@ namespace {
 // pairs are taken out before the core's decoder sees the fragment, and written after its pairs.
 constexpr std::string_view view_prefix = "view.";
 constexpr std::array<std::string_view, static_cast<std::size_t>(MainTab::count)> tab_keys = {
-    "stages", "sweep", "cross-checks", "terms", "plan", "timeline"};
+    "stages", "sweep", "cross-checks", "terms", "plan", "timeline", "snapshot"};
 constexpr std::array<std::string_view, 2> axis_keys = {"view.x", "view.y"};
 constexpr std::array<std::string_view, 2> default_axis_fields = {"seq", "mbs"};
 constexpr std::array<std::string_view, 2> default_axis_values = {"2048, 4096, 8192, 16384, 32768",
@@ -103,7 +103,8 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
       if (at == tab_keys.end()) {
         state.link_problems.push_back({"url.view.tab", "unknown tab '" + value.substr(0, 32) +
                                                            "': expected stages, sweep, "
-                                                           "cross-checks, terms or plan"});
+                                                           "cross-checks, terms, plan, "
+                                                           "timeline or snapshot"});
       } else {
         state.requested_tab = static_cast<MainTab>(at - tab_keys.begin());
       }
@@ -125,7 +126,8 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
 }  // namespace
 
 std::string view_fragment(const AppState& state) {
-  std::string out;
+  // A loaded snapshot's summary first (snapshot= entries: measured figures, not configuration).
+  std::string out = snapshot_link_part(state);
   const MainTab tab = state.requested_tab != MainTab::count ? state.requested_tab : state.main_tab;
   if (tab != MainTab::stages) {
     out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
@@ -170,6 +172,7 @@ void apply_fragment(AppState& state, std::string_view link) {
     if (e.field.starts_with("url.custom")) decoded.config.custom_model.clear();
   }
   state.config = decoded.config;
+  if (!refused_whole) apply_snapshot_link(state, split.config);
   apply_view(state, split.view);
   // What only the whole configuration can check (e.g. MoE with TP needs sequence parallelism)
   // is not a link problem: those fields are marked in place, with a fix where there is one.

@@ -22,7 +22,9 @@ inline constexpr std::string_view default_link =
 void apply_fragment(AppState& state, std::string_view link);
 // The fragment of what is on screen: the configuration's (url_fragment.h) + the view pairs.
 std::string link_fragment(const AppState& state);
-std::string view_fragment(const AppState& state);  // "" or "&view.tab=sweep&view.x=seq:1024,2048"
+// The app's own pairs after the configuration: a loaded snapshot's summary (snapshot= entries),
+// then the view pairs: "" or "&snapshot=...&view.tab=sweep&view.x=seq:1024,2048".
+std::string view_fragment(const AppState& state);
 // Start-up work done once: the field editors' labels, the term catalogue, the sweep's axes.
 void initialize_state(AppState& state);
 // Recomputes the report (and its display strings) if the config changed since the last frame.
@@ -51,6 +53,15 @@ void handle_history_keys(AppState& state);  // Ctrl+Z, Ctrl+Shift+Z, Ctrl+Y outs
 // (Hugging Face) or stagemem JSON (config or report). `name` is the file name or "clipboard".
 // Returns what happened, for the toolbar's message line.
 std::string load_text(AppState& state, std::string_view name, std::string_view text);
+// A dropped or picked file's bytes: a PyTorch allocator snapshot (a pickle: its name ends in
+// .pickle or .pkl, or it starts with pickle's PROTO opcode) is read with the core's decoder and
+// opens the Snapshot tab; anything else goes to load_text. Returns the toolbar's message.
+std::string load_file(AppState& state, std::string_view name, std::string_view bytes);
+// The snapshot's summary in a link (snapshot_link.h), "" when none is loaded.
+std::string snapshot_link_part(const AppState& state);
+// Applies a link's snapshot= entries: a summary replaces the loaded snapshot, a link without
+// any clears it; problems go to state.link_problems.
+void apply_snapshot_link(AppState& state, std::string_view link);
 // The page's paste event: ImGui's next paste reads `text`; with no text field active, a link or
 // JSON loads at once.
 void on_paste(AppState& state, std::string_view text);
@@ -75,6 +86,7 @@ void draw_cross_checks(AppState& state, const stagemem::Report& report);
 void draw_model(AppState& state, const stagemem::Report& report);
 void draw_plan(AppState& state, const stagemem::Report& report);
 void draw_timeline(AppState& state, const stagemem::Report& report);
+void draw_snapshot(AppState& state, const stagemem::Report& report);
 void draw_status_bar(AppState& state, const stagemem::Report& report);
 std::string_view app_version();  // "0.1.0"
 std::string_view app_commit();   // the commit the build was made from (git), or "unknown"
@@ -101,6 +113,8 @@ std::string platform_link(const AppState& state, const std::string& fragment);
 // Opens the platform's file picker for a config.json / stagemem JSON (web: an <input type=file>;
 // the file arrives later through load_text). Returns the feedback line.
 std::string platform_open_file(AppState& state);
+// The same for an allocator snapshot (.pickle); the bytes arrive later through load_file.
+std::string platform_open_snapshot(AppState& state);
 // A link the user loaded or pasted becomes a browser history entry (Back returns to the
 // previous one); native: nothing.
 void platform_push_link(AppState& state);

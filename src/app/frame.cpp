@@ -40,7 +40,8 @@ constexpr Tab tabs[] = {
     {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
     {"Term catalogue", MainTab::model, Widget::tab_model, draw_model},
     {"Plan", MainTab::plan, Widget::tab_plan, draw_plan},
-    {"Timeline", MainTab::timeline, Widget::tab_timeline, draw_timeline}};
+    {"Timeline", MainTab::timeline, Widget::tab_timeline, draw_timeline},
+    {"Snapshot", MainTab::snapshot, Widget::tab_snapshot, draw_snapshot}};
 
 // The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
 void draw_main_tabs(AppState& state) {

@@ -6,11 +6,15 @@
 //   - a stagemem configuration JSON ("format": "stagemem-config") -> config_from_json;
 //   - any other JSON object -> a Hugging Face config.json: its model becomes the custom model and
 //     the rest of the configuration (layout, device, ...) stays as it is;
+//   - a PyTorch allocator snapshot (load_file: a pickle, by name or by its first byte) -> read
+//     with the core's decoder (snapshot.h) in the page, never sent anywhere; the Snapshot tab
+//     opens and the link carries its summary (snapshot_link.h), never the file;
 //   - text holding Megatron memory report lines ("[Rank r] (after N iterations) memory (MB) |
 //     allocated: ...") -> each rank's figures become measurements on its stage (memory_log.h),
 //     replacing the readings of an earlier log; the Cross-checks tab opens.
 // Problems are shown in the banner naming the field, as for a link; nothing is applied then,
 // except a link's good fields.
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -20,6 +24,8 @@
 #include "imgui.h"
 #include "memory_log.h"
 #include "model_text.h"
+#include "snapshot.h"
+#include "snapshot_link.h"
 
 namespace {
 
@@ -97,7 +103,86 @@ std::string load_memory_log(AppState& state, const std::string& from, std::strin
          " (Megatron's memory report lines)";
 }
 
+bool looks_like_pickle(std::string_view name, std::string_view bytes) {
+  const auto ends = [&](std::string_view tail) {
+    if (name.size() < tail.size()) return false;
+    for (std::size_t i = 0; i < tail.size(); ++i) {
+      const char c = name[name.size() - tail.size() + i];
+      if (std::tolower(static_cast<unsigned char>(c)) != tail[i]) return false;
+    }
+    return true;
+  };
+  // Protocol 2 and later open with PROTO (0x80) and the protocol number.
+  const bool proto = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 &&
+                     bytes[1] >= 2 && bytes[1] <= 5;
+  return ends(".pickle") || ends(".pkl") || proto;
+}
+
+std::string load_snapshot(AppState& state, const std::string& from, std::string_view bytes) {
+  const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(bytes);
+  std::string error = decoded.error;
+  stagemem::SnapshotSummary summary;
+  if (decoded.snapshot) {
+    summary = stagemem::summarize_snapshot(*decoded.snapshot);
+    error = summary.error;
+  }
+  if (!error.empty()) {
+    // The snapshot shown before (if any) stays; the tab and the banner say why this one did not.
+    state.snapshot.error = error;
+    state.snapshot.error_file = from;
+    show_problems(state, from + " is not a readable allocator snapshot:", {{from, error}});
+    state.requested_tab = MainTab::snapshot;
+    return "Nothing loaded from " + from;
+  }
+  SnapshotView& view = state.snapshot;
+  // Compared with the stage the timeline shows (the binding stage unless one was chosen).
+  std::int64_t stage = state.timeline.stage;
+  if (stage < 0) stage = state.report.binding_stage;
+  view = SnapshotView{.loaded = true,
+                      .from_link = false,
+                      .file = from,
+                      .stage = std::max<std::int64_t>(stage, 0),
+                      .summary = std::move(summary),
+                      .file_bytes = static_cast<std::int64_t>(bytes.size()),
+                      .error = {},
+                      .error_file = {}};
+  state.link_banner_visible = false;
+  state.requested_tab = MainTab::snapshot;
+  platform_push_link(state);
+  return "Read the allocator snapshot " + from + " in the page (" + std::to_string(bytes.size()) +
+         " bytes; it was not uploaded)";
+}
+
 }  // namespace
+
+std::string load_file(AppState& state, std::string_view name, std::string_view bytes) {
+  if (looks_like_pickle(name, bytes)) return load_snapshot(state, std::string(name), bytes);
+  return load_text(state, name, bytes);
+}
+
+std::string snapshot_link_part(const AppState& state) {
+  if (!state.snapshot.loaded) return {};
+  return stagemem::snapshot_fragment(stagemem::snapshot_link_entries(
+      state.snapshot.summary, state.snapshot.file, state.snapshot.stage));
+}
+
+void apply_snapshot_link(AppState& state, std::string_view link) {
+  stagemem::DecodedSnapshotLink decoded = stagemem::decode_snapshot_link(link);
+  for (auto& e : decoded.diagnostics.errors) state.link_problems.push_back(std::move(e));
+  if (!decoded.snapshot) {
+    // A link without a snapshot shows none; a bad one keeps nothing half-read.
+    state.snapshot = SnapshotView{};
+    return;
+  }
+  state.snapshot = SnapshotView{.loaded = true,
+                                .from_link = true,
+                                .file = std::move(decoded.snapshot->file),
+                                .stage = decoded.snapshot->stage,
+                                .summary = std::move(decoded.snapshot->summary),
+                                .file_bytes = 0,
+                                .error = {},
+                                .error_file = {}};
+}
 
 std::string load_text(AppState& state, std::string_view name, std::string_view text) {
   text = trim(text);

@@ -4,11 +4,19 @@
 // stored activations, transients); the peak moment is marked and named. Hovering a column shows
 // its event, its bytes by family and the terms alive then. The timeline is rebuilt only when the
 // report or the chosen stage changes (AppState::timeline).
+// A loaded allocator snapshot of the same stage (AppState::snapshot) is drawn over it: its
+// replayed live-bytes curve in its own colour, with its peak event marked and compared with the
+// derived peak. The x axes differ in kind (allocator events vs schedule passes); both are spread
+// over the chart's width and the chart says so. The y axis is shared unless the measured peak is
+// under 5% of it (a proxy run on a production configuration): then the curve gets its own bytes
+// axis on the right, labelled as such.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "app.h"
 #include "imgui.h"
+#include "snapshot.h"
 #include "term_text.h"
 #include "timeline.h"
 #include "units.h"
@@ -28,7 +36,16 @@ constexpr ImU32 family_colours[] = {
 constexpr ImU32 peak_colour = IM_COL32(255, 80, 70, 255);
 constexpr ImU32 capacity_colour = IM_COL32(235, 90, 80, 160);
 constexpr ImU32 axis_colour = IM_COL32(170, 172, 180, 255);
+constexpr ImU32 measured_colour = IM_COL32(90, 230, 140, 255);
+// Below this share of the derived axis the measured curve gets its own axis (it would be flat).
+constexpr double own_scale_share = 0.05;
 constexpr float chart_height_px = 300.0f;
+
+// A measured level in a unit that suits it (test proxies are MiB, real runs GiB).
+std::string short_amount(std::int64_t bytes) {
+  return bytes >= (std::int64_t{1} << 30) ? stagemem::format_gib(bytes)
+                                          : stagemem::format_mib(bytes);
+}
 
 ImU32 colour_of(stagemem::Family f) {
   return family_colours[static_cast<std::size_t>(f)];
@@ -93,6 +110,43 @@ void event_tooltip(const AppState& state, const stagemem::StageReport& stage, st
   }
 }
 
+// The snapshot shown over this stage's timeline: its device's curve and peak, or nothing.
+struct Measured {
+  bool shown = false;
+  const std::vector<std::int64_t>* curve = nullptr;  // null from a link
+  std::size_t device = 0;
+  std::int64_t peak_bytes = 0;
+  std::int64_t peak_event = -1;  // index in the curve; -1 unknown
+  double peak_share = -1.0;      // (peak event + 0.5) / events of its trace; -1 unknown
+};
+
+Measured measured_for(const AppState& state, std::int64_t stage) {
+  Measured m;
+  const SnapshotView& snap = state.snapshot;
+  if (!snap.loaded || snap.stage != stage) return m;
+  const stagemem::SnapshotSummary& s = snap.summary;
+  m.device = s.peak.found ? s.peak.device : 0;
+  if (m.device < s.live_bytes.size() && !s.live_bytes[m.device].empty()) {
+    m.curve = &s.live_bytes[m.device];
+  }
+  if (s.peak.found) {
+    m.peak_bytes = s.peak.live_bytes;
+    m.peak_event = m.curve ? static_cast<std::int64_t>(s.peak.event) : -1;
+  } else if (m.curve) {
+    const auto top = std::max_element(m.curve->begin(), m.curve->end());
+    m.peak_bytes = *top;
+    m.peak_event = top - m.curve->begin();
+  }
+  const std::int64_t events =
+      m.curve ? static_cast<std::int64_t>(m.curve->size()) : s.peak_trace_events;
+  const std::int64_t event = m.curve ? m.peak_event : static_cast<std::int64_t>(s.peak.event);
+  if (s.peak.found && events > 0 && event >= 0 && event < events) {
+    m.peak_share = (static_cast<double>(event) + 0.5) / static_cast<double>(events);
+  }
+  m.shown = m.curve != nullptr || s.peak.found;
+  return m;
+}
+
 }  // namespace
 
 void draw_timeline(AppState& state, const stagemem::Report& report) {
@@ -135,6 +189,22 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
     ImGui::TextUnformatted(std::string(stagemem::family_name(f)).c_str());
     ImGui::SameLine();
   }
+  const Measured measured = measured_for(state, view.stage);
+  MeasuredOverlay& overlay = view.measured;
+  overlay = MeasuredOverlay{};
+  if (measured.shown) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float size = ImGui::GetTextLineHeight();
+    ImGui::GetWindowDrawList()->AddLine(ImVec2(p.x, p.y + size * 0.5f),
+                                        ImVec2(p.x + size * 1.5f, p.y + size * 0.5f),
+                                        measured_colour, 3.0f * state.ui_scale);
+    ImGui::Dummy(ImVec2(size * 1.5f, size));
+    ImGui::SameLine();
+    overlay.legend = measured.curve ? "measured live bytes: " + state.snapshot.file + ", device " +
+                                          std::to_string(measured.device)
+                                    : "measured peak: " + state.snapshot.file + " (from the link)";
+    ImGui::TextUnformatted(overlay.legend.c_str());
+  }
   ImGui::NewLine();
 
   const float scale = state.ui_scale;
@@ -153,6 +223,10 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
   const auto n = static_cast<std::int64_t>(t.events.size());
   std::int64_t top = std::max<std::int64_t>(stage.peak_bytes, 1);
   if (report.device.bytes > 0) top = std::max(top, report.device.bytes);
+  // The measured curve shares the axis when it is big enough to be read on it.
+  const bool own_scale = measured.shown && static_cast<double>(measured.peak_bytes) <
+                                               own_scale_share * static_cast<double>(top);
+  if (measured.shown && !own_scale) top = std::max(top, measured.peak_bytes);
   const double per_byte = static_cast<double>(plot_bottom - plot_top) / static_cast<double>(top);
   const float column = (plot_x1 - plot_x0) / static_cast<float>(std::max<std::int64_t>(n, 1));
   const auto y_of = [&](std::int64_t bytes) {
@@ -180,7 +254,11 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
   if (report.device.bytes > 0) {
     const float y = y_of(report.device.bytes);
     draw->AddLine(ImVec2(plot_x0, y), ImVec2(plot_x1, y), capacity_colour, 1.5f * scale);
-    draw->AddText(ImVec2(plot_x0 + 4.0f * scale, y - ImGui::GetTextLineHeight()), capacity_colour,
+    // Above its line, or under it when the line is the plot's top (the band above holds the
+    // peak's label).
+    const float text_y = y - ImGui::GetTextLineHeight() < plot_top ? y + 2.0f * scale
+                                                                   : y - ImGui::GetTextLineHeight();
+    draw->AddText(ImVec2(plot_x0 + 4.0f * scale, text_y), capacity_colour,
                   ("device " + stagemem::format_gib(report.device.bytes, 1)).c_str());
   }
   if (t.peak_event >= 0) {
@@ -191,11 +269,120 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
         std::min(x + 4.0f * scale, plot_x1 - ImGui::CalcTextSize(label.c_str()).x);
     draw->AddText(ImVec2(label_x, origin.y), peak_colour, label.c_str());
   }
+  if (measured.shown) {
+    // Its own axis: the curve's peak at 90% of the plot's height, the top labelled on the right.
+    const std::int64_t measured_top =
+        own_scale ? std::max<std::int64_t>(1, measured.peak_bytes + measured.peak_bytes / 9) : top;
+    const double measured_per_byte =
+        static_cast<double>(plot_bottom - plot_top) / static_cast<double>(measured_top);
+    const auto my_of = [&](std::int64_t bytes) {
+      return plot_bottom - static_cast<float>(static_cast<double>(bytes) * measured_per_byte);
+    };
+    overlay.own_scale = own_scale;
+    overlay.axis_top_bytes = measured_top;
+    overlay.from_link = measured.curve == nullptr;
+    if (own_scale) {
+      // Labelled in the band above the plot, right-aligned (the curve tops out at 90% of it).
+      const std::string label = short_amount(measured_top) + " (measured, own axis)";
+      const float w = ImGui::CalcTextSize(label.c_str()).x;
+      draw->AddLine(ImVec2(plot_x1 - 1.0f, plot_top), ImVec2(plot_x1 - 1.0f, plot_bottom),
+                    measured_colour);
+      draw->AddText(ImVec2(plot_x1 - w, origin.y), measured_colour, label.c_str());
+    }
+    const float plot_width = plot_x1 - plot_x0;
+    if (measured.peak_share >= 0.0) {
+      overlay.peak_x = plot_x0 + plot_width * static_cast<float>(measured.peak_share);
+    }
+    if (measured.curve) {
+      // Event i of N at (i + 0.5) / N of the width; more events than pixels: each pixel column
+      // draws the largest level of its events, so the peak is never averaged away.
+      const std::vector<std::int64_t>& curve = *measured.curve;
+      const auto events = static_cast<std::int64_t>(curve.size());
+      std::vector<ImVec2> points;
+      const auto columns = static_cast<std::int64_t>(std::max(1.0f, plot_width));
+      if (events <= 2 * columns) {
+        points.reserve(static_cast<std::size_t>(events));
+        for (std::int64_t i = 0; i < events; ++i) {
+          const float x =
+              plot_x0 + plot_width * (static_cast<float>(i) + 0.5f) / static_cast<float>(events);
+          points.emplace_back(x, my_of(curve[static_cast<std::size_t>(i)]));
+        }
+      } else {
+        points.reserve(static_cast<std::size_t>(columns));
+        for (std::int64_t c = 0; c < columns; ++c) {
+          const std::int64_t first = c * events / columns;
+          const std::int64_t last = std::max(first + 1, (c + 1) * events / columns);
+          std::int64_t level = 0;
+          for (std::int64_t i = first; i < last; ++i)
+            level = std::max(level, curve[static_cast<std::size_t>(i)]);
+          points.emplace_back(plot_x0 + static_cast<float>(c) + 0.5f, my_of(level));
+        }
+      }
+      draw->AddPolyline(points.data(), static_cast<int>(points.size()), measured_colour,
+                        ImDrawFlags_None, 2.0f * scale);
+      overlay.points = static_cast<std::int64_t>(points.size());
+    } else {
+      // From a link: the peak's level only, dashed across the chart.
+      const float y = my_of(measured.peak_bytes);
+      for (float x = plot_x0; x < plot_x1; x += 10.0f * scale) {
+        draw->AddLine(ImVec2(x, y), ImVec2(std::min(x + 6.0f * scale, plot_x1), y), measured_colour,
+                      2.0f * scale);
+      }
+      if (measured.peak_share < 0.0) overlay.peak_x = plot_x0 + 4.0f * scale;
+    }
+    overlay.peak_y = my_of(measured.peak_bytes);
+    if (measured.peak_share >= 0.0) {
+      draw->AddCircleFilled(ImVec2(overlay.peak_x, overlay.peak_y), 4.5f * scale, measured_colour);
+    }
+    const std::string label = "measured peak " + short_amount(measured.peak_bytes);
+    const float label_w = ImGui::CalcTextSize(label.c_str()).x;
+    // Right of the marker, or left of it where the plot ends; just above the level it marks.
+    float label_x = overlay.peak_x + 8.0f * scale;
+    if (label_x + label_w > plot_x1)
+      label_x = std::max(plot_x0, overlay.peak_x - 8.0f * scale - label_w);
+    const float label_y = std::max(plot_top, overlay.peak_y - ImGui::GetTextLineHeight() - 2.0f);
+    draw->AddText(ImVec2(label_x, label_y), measured_colour, label.c_str());
+    overlay.drawn = true;
+    overlay.frame = state.frame_count;
+  }
   ImGui::TextDisabled(
       "%lld events: %lld micro-batches x %lld chunk(s), forward and backward, then the optimizer "
       "step",
       static_cast<long long>(n), static_cast<long long>(report.micro_batches),
       static_cast<long long>(t.chunks));
+  if (measured.shown) {
+    const SnapshotView& snap = state.snapshot;
+    if (measured.curve) {
+      overlay.axis_note =
+          "X axes: the columns are this stage's " + std::to_string(n) +
+          " passes of one step in schedule order; the green curve spreads the snapshot's " +
+          std::to_string(measured.curve->size()) + " recorded allocator events (device " +
+          std::to_string(measured.device) +
+          ", trace order, not time) over the same width. The two are not aligned in time: "
+          "only both span the chart.";
+    } else {
+      overlay.axis_note =
+          "The dashed green line is the snapshot's measured peak from the link, its dot the "
+          "peak's place among the trace's events spread over the width (the curve stays in the "
+          "file: load it to see the curve)";
+    }
+    if (own_scale) {
+      overlay.axis_note += " Y axis: the measured curve has its own scale (right, 0 to " +
+                           short_amount(overlay.axis_top_bytes) +
+                           "): its peak is under 5% of the derived axis.";
+    }
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(measured_colour), "%s",
+                       overlay.axis_note.c_str());
+    ImGui::TextUnformatted(
+        stagemem::compare_snapshot_peak(snap.summary, stage, view.peak_name).text.c_str());
+    ImGui::PopTextWrapPos();
+  } else if (state.snapshot.loaded) {
+    ImGui::TextDisabled(
+        "The loaded snapshot %s is compared with stage %lld: choose that stage to "
+        "see its measured curve here.",
+        state.snapshot.file.c_str(), static_cast<long long>(state.snapshot.stage));
+  }
 
   std::int64_t under_mouse = -1;
   if (hovered && n > 0) {

@@ -110,22 +110,31 @@ std::string platform_open_file(AppState&) {
   return "Drop a config.json or stagemem JSON onto the window to load it";
 }
 
+std::string platform_open_snapshot(AppState&) {
+  return "Drop an allocator snapshot (.pickle) onto the window to load it";
+}
+
 void platform_push_link(AppState&) {}
 
 namespace {
 
-// A file dropped onto the window: read it and load it like a pasted text.
+// A file dropped onto the window: read it and load it like a pasted text, or as an allocator
+// snapshot (load_file tells them apart).
 void on_drop(GLFWwindow* window, int count, const char** paths) {
   auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
   if (state == nullptr || count < 1) return;
   std::ifstream file(paths[0], std::ios::binary);
   std::string text;
-  constexpr std::size_t limit = std::size_t{1} << 20;  // what config_from_json reads at most
-  text.resize(limit);
-  file.read(text.data(), static_cast<std::streamsize>(limit));
+  // What the pickle reader accepts at most (PickleLimits), one byte more so it can say so.
+  constexpr std::size_t limit = (std::size_t{1} << 30) + 1;
+  file.seekg(0, std::ios::end);
+  const std::streamoff size = file.tellg();
+  file.seekg(0, std::ios::beg);
+  text.resize(std::min(limit, static_cast<std::size_t>(std::max<std::streamoff>(size, 0))));
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(file.gcount()));
   const std::string_view path(paths[0]);
-  show_message(*state, load_text(*state, path.substr(path.find_last_of("/\\") + 1), text));
+  show_message(*state, load_file(*state, path.substr(path.find_last_of("/\\") + 1), text));
 }
 
 // Input callbacks installed before ImGui's backend, which chains to them: they only wake the

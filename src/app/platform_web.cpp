@@ -96,6 +96,11 @@ std::string platform_open_file(AppState&) {
   return "Choose a config.json or stagemem JSON";
 }
 
+std::string platform_open_snapshot(AppState&) {
+  open_snapshot_picker();
+  return "Choose an allocator snapshot (.pickle); it is read in the page, never uploaded";
+}
+
 void platform_push_link(AppState& state) {
   push_location_fragment(link_fragment(state));
   state.location_config = state.config;

@@ -13,6 +13,7 @@
 #include "plan_tab.h"
 #include "report.h"
 #include "report_labels.h"
+#include "snapshot.h"
 #include "sweep.h"
 #include "term_catalogue.h"
 #include "timeline.h"
@@ -21,7 +22,16 @@
 struct ImFont;
 
 // The tabs of the main view (right of, or under, the configuration).
-enum class MainTab : std::uint8_t { stages, sweep, cross_checks, model, plan, timeline, count };
+enum class MainTab : std::uint8_t {
+  stages,
+  sweep,
+  cross_checks,
+  model,
+  plan,
+  timeline,
+  snapshot,
+  count
+};
 
 // Editing state of one row of config_fields() (parallel to it).
 struct FieldEditor {
@@ -61,6 +71,20 @@ struct ModelTraits {
   bool attn_res = false;
 };
 
+// What the Timeline tab drew of a loaded snapshot over the derived chart last frame (tests read it
+// through Module.getTimeline().measured). Coordinates in ImGui pixels.
+struct MeasuredOverlay {
+  std::uint64_t frame = 0;  // AppState::frame_count when drawn
+  bool drawn = false;
+  bool from_link = false;           // only the peak level (a link carries no curve)
+  std::int64_t points = 0;          // vertices of the curve drawn
+  bool own_scale = false;           // the measured curve has its own bytes axis (right)
+  std::int64_t axis_top_bytes = 0;  // the top of the measured curve's bytes axis
+  float peak_x = 0.0f, peak_y = 0.0f;
+  std::string legend;     // the legend entry's text
+  std::string axis_note;  // how the two x axes map, as printed under the chart
+};
+
 // The "Timeline" tab: one stage's step timeline (timeline.h), rebuilt when the report or the
 // chosen stage changes.
 struct TimelineView {
@@ -71,6 +95,21 @@ struct TimelineView {
   std::string peak_name;            // moment_name of the stage's peak
   std::int64_t hovered_event = -1;  // event under the mouse last frame; -1 none
   std::string hovered_name;         // its event_name
+  MeasuredOverlay measured;         // a snapshot's curve over it, as drawn last frame
+};
+
+// The "Snapshot" tab: a PyTorch allocator snapshot read in the page (snapshot.h; the file never
+// leaves it), or its summary from a link (snapshot_link.h: then without the trace's curve). The
+// comparison with the derived terms is recomputed from `summary` and the report when drawn.
+struct SnapshotView {
+  bool loaded = false;
+  bool from_link = false;  // the summary came from a link: no live-bytes curve
+  std::string file;        // the snapshot's file name
+  std::int64_t stage = 0;  // the pipeline stage it is compared with (and drawn over)
+  stagemem::SnapshotSummary summary;
+  std::int64_t file_bytes = 0;  // size of the file read (0 from a link)
+  std::string error;            // the decoder's error for the last file that did not load
+  std::string error_file;
 };
 
 struct AppState {
@@ -146,6 +185,7 @@ struct AppState {
   WidgetRect heat_map_rect{};  // where the grid was drawn last frame
   PlanTab plan;                // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
   TimelineView timeline;       // the "Timeline" tab
+  SnapshotView snapshot;       // the "Snapshot" tab (and the measured curve on the timeline)
 
   // The "Model" tab: every term stagemem can produce, computed once at start-up.
   std::vector<stagemem::CatalogueEntry> catalogue;

@@ -12,13 +12,13 @@
 #include "config_sources.h"
 #include "report.h"
 #include "snapshot.h"
+#include "snapshot_link.h"
 #include "term_text.h"
+#include "timeline.h"
 #include "units.h"
 
 namespace {
 
-using stagemem::format_gib;
-using stagemem::group_digits;
 using stagemem_cli::exit_bad_input;
 
 constexpr std::array<stagemem_cli::CommandOption, 2> snapshot_options = {{
@@ -30,22 +30,12 @@ constexpr std::array<stagemem_cli::CommandOption, 2> snapshot_options = {{
 }};
 
 std::string bytes_text(std::int64_t bytes) {
-  return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
+  return stagemem::snapshot_bytes_text(bytes);
 }
-
-std::string peak_where(const stagemem::SnapshotPeak& p) {
-  return p.where.empty() ? std::string("no frames") : p.where;
-}
-
-constexpr const char* lazy_state_note =
-    "no optimizer-state allocations in this snapshot: if it was taken before the first "
-    "optimizer step, the optimizer state (Adam moments, Muon momentum; master weights with some "
-    "optimizers) is not allocated yet: PyTorch optimizers create it lazily in their first "
-    "step()";
 
 void print_text(const std::string& file, const stagemem::SnapshotSummary& s,
-                const std::vector<stagemem::SnapshotComparisonRow>& rows, bool compared,
-                std::int64_t stage) {
+                const std::vector<stagemem::SnapshotComparisonRow>& rows,
+                const stagemem::StageReport* compared, std::int64_t stage) {
   std::printf("snapshot %s: reserved %s, active %s (requested bytes of active blocks)\n",
               file.c_str(), bytes_text(s.reserved_bytes).c_str(),
               bytes_text(s.active_bytes).c_str());
@@ -59,17 +49,7 @@ void print_text(const std::string& file, const stagemem::SnapshotSummary& s,
               compared ? "status" : "");
   for (const auto& row : rows) {
     const auto& b = s.buckets[static_cast<std::size_t>(row.bucket)];
-    std::string status;
-    if (compared) {
-      status = std::string(stagemem::snapshot_match_name(row.match));
-      if (row.match == stagemem::SnapshotMatch::gap) {
-        status += " " + std::string(row.gap_bytes > 0 ? "+" : "-") +
-                  group_digits(row.gap_bytes > 0 ? row.gap_bytes : -row.gap_bytes) + " B";
-      }
-      if (row.derived_transient_only && row.match == stagemem::SnapshotMatch::derived_only) {
-        status += " (a transient: alive only during its phase)";
-      }
-    }
+    const std::string status = compared ? stagemem::snapshot_row_status(row) : std::string();
     std::printf("%-32s %26s %26s  %s\n",
                 std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str(),
                 bytes_text(b.bytes).c_str(), compared ? bytes_text(row.derived_bytes).c_str() : "",
@@ -86,42 +66,22 @@ void print_text(const std::string& file, const stagemem::SnapshotSummary& s,
   }
   if (compared) {
     // The verdict per bucket, in words: what matches and what is missing on either side.
-    std::string lists[4];
-    for (const auto& row : rows) {
-      const std::size_t k = static_cast<std::size_t>(row.match);
-      if (k >= 4) continue;
-      if (!lists[k].empty()) lists[k] += ", ";
-      lists[k] += std::string(stagemem::snapshot_bucket_name(row.bucket));
-    }
-    const char* titles[4] = {"matches (to the byte)", "differs", "measured, no derived term",
-                             "derived, not in the snapshot"};
     std::printf("\n");
-    for (std::size_t k = 0; k < 4; ++k) {
-      std::printf("%-30s %s\n", titles[k], lists[k].empty() ? "-" : lists[k].c_str());
+    for (const auto& v : stagemem::snapshot_verdicts(rows)) {
+      std::printf("%-30s %s\n", std::string(v.title).c_str(), v.buckets.c_str());
     }
-    std::printf(
-        "(derived activations are the stage's stored activations at its peak, all "
-        "micro-batches in flight; a snapshot holds those of the moment it was taken)\n");
+    std::printf("%s\n", std::string(stagemem::snapshot_activation_note()).c_str());
   }
-  if (s.blocks_without_frames > 0) {
-    std::printf(
-        "\n%lld active blocks carry no Python frames (allocated while recording was off, "
-        "or on autograd's thread): counted in other\n",
-        static_cast<long long>(s.blocks_without_frames));
+  if (const std::string note = stagemem::snapshot_frameless_note(s); !note.empty()) {
+    std::printf("\n%s\n", note.c_str());
   }
-  if (!s.optimizer_state_seen) std::printf("\nnote: %s\n", lazy_state_note);
-  if (s.peak.found) {
-    std::printf(
-        "\nmeasured peak (device trace replay, alloc adds, free_completed removes; counted from "
-        "the first recorded event): %s on device %zu at event %zu, an alloc of %s (%s) at %s\n",
-        bytes_text(s.peak.live_bytes).c_str(), s.peak.device, s.peak.event,
-        bytes_text(s.peak.size).c_str(),
-        std::string(stagemem::snapshot_bucket_name(s.peak.attribution.bucket)).c_str(),
-        peak_where(s.peak).c_str());
-  } else {
-    std::printf(
-        "\nno device trace (record with torch.cuda.memory._record_memory_history()): "
-        "no measured peak\n");
+  if (!s.optimizer_state_seen) {
+    std::printf("\nnote: %s\n", std::string(stagemem::snapshot_lazy_state_note()).c_str());
+  }
+  std::printf("\n%s\n", stagemem::snapshot_peak_text(s).c_str());
+  if (compared) {
+    const std::string moment = stagemem::moment_name(*compared, stagemem::peak_moment(*compared));
+    std::printf("%s\n", stagemem::compare_snapshot_peak(s, *compared, moment).text.c_str());
   }
 }
 
@@ -159,7 +119,9 @@ void print_json(const std::string& file, const stagemem::SnapshotSummary& s,
               {"blocks_without_frames", s.blocks_without_frames},
               {"optimizer_state_seen", s.optimizer_state_seen},
               {"buckets", buckets}};
-  if (!s.optimizer_state_seen) out["lazy_state_note"] = lazy_state_note;
+  if (!s.optimizer_state_seen) {
+    out["lazy_state_note"] = std::string(stagemem::snapshot_lazy_state_note());
+  }
   if (s.peak.found) {
     out["peak"] = {
         {"device", s.peak.device},
@@ -181,22 +143,42 @@ int run_snapshot(const std::vector<std::string_view>& args) {
       args, {.options = snapshot_options, .allow_positional = true});
   if (line.help) {
     std::printf(
-        "usage: stagemem snapshot FILE [configuration flags] [--stage N] [--json]\n\n"
+        "usage: stagemem snapshot FILE [configuration flags] [--stage N] [--json]\n"
+        "       stagemem snapshot --url LINK [--stage N] [--json]   (a link with snapshot= "
+        "entries)\n\n"
         "Reads a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot(); only plain\n"
         "values are accepted, nothing in the file is executed), attributes every active block\n"
         "to a bucket by its Python frames, and prints the measured bytes per bucket next to the\n"
-        "derived terms of the stage, with the measured peak event of the device trace.\n\n"
+        "derived terms of the stage, with the measured peak event of the device trace. A link\n"
+        "copied from the app after loading a snapshot carries its summary (snapshot= entries,\n"
+        "never the file): given without FILE, the comparison is made from it.\n\n"
         "options:\n%s%s",
         stagemem_cli::command_options_help(snapshot_options).c_str(),
         stagemem_cli::configuration_flags_help().c_str());
     return 0;
   }
   stagemem::Diagnostics& d = line.diagnostics;
-  if (line.positional.size() != 1) {
-    d.error("FILE",
-            "give exactly one snapshot file (got " + std::to_string(line.positional.size()) + ")");
+  // Without a FILE, a link's snapshot= entries (the app's Copy link after loading a snapshot)
+  // stand in for it: the same comparison from the summary the link carries.
+  std::optional<stagemem::SnapshotLinkSummary> from_link;
+  if (line.positional.empty()) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      std::string_view url;
+      if (args[i] == "--url" && i + 1 < args.size()) url = args[i + 1];
+      if (args[i].starts_with("--url=")) url = args[i].substr(6);
+      if (url.empty()) continue;
+      stagemem::DecodedSnapshotLink decoded = stagemem::decode_snapshot_link(url);
+      for (const auto& e : decoded.diagnostics.errors) d.error(e.field, e.message);
+      if (decoded.snapshot) from_link = std::move(decoded.snapshot);
+    }
   }
-  std::int64_t stage = 0;
+  if (line.positional.size() != 1 && !from_link) {
+    d.error("FILE",
+            "give exactly one snapshot file, or a --url link that carries a snapshot's "
+            "summary (got " +
+                std::to_string(line.positional.size()) + " files)");
+  }
+  std::int64_t stage = from_link ? from_link->stage : 0;
   if (const auto text = line.option("--stage")) {
     try {
       std::size_t used = 0;
@@ -210,23 +192,30 @@ int run_snapshot(const std::vector<std::string_view>& args) {
     stagemem_cli::print_diagnostics(d);
     return exit_bad_input;
   }
-  const std::string path = line.positional[0];
-  const std::optional<std::string> bytes = stagemem_cli::read_text_file(path, "FILE", d);
-  if (!bytes) {
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
-  const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(*bytes);
-  if (!decoded.snapshot) {
-    d.error(path.substr(0, 200), decoded.error);
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
-  const stagemem::SnapshotSummary summary = stagemem::summarize_snapshot(*decoded.snapshot);
-  if (!summary.error.empty()) {
-    d.error(path.substr(0, 200), summary.error);
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
+  stagemem::SnapshotSummary summary;
+  std::string path;
+  if (from_link) {
+    path = from_link->file;
+    summary = std::move(from_link->summary);
+  } else {
+    path = line.positional[0];
+    const std::optional<std::string> bytes = stagemem_cli::read_text_file(path, "FILE", d);
+    if (!bytes) {
+      stagemem_cli::print_diagnostics(d);
+      return exit_bad_input;
+    }
+    const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(*bytes);
+    if (!decoded.snapshot) {
+      d.error(path.substr(0, 200), decoded.error);
+      stagemem_cli::print_diagnostics(d);
+      return exit_bad_input;
+    }
+    summary = stagemem::summarize_snapshot(*decoded.snapshot);
+    if (!summary.error.empty()) {
+      d.error(path.substr(0, 200), summary.error);
+      stagemem_cli::print_diagnostics(d);
+      return exit_bad_input;
+    }
   }
   std::optional<stagemem::Report> report;
   std::vector<stagemem::SnapshotComparisonRow> rows;
@@ -246,11 +235,15 @@ int run_snapshot(const std::vector<std::string_view>& args) {
   } else {
     rows = stagemem::compare_snapshot(summary, stagemem::StageReport{});
   }
-  const std::string name = path.substr(path.rfind('/') + 1);
+  const std::string name = from_link ? path : path.substr(path.rfind('/') + 1);
+  if (from_link && !line.option("--json")) {
+    std::printf("(the summary a link carries, not the file: no block counts, no trace curve)\n");
+  }
   if (line.option("--json")) {
     print_json(name, summary, rows, line.model_given, stage);
   } else {
-    print_text(name, summary, rows, line.model_given, stage);
+    print_text(name, summary, rows,
+               report ? &report->stages[static_cast<std::size_t>(stage)] : nullptr, stage);
   }
   if (report) stagemem_cli::print_diagnostics(report->diagnostics);
   stagemem_cli::print_diagnostics(d);

@@ -4,6 +4,7 @@
 #include "formula.h"
 #include "term_info.h"
 #include "term_text.h"
+#include "units.h"
 
 namespace stagemem {
 
@@ -360,6 +361,9 @@ SnapshotSummary summarize_snapshot(const Snapshot& snapshot) {
     }
     out.live_bytes.push_back(std::move(curve));
   }
+  if (out.peak.found) {
+    out.peak_trace_events = static_cast<std::int64_t>(out.live_bytes[out.peak.device].size());
+  }
   return out;
 }
 
@@ -430,6 +434,133 @@ std::vector<SnapshotComparisonRow> compare_snapshot(const SnapshotSummary& summa
                        : SnapshotMatch::neither;
   }
   return rows;
+}
+
+namespace {
+
+std::string bytes_text(std::int64_t bytes) {
+  return snapshot_bytes_text(bytes);
+}
+
+constexpr std::array<std::string_view, snapshot_bucket_count> bucket_keys = {
+    "parameter-gradient-buffers", "optimizer-state",      "activations",
+    "all-gather-buffers",         "moe-dispatch-buffers", "other"};
+
+}  // namespace
+
+std::string snapshot_bytes_text(std::int64_t bytes) {
+  constexpr std::int64_t gib = std::int64_t{1} << 30, mib = std::int64_t{1} << 20;
+  if (bytes >= gib || bytes <= -gib) {
+    return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
+  }
+  if (bytes >= mib || bytes <= -mib) {
+    return group_digits(bytes) + " B (" + format_mib(bytes) + ")";
+  }
+  return group_digits(bytes) + " B";
+}
+
+std::string_view snapshot_bucket_key(SnapshotBucket bucket) {
+  const auto i = static_cast<std::size_t>(bucket);
+  return i < bucket_keys.size() ? bucket_keys[i] : bucket_keys.back();
+}
+
+std::optional<SnapshotBucket> parse_snapshot_bucket_key(std::string_view key) {
+  for (std::size_t i = 0; i < bucket_keys.size(); ++i) {
+    if (bucket_keys[i] == key) return static_cast<SnapshotBucket>(i);
+  }
+  return std::nullopt;
+}
+
+std::string snapshot_row_status(const SnapshotComparisonRow& row) {
+  std::string status(snapshot_match_name(row.match));
+  if (row.match == SnapshotMatch::gap) {
+    // gap_bytes is measured - derived of two values in [0, 2^63): its negation cannot overflow
+    // except at INT64_MIN, which compare_snapshot never produces.
+    status += " " + std::string(row.gap_bytes > 0 ? "+" : "-") +
+              group_digits(row.gap_bytes > 0 ? row.gap_bytes : -row.gap_bytes) + " B";
+  }
+  if (row.derived_transient_only && row.match == SnapshotMatch::derived_only) {
+    status += " (a transient: alive only during its phase)";
+  }
+  return status;
+}
+
+std::array<SnapshotVerdict, 4> snapshot_verdicts(const std::vector<SnapshotComparisonRow>& rows) {
+  std::array<SnapshotVerdict, 4> out = {{{"matches (to the byte)", ""},
+                                         {"differs", ""},
+                                         {"measured, no derived term", ""},
+                                         {"derived, not in the snapshot", ""}}};
+  for (const auto& row : rows) {
+    const auto k = static_cast<std::size_t>(row.match);
+    if (k >= out.size()) continue;
+    if (!out[k].buckets.empty()) out[k].buckets += ", ";
+    out[k].buckets += std::string(snapshot_bucket_name(row.bucket));
+  }
+  for (auto& v : out) {
+    if (v.buckets.empty()) v.buckets = "-";
+  }
+  return out;
+}
+
+std::string_view snapshot_activation_note() {
+  return "(derived activations are the stage's stored activations at its peak, all "
+         "micro-batches in flight; a snapshot holds those of the moment it was taken)";
+}
+
+std::string_view snapshot_lazy_state_note() {
+  return "no optimizer-state allocations in this snapshot: if it was taken before the first "
+         "optimizer step, the optimizer state (Adam moments, Muon momentum; master weights with "
+         "some optimizers) is not allocated yet: PyTorch optimizers create it lazily in their "
+         "first step()";
+}
+
+std::string snapshot_frameless_note(const SnapshotSummary& s) {
+  if (s.blocks_without_frames <= 0) return {};
+  return std::to_string(s.blocks_without_frames) +
+         " active blocks carry no Python frames (allocated while recording was off, or on "
+         "autograd's thread): counted in other";
+}
+
+std::string snapshot_peak_text(const SnapshotSummary& s) {
+  if (!s.peak.found) {
+    return "no device trace (record with torch.cuda.memory._record_memory_history()): no "
+           "measured peak";
+  }
+  return "measured peak (device trace replay, alloc adds, free_completed removes; counted from "
+         "the first recorded event): " +
+         bytes_text(s.peak.live_bytes) + " on device " + std::to_string(s.peak.device) +
+         " at event " + std::to_string(s.peak.event) + ", an alloc of " + bytes_text(s.peak.size) +
+         " (" + std::string(snapshot_bucket_name(s.peak.attribution.bucket)) + ") at " +
+         (s.peak.where.empty() ? std::string("no frames") : s.peak.where);
+}
+
+SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& s, const StageReport& stage,
+                                             const std::string& derived_moment) {
+  SnapshotPeakComparison out;
+  out.derived_bytes = stage.peak_bytes;
+  if (!s.peak.found) {
+    out.text =
+        "no measured peak (the snapshot has no device trace) to compare with the derived "
+        "peak " +
+        bytes_text(stage.peak_bytes) + " at " + derived_moment;
+    return out;
+  }
+  out.measured = true;
+  out.measured_bytes = s.peak.live_bytes;
+  if (!checked_add(out.measured_bytes, -out.derived_bytes, &out.gap_bytes)) out.gap_bytes = 0;
+  std::string where_in_trace = "event " + std::to_string(s.peak.event);
+  if (s.peak_trace_events > 0) {
+    out.trace_share = static_cast<double>(s.peak.event) / static_cast<double>(s.peak_trace_events);
+    where_in_trace += " of " + std::to_string(s.peak_trace_events);
+  }
+  const std::int64_t magnitude = out.gap_bytes < 0 ? -out.gap_bytes : out.gap_bytes;
+  out.text = "measured peak " + bytes_text(out.measured_bytes) + " (" + where_in_trace +
+             " on device " + std::to_string(s.peak.device) + ", " +
+             std::string(snapshot_bucket_name(s.peak.attribution.bucket)) + ") vs derived peak " +
+             bytes_text(out.derived_bytes) + " at " + derived_moment +
+             ": gap (measured - derived) " + (out.gap_bytes < 0 ? "-" : "+") +
+             bytes_text(magnitude);
+  return out;
 }
 
 }  // namespace stagemem

@@ -129,6 +129,9 @@ struct SnapshotSummary {
   // Live bytes after each event of each device (alloc adds size, free_completed removes it).
   std::vector<std::vector<std::int64_t>> live_bytes;
   SnapshotPeak peak;
+  // Events in the trace of the peak's device (what places the peak in it; kept when a link
+  // carries the summary without the curve).
+  std::int64_t peak_trace_events = 0;
   std::string error;  // a byte sum overflowed int64 (then the sums are incomplete)
 };
 
@@ -164,5 +167,50 @@ struct SnapshotComparisonRow {
 // One row per bucket, the measured bytes of `summary` against the terms of `stage`.
 std::vector<SnapshotComparisonRow> compare_snapshot(const SnapshotSummary& summary,
                                                     const StageReport& stage);
+
+// What every front end shows of a comparison (the CLI's `snapshot` text, the app's Snapshot tab
+// and its link): one implementation, so they never disagree.
+// "15,205,376 B (14.5 MiB)": exact bytes, then GiB from 1 GiB up, MiB from 1 MiB up (proxy runs
+// are small); below 1 MiB the bytes alone ("1,000 B").
+std::string snapshot_bytes_text(std::int64_t bytes);
+// A bucket's short key for links and JSON-free text: "parameter-gradient-buffers", ...
+std::string_view snapshot_bucket_key(SnapshotBucket bucket);
+std::optional<SnapshotBucket> parse_snapshot_bucket_key(std::string_view key);
+// A row's status: "match", "gap +1,000 B", "derived only (a transient: alive only during its
+// phase)", ...
+std::string snapshot_row_status(const SnapshotComparisonRow& row);
+// The verdict in words, one line per outcome (match, gap, measured only, derived only): its
+// title and the buckets with that outcome ("-" when none).
+struct SnapshotVerdict {
+  std::string_view title;  // "matches (to the byte)", "differs", ...
+  std::string buckets;     // "optimizer state, activations" or "-"
+};
+std::array<SnapshotVerdict, 4> snapshot_verdicts(const std::vector<SnapshotComparisonRow>& rows);
+// What the derived activations stand for (all micro-batches in flight at the stage's peak).
+std::string_view snapshot_activation_note();
+// The lazy-state confound, shown when the snapshot holds no optimizer state.
+std::string_view snapshot_lazy_state_note();
+// "" or "3 active blocks carry no Python frames (...): counted in other".
+std::string snapshot_frameless_note(const SnapshotSummary& summary);
+// The measured peak event in words ("measured peak (device trace replay ...): 15,205,376 B ...
+// at torch/...:3500 all_gather_into_tensor"), or why there is none.
+std::string snapshot_peak_text(const SnapshotSummary& summary);
+
+// The measured peak next to the derived one of the stage: the derived peak is the stage's
+// largest moment of one step (timeline.h), the measured one the largest live level the recorded
+// trace reached (counted from its first event, so a lower bound of the device's true level).
+struct SnapshotPeakComparison {
+  bool measured = false;  // the snapshot has a device trace with an alloc
+  std::int64_t measured_bytes = 0;
+  std::int64_t derived_bytes = 0;
+  std::int64_t gap_bytes = 0;  // measured - derived
+  // Where the measured peak sits in its trace, as a share of the trace's events in [0, 1)
+  // (event index / events; -1 when the trace length is not known).
+  double trace_share = -1.0;
+  std::string text;  // "measured peak 14.5 MiB at event 17 of 24 vs derived 40.1 GiB at ...: ..."
+};
+SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& summary,
+                                             const StageReport& stage,
+                                             const std::string& derived_moment);
 
 }  // namespace stagemem

@@ -119,7 +119,7 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       d.error(reported, "a '%' must be followed by two hexadecimal digits");
       continue;
     }
-    if (key != "measured" && key != "gap") {
+    if (key != "measured" && key != "gap" && key != "snapshot") {
       const auto earlier = std::find_if(seen.begin(), seen.end(),
                                         [&](const auto& entry) { return entry.first == key; });
       if (earlier != seen.end()) {
@@ -160,6 +160,9 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       } else if (auto g = parse_gap_text(value, d, item)) {
         result.config.gaps.push_back(*g);
       }
+    } else if (key == "snapshot") {
+      // An allocator snapshot's summary (snapshot_link.h): measured figures for the front end's
+      // comparison, never configuration; decode_snapshot_link reads them.
     } else if (const ConfigField* field = find_field_by_key(key)) {
       parse_field_text(*field, value, result.config, d, reported);
     } else if (!key.starts_with("view.") && !key.starts_with("plan_")) {

@@ -21,10 +21,12 @@
 //
 // Compatibility: every link of every published format version must keep decoding to the same
 // configuration; tests/links/v1.txt is the corpus of version-1 links the tests hold us to.
-// Bounds: a key other than measured= and gap= given twice is an error naming both values; a
-// fragment over 16 KiB is refused whole (its length and the limit named; `base` is returned
-// unchanged, so a front end keeps the configuration the user had).
-// Limitations: at most 16 KiB of fragment is read; at most 64 measured values and 64 gaps.
+// An allocator snapshot's summary rides along as repeated snapshot= keys (snapshot_link.h): this
+// decoder skips them (they are not configuration).
+// Bounds: a key other than measured=, gap= and snapshot= given twice is an error naming both
+// values; a fragment over 16 KiB is refused whole (its length and the limit named; `base` is
+// returned unchanged, so a front end keeps the configuration the user had). Limitations: at most 16
+// KiB of fragment is read; at most 64 measured values and 64 gaps.
 #pragma once
 
 #include <string>

@@ -31,6 +31,15 @@
 //   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h)
 //   Module.stagememPaste(text)          the page's paste event (browser.cpp)
 //   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
+//   Module.stagememLoadBytes(name, bytes) a dropped or picked allocator snapshot (a Uint8Array)
+//   Module.getSnapshot()                {loaded, fromLink, file, stage, fileBytes, error,
+//                                       errorFile, reservedBytes, activeBytes,
+//                                       optimizerStateSeen, lazyStateNote, rows[{bucket, key,
+//                                       measuredBytes, derivedBytes, gapBytes, match, status,
+//                                       derivedTerms[]}], verdicts[{title, buckets}], peakText,
+//                                       peak {found, device, event, liveBytes, size, bucket,
+//                                       where, derivedBytes, gapBytes, comparison}, curves[]
+//                                       (events per device), link}: the Snapshot tab's content
 //   Module.requestRedraw(frames)        draw that many frames although nothing changed (tests)
 //   Module.getIdleStats()               {framesDrawn, idleCallbacks}: frames drawn and animation
 //                                       frames that drew nothing (idle costs nothing)
@@ -39,7 +48,10 @@
 //   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
 //                                       hoveredTransient}: the Timeline tab's stage as drawn
-//                                       last frame (events: [{phase, liveBytes}])
+//                                       last frame (events: [{phase, liveBytes}]); measured
+//                                       {drawn, fromLink, points, ownScale, axisTopBytes,
+//                                       peakX, peakY, legend, axisNote}: the snapshot's curve
+//                                       as drawn over it (CSS pixels), drawn false when none
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -47,6 +59,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 #include "app.h"
 #include "browser.h"
@@ -56,6 +69,8 @@
 #include "layout.h"
 #include "report_json.h"
 #include "report_markdown.h"
+#include "snapshot.h"
+#include "snapshot_link.h"
 #include "state.h"
 #include "term_text.h"
 #include "url_fragment.h"
@@ -231,6 +246,87 @@ void load_file_from_page(const std::string& name, const std::string& text) {
   request_frames(*app_state, 2);
 }
 
+void load_bytes_from_page(const std::string& name, const val& bytes) {
+  if (!app_state) return;
+  // One copy, straight from the page's Uint8Array into the bytes the decoder reads.
+  std::string text(bytes["length"].as<std::size_t>(), '\0');
+  val(emscripten::typed_memory_view(text.size(), reinterpret_cast<std::uint8_t*>(text.data())))
+      .call<void>("set", bytes);
+  show_message(*app_state, load_file(*app_state, name, text));
+  request_frames(*app_state, 2);
+}
+
+val get_snapshot() {
+  val out = val::object();
+  if (!app_state) return out;
+  const SnapshotView& view = app_state->snapshot;
+  const stagemem::SnapshotSummary& s = view.summary;
+  out.set("loaded", view.loaded);
+  out.set("fromLink", view.from_link);
+  out.set("file", view.file);
+  out.set("stage", static_cast<double>(view.stage));
+  out.set("fileBytes", static_cast<double>(view.file_bytes));
+  out.set("error", view.error);
+  out.set("errorFile", view.error_file);
+  out.set("reservedBytes", static_cast<double>(s.reserved_bytes));
+  out.set("activeBytes", static_cast<double>(s.active_bytes));
+  out.set("optimizerStateSeen", s.optimizer_state_seen);
+  out.set("lazyStateNote", s.optimizer_state_seen
+                               ? std::string()
+                               : std::string(stagemem::snapshot_lazy_state_note()));
+  out.set("peakText", view.loaded ? stagemem::snapshot_peak_text(s) : std::string());
+  out.set("link", snapshot_link_part(*app_state));
+  val curves = val::array();
+  for (const auto& curve : s.live_bytes)
+    curves.call<void>("push", static_cast<double>(curve.size()));
+  out.set("curves", curves);
+  const auto& stages = app_state->report.stages;
+  val rows = val::array();
+  val verdicts = val::array();
+  val peak = val::object();
+  if (view.loaded && view.stage >= 0 && view.stage < static_cast<std::int64_t>(stages.size())) {
+    const stagemem::StageReport& stage = stages[static_cast<std::size_t>(view.stage)];
+    const auto compared = stagemem::compare_snapshot(s, stage);
+    for (const auto& row : compared) {
+      val item = val::object();
+      item.set("bucket", std::string(stagemem::snapshot_bucket_name(row.bucket)));
+      item.set("key", std::string(stagemem::snapshot_bucket_key(row.bucket)));
+      item.set("measuredBytes", static_cast<double>(row.measured_bytes));
+      item.set("derivedBytes", static_cast<double>(row.derived_bytes));
+      item.set("gapBytes", static_cast<double>(row.gap_bytes));
+      item.set("match", std::string(stagemem::snapshot_match_name(row.match)));
+      item.set("status", stagemem::snapshot_row_status(row));
+      val terms = val::array();
+      for (const stagemem::Term* t : row.derived_terms)
+        terms.call<void>("push", stagemem::term_name(*t));
+      item.set("derivedTerms", terms);
+      rows.call<void>("push", item);
+    }
+    for (const auto& v : stagemem::snapshot_verdicts(compared)) {
+      val item = val::object();
+      item.set("title", std::string(v.title));
+      item.set("buckets", v.buckets);
+      verdicts.call<void>("push", item);
+    }
+    const auto p = stagemem::compare_snapshot_peak(
+        s, stage, stagemem::moment_name(stage, stagemem::peak_moment(stage)));
+    peak.set("derivedBytes", static_cast<double>(p.derived_bytes));
+    peak.set("gapBytes", static_cast<double>(p.gap_bytes));
+    peak.set("comparison", p.text);
+  }
+  peak.set("found", s.peak.found);
+  peak.set("device", static_cast<double>(s.peak.device));
+  peak.set("event", static_cast<double>(s.peak.event));
+  peak.set("liveBytes", static_cast<double>(s.peak.live_bytes));
+  peak.set("size", static_cast<double>(s.peak.size));
+  peak.set("bucket", std::string(stagemem::snapshot_bucket_name(s.peak.attribution.bucket)));
+  peak.set("where", s.peak.where);
+  out.set("rows", rows);
+  out.set("verdicts", verdicts);
+  out.set("peak", peak);
+  return out;
+}
+
 void request_redraw(int frames) {
   if (app_state) request_frames(*app_state, std::clamp(frames, 1, 600));
 }
@@ -330,8 +426,9 @@ val get_ui_state() {
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
   out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
   out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
-  constexpr const char* tab_names[] = {"stages", "sweep", "cross_checks",
-                                       "model",  "plan",  "timeline"};
+  constexpr const char* tab_names[] = {"stages", "sweep",    "cross_checks", "model",
+                                       "plan",   "timeline", "snapshot"};
+  static_assert(std::size(tab_names) == static_cast<std::size_t>(MainTab::count));
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
   out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
@@ -396,6 +493,20 @@ val get_timeline() {
   }
   out.set("hoveredLiveBytes", live);
   out.set("hoveredTransient", transient);
+  const MeasuredOverlay& m = view.measured;
+  val measured = val::object();
+  const bool drawn = m.frame + 1 == app_state->frame_count && m.drawn;
+  measured.set("drawn", drawn);
+  measured.set("fromLink", m.from_link);
+  measured.set("points", static_cast<double>(m.points));
+  measured.set("ownScale", m.own_scale);
+  measured.set("axisTopBytes", static_cast<double>(m.axis_top_bytes));
+  const double ratio = app_state->ui_scale > 0 ? app_state->ui_scale : 1.0;
+  measured.set("peakX", m.peak_x / ratio);
+  measured.set("peakY", m.peak_y / ratio);
+  measured.set("legend", m.legend);
+  measured.set("axisNote", m.axis_note);
+  out.set("measured", measured);
   return out;
 }
 
@@ -491,6 +602,8 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getTimeline", &get_timeline);
   emscripten::function("stagememPaste", &paste_from_page);
   emscripten::function("stagememLoadFile", &load_file_from_page);
+  emscripten::function("stagememLoadBytes", &load_bytes_from_page);
+  emscripten::function("getSnapshot", &get_snapshot);
   emscripten::function("requestRedraw", &request_redraw);
   emscripten::function("getIdleStats", &idle_stats);
   emscripten::function("getHistory", &history_stats);

@@ -56,13 +56,28 @@ EM_JS(void, js_listen_for_page_events, (), {
     event.preventDefault();
     Module.stagememInput = true;
   });
+  // A file is read here, in the page, and handed to the app; nothing is sent anywhere. An
+  // allocator snapshot (a pickle: by name, or pickle's PROTO opcode 0x80 and protocol 2-5 first)
+  // goes over as bytes; any other file as UTF-8 text (what File.text() gives).
+  Module.stagememReadFile = (file) => {
+    file.arrayBuffer().then((buffer) => {
+      const bytes = new Uint8Array(buffer);
+      const name = file.name.toLowerCase();
+      const pickle = name.endsWith(".pickle") || name.endsWith(".pkl") ||
+                     (bytes.length >= 2 && bytes[0] === 0x80 && bytes[1] >= 2 && bytes[1] <= 5);
+      if (pickle) {
+        Module.stagememLoadBytes(file.name, bytes);
+      } else {
+        Module.stagememLoadFile(file.name, new TextDecoder().decode(bytes));
+      }
+    });
+  };
   window.addEventListener("drop", (event) => {
     event.preventDefault();
     Module.stagememInput = true;
     const files = event.dataTransfer ? event.dataTransfer.files : null;
     if (files && files.length > 0) {
-      const file = files[0];
-      file.text().then((text) => Module.stagememLoadFile(file.name, text));
+      Module.stagememReadFile(files[0]);
     } else if (event.dataTransfer) {
       const text = event.dataTransfer.getData("text");
       if (text) Module.stagememLoadFile("the dropped text", text);
@@ -76,16 +91,20 @@ EM_JS(int, js_take_input_events, (), {
   return had;
 });
 
-EM_JS(void, js_open_file_picker, (), {
+EM_JS(void, js_open_file_picker, (const char* accept), {
   const input = document.createElement("input");
   input.type = "file";
-  input.accept = ".json,application/json";
+  input.accept = UTF8ToString(accept);
   input.style.display = "none";
+  // Tests find the picker by this id (the element lives until a file is chosen or the page goes).
+  input.id = "stagemem-file-input";
   input.addEventListener("change", () => {
     const file = input.files && input.files[0];
-    if (file) file.text().then((text) => Module.stagememLoadFile(file.name, text));
+    if (file) Module.stagememReadFile(file);
     input.remove();
   });
+  const earlier = document.getElementById(input.id);
+  if (earlier) earlier.remove();
   document.body.appendChild(input);
   input.click();
 });
@@ -177,7 +196,11 @@ bool take_input_events() {
 }
 
 void open_file_picker() {
-  js_open_file_picker();
+  js_open_file_picker(".json,application/json,.pickle,.pkl");
+}
+
+void open_snapshot_picker() {
+  js_open_file_picker(".pickle,.pkl");
 }
 void mark_app_ready() {
   js_mark_app_ready();

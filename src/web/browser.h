@@ -21,13 +21,15 @@ std::string page_address();
 void listen_for_hash_changes();
 // The page's events that the app answers outside ImGui's own input: every input event (to wake
 // the idle frame loop), paste (Module.stagememPaste), files dropped anywhere on the page
-// (Module.stagememLoadFile). Registered once.
+// (Module.stagememLoadFile, or Module.stagememLoadBytes for a snapshot pickle). Registered once.
 void listen_for_page_events();
 // True once for each batch of input events since the last call (the frame loop's wake-up).
 bool take_input_events();
-// Opens the browser's file picker for .json files; the chosen file goes to
-// Module.stagememLoadFile.
+// Opens the browser's file picker for .json files (and snapshots); the chosen file is read in the
+// page and goes to Module.stagememLoadFile (text) or Module.stagememLoadBytes (a pickle).
 void open_file_picker();
+// The same picker for allocator snapshots only (.pickle, .pkl).
+void open_snapshot_picker();
 // Hides the page's loading indicator once the first frame is on screen and gives the canvas
 // the keyboard focus (ImGui's keyboard navigation is on).
 void mark_app_ready();

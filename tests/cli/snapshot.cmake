@@ -18,3 +18,14 @@ set_tests_properties("cli: snapshot --json has the buckets" PROPERTIES PASS_REGU
 add_test(NAME "cli: snapshot refuses a pickle that imports"
          COMMAND ${expect_exit} 2 "opcode GLOBAL" ${cli} snapshot ${snapshots}/refused_global.pickle)
 add_test(NAME "cli: snapshot needs a file" COMMAND ${expect_exit} 2 "FILE" ${cli} snapshot)
+# The app's link after loading after_step.pickle carries its summary (snapshot_link.h): without
+# the file, the same comparison (bucket bytes, modules, verdict, peak) comes from the link.
+set(snapshot_link "v=1&model=llama-3.1-8b&pp=4&snapshot=after-first-step/0=3MiB@parameter-gradient-buffers|after_step.pickle&snapshot=after-first-step/0=6MiB@optimizer-state|after_step.pickle&snapshot=after-first-step/0=1.5MiB@activations|after_step.pickle&snapshot=after-first-step/0=0@all-gather-buffers|after_step.pickle&snapshot=after-first-step/0=0@moe-dispatch-buffers|after_step.pickle&snapshot=after-first-step/0=1000@other|after_step.pickle&snapshot=after-first-step/0=524288@module:attention|after_step.pickle&snapshot=after-first-step/0=1MiB@module:mlp|after_step.pickle&snapshot=after-first-step/0=11011048@active|after_step.pickle&snapshot=after-first-step/0=24MiB@reserved|after_step.pickle&snapshot=steady-state-peak/0=15205376@peak:0:21:24:all-gather-buffers|after_step.pickle|torch/distributed/distributed_c10d.py:3500%20all_gather_into_tensor&snapshot=steady-state-peak/0=4MiB@peak-alloc:0:21|after_step.pickle")
+add_test(NAME "cli: snapshot --url shows the comparison a link carries, without the file"
+         COMMAND ${cli} snapshot --url ${snapshot_link})
+set_tests_properties("cli: snapshot --url shows the comparison a link carries, without the file"
+                     PROPERTIES PASS_REGULAR_EXPRESSION
+                     "not the file.*optimizer state +6,291,456 B.*module mlp +1,048,576 B.*measured peak.*15,205,376 B.*all_gather_into_tensor.*event 21 of 24")
+add_test(NAME "cli: snapshot --url refuses a link whose snapshot entries are cut short"
+         COMMAND ${expect_exit} 2 "parameter-gradient-buffers is missing" ${cli} snapshot
+                 --url "v=1&model=llama-3.1-8b&snapshot=after-first-step/0=1MiB@active|a.pickle")

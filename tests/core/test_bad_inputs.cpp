@@ -9,6 +9,7 @@
 #include "corpus.h"
 #include "hf_config.h"
 #include "measurement_text.h"
+#include "memory_log.h"
 #include "model_text.h"
 #include "url_fragment.h"
 
@@ -64,6 +65,31 @@ TEST_CASE("Bad-input corpus: measured values and gaps") {
   });
 }
 
+TEST_CASE("Bad-input corpus: Megatron memory report lines") {
+  // EXPECTED is ":LINE: MESSAGE": the error names the log and the line, its message holds MESSAGE.
+  const auto entries = stagemem_tests::read_corpus("bad-inputs/memory-log.txt", "#");
+  REQUIRE(entries.size() >= 8);
+  for (const auto& entry : entries) {
+    INFO("tests/bad-inputs/memory-log.txt line " << entry.line << ": " << entry.second);
+    const auto colon = entry.first.find(": ", 1);
+    REQUIRE(colon != std::string::npos);
+    const std::string field = "memory_log[corpus]" + entry.first.substr(0, colon);
+    const std::string message = entry.first.substr(colon + 2);
+    Diagnostics d;
+    const auto readings =
+        parse_memory_log(stagemem_tests::unescape(entry.second), "memory_log[corpus]", d);
+    REQUIRE(!d.ok());
+    bool found = false;
+    for (const auto& e : d.errors) {
+      found = found || (e.field == field && e.message.find(message) != std::string::npos);
+    }
+    INFO(d.errors[0].field << ": " << d.errors[0].message);
+    CHECK(found);
+    // The bad line gives no reading; a good line before it still does.
+    for (const auto& r : readings) CHECK("memory_log[corpus]:" + std::to_string(r.line) != field);
+  }
+}
+
 TEST_CASE("Fuzzer reproducers: no decoder crashes on any of them") {
   const std::filesystem::path directory = stagemem_tests::corpus_path("bad-inputs/crashes");
   int files = 0;
@@ -83,6 +109,7 @@ TEST_CASE("Fuzzer reproducers: no decoder crashes on any of them") {
     (void)parse_measurement_text(bytes, d, "m");
     (void)parse_gap_text(bytes, d, "g");
     (void)parse_byte_amount(bytes);
+    (void)parse_memory_log(bytes, "memory_log", d);
     ++files;
   }
   SUCCEED(std::to_string(files) + " reproducers");

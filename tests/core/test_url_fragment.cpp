@@ -6,6 +6,7 @@
 #include "corpus.h"
 #include "model_text.h"
 #include "presets.h"
+#include "snapshot_link.h"
 #include "url_fragment.h"
 
 using namespace stagemem;
@@ -386,4 +387,55 @@ TEST_CASE("The app's view.* and plan_* keys in a pasted link are skipped without
   const DecodedFragment other = decode_fragment("#v=1&pp=2&viewtab=sweep");
   REQUIRE(other.diagnostics.warnings.size() == 1);
   CHECK(other.diagnostics.warnings[0].field == "url.viewtab");
+}
+
+TEST_CASE(
+    "A link with a snapshot's summary: the configuration decodes unchanged, the summary exactly") {
+  // The app writes the configuration's fragment, then the snapshot's entries (snapshot_link.h).
+  Config config;
+  config.model = "llama-3.1-8b";
+  config.parallel.pipeline_parallel = 4;
+  config.measurements.push_back({.point = MeasurementPoint::after_first_step,
+                                 .stage = 1,
+                                 .bytes = 40 * (1LL << 30),
+                                 .source = "run 3"});
+  SnapshotSummary s;
+  s.buckets[static_cast<std::size_t>(SnapshotBucket::optimizer_state)].bytes = 6 << 20;
+  s.buckets[static_cast<std::size_t>(SnapshotBucket::activations)].bytes = 3 << 19;
+  s.buckets[static_cast<std::size_t>(SnapshotBucket::activations)].by_module["mlp"] = 1 << 20;
+  s.active_bytes = 15 << 19;
+  s.reserved_bytes = 24 << 20;
+  s.optimizer_state_seen = true;
+  s.peak = {.found = true,
+            .device = 0,
+            .event = 21,
+            .live_bytes = 15'205'376,
+            .attribution = {},
+            .action = "alloc",
+            .size = 4 << 20,
+            .where = "c10d.py:3500 all_gather_into_tensor"};
+  s.peak_trace_events = 24;
+  const std::string link =
+      encode_fragment(config) + snapshot_fragment(snapshot_link_entries(s, "run 3.pickle", 1));
+  // Readable: the entries are measurement text, escaped only where a fragment needs it.
+  CHECK(link.find("&snapshot=after-first-step/1=6MiB@optimizer-state|run%203.pickle") !=
+        std::string::npos);
+  const DecodedFragment decoded = decode_fragment(link);
+  REQUIRE(decoded.diagnostics.ok());
+  CHECK(decoded.diagnostics.warnings.empty());  // snapshot= keys are not configuration
+  CHECK(decoded.config == config);
+  CHECK(encode_fragment(decoded.config) +
+            snapshot_fragment(snapshot_link_entries(s, "run 3.pickle", 1)) ==
+        link);
+  const DecodedSnapshotLink back = decode_snapshot_link("https://x.example/#" + link);
+  REQUIRE(back.snapshot);
+  CHECK(back.snapshot->file == "run 3.pickle");
+  CHECK(back.snapshot->stage == 1);
+  CHECK(back.snapshot->summary.buckets[1].bytes == 6 << 20);
+  CHECK(back.snapshot->summary.buckets[2].by_module.at("mlp") == 1 << 20);
+  CHECK(back.snapshot->summary.peak.live_bytes == 15'205'376);
+  CHECK(back.snapshot->summary.peak.where == "c10d.py:3500 all_gather_into_tensor");
+  CHECK(back.snapshot->summary.peak_trace_events == 24);
+  // Repeated snapshot= keys are not "given twice" errors.
+  CHECK(decode_fragment("v=1&snapshot=a&snapshot=b").diagnostics.ok());
 }

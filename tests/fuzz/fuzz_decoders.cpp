@@ -1,7 +1,8 @@
 // fuzz_decoders.cpp — libFuzzer target for every decoder of untrusted text.
 //
 // The same bytes go to the URL fragment decoder, the JSON configuration decoder, the Hugging Face
-// config import, the model text parser and the measured-value / amount parsers. Besides crashes,
+// config import, the model text parser, the measured-value / amount parsers and a link's
+// snapshot= entries (snapshot_link.h). Besides crashes,
 // leaks, hangs and undefined behaviour (ASan + UBSan), it checks round trips: whatever a decoder
 // accepts must encode to text that decodes back to the same value. A broken round trip traps.
 // Build and run: scripts/fuzz.sh SECONDS (clang, -DSTAGEMEM_FUZZ=ON).
@@ -13,6 +14,7 @@
 #include "hf_config.h"
 #include "measurement_text.h"
 #include "model_text.h"
+#include "snapshot_link.h"
 #include "url_fragment.h"
 
 namespace {
@@ -59,6 +61,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (const auto bytes = stagemem::parse_byte_amount(text)) {
     require(stagemem::parse_byte_amount(stagemem::byte_amount_text(*bytes)) == *bytes);
+  }
+  // A snapshot's summary from a link: written back (names made printable, WHERE cut to fit),
+  // it decodes again, and from then on decode -> encode is a fixed point.
+  if (const auto snap = stagemem::decode_snapshot_link(text); snap.snapshot) {
+    const auto encode = [](const stagemem::SnapshotLinkSummary& s) {
+      return stagemem::snapshot_fragment(
+          stagemem::snapshot_link_entries(s.summary, s.file, s.stage));
+    };
+    const std::string once = encode(*snap.snapshot);
+    const auto again = stagemem::decode_snapshot_link(once);
+    require(again.diagnostics.ok() && again.snapshot.has_value());
+    const std::string twice = encode(*again.snapshot);
+    const auto third = stagemem::decode_snapshot_link(twice);
+    require(third.snapshot.has_value() && encode(*third.snapshot) == twice);
   }
   return 0;
 }

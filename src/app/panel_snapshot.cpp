@@ -1,0 +1,186 @@
+// The Snapshot tab: a PyTorch allocator snapshot (torch.cuda.memory._dump_snapshot()), dropped
+// on the page or opened with the button, read in the page by the core's decoder (snapshot.h; the
+// file never leaves the page), or its summary from a link (snapshot_link.h). It shows what
+// `stagemem snapshot` prints, from the same core functions: the measured bytes per bucket next to
+// the derived terms of the chosen stage, each bucket's status, the verdict (what matches, what is
+// missing on either side), the lazy-state note, and the measured peak against the derived one.
+// The measured curve itself is drawn over the step timeline of the same stage (panel_timeline).
+#include <algorithm>
+#include <string>
+
+#include "app.h"
+#include "imgui.h"
+#include "snapshot.h"
+#include "term_text.h"
+#include "timeline.h"
+#include "units.h"
+
+namespace {
+
+constexpr ImVec4 warning_colour(1.0f, 0.75f, 0.35f, 1.0f);
+constexpr ImVec4 error_colour(1.0f, 0.45f, 0.40f, 1.0f);
+constexpr ImVec4 match_colour(0.45f, 0.85f, 0.50f, 1.0f);
+
+std::string amount(std::int64_t bytes) {
+  return stagemem::snapshot_bytes_text(bytes);
+}
+
+ImVec4 status_colour(stagemem::SnapshotMatch match) {
+  switch (match) {
+    case stagemem::SnapshotMatch::match:
+      return match_colour;
+    case stagemem::SnapshotMatch::gap:
+    case stagemem::SnapshotMatch::measured_only:
+    case stagemem::SnapshotMatch::derived_only:
+      return warning_colour;
+    case stagemem::SnapshotMatch::neither:
+      break;
+  }
+  return ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled);
+}
+
+void mono_cell(const AppState& state, const std::string& text) {
+  ImGui::TableNextColumn();
+  ImGui::PushFont(state.mono_font);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopFont();
+}
+
+void draw_comparison(AppState& state, const stagemem::StageReport& stage) {
+  const SnapshotView& view = state.snapshot;
+  const stagemem::SnapshotSummary& s = view.summary;
+  const auto rows = stagemem::compare_snapshot(s, stage);
+  constexpr ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("snapshot_buckets", 4, flags)) {
+    ImGui::TableSetupColumn("bucket");
+    ImGui::TableSetupColumn("measured (requested bytes)");
+    ImGui::TableSetupColumn("derived (the stage's terms)");
+    ImGui::TableSetupColumn("status");
+    ImGui::TableHeadersRow();
+    for (const auto& row : rows) {
+      const auto& b = s.buckets[static_cast<std::size_t>(row.bucket)];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str());
+      mono_cell(state, amount(b.bytes));
+      mono_cell(state, amount(row.derived_bytes));
+      ImGui::TableNextColumn();
+      ImGui::TextColored(status_colour(row.match), "%s",
+                         stagemem::snapshot_row_status(row).c_str());
+      for (const auto& [module, bytes] : b.by_module) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("  module %s", module.c_str());
+        mono_cell(state, amount(bytes));
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+      }
+    }
+    ImGui::EndTable();
+  }
+  // The verdict, in the CLI's words.
+  if (ImGui::BeginTable("snapshot_verdict", 2, ImGuiTableFlags_SizingFixedFit)) {
+    for (const auto& v : stagemem::snapshot_verdicts(rows)) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(std::string(v.title).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(v.buckets.c_str());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("%s", std::string(stagemem::snapshot_activation_note()).c_str());
+  ImGui::PopTextWrapPos();
+  if (ImGui::TreeNode("derived_terms", "the derived terms of stage %lld per bucket",
+                      static_cast<long long>(view.stage))) {
+    for (const auto& row : rows) {
+      if (row.derived_terms.empty()) continue;
+      ImGui::TextUnformatted(std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str());
+      for (const stagemem::Term* t : row.derived_terms) {
+        ImGui::BulletText("%s  %s", amount(t->bytes).c_str(), stagemem::term_name(*t).c_str());
+      }
+    }
+    ImGui::TreePop();
+  }
+}
+
+}  // namespace
+
+void draw_snapshot(AppState& state, const stagemem::Report& report) {
+  SnapshotView& view = state.snapshot;
+  if (ImGui::Button("Open an allocator snapshot (.pickle)...")) {
+    show_message(state, platform_open_snapshot(state));
+  }
+  record_widget_rect(state, Widget::snapshot_open);
+  ImGui::SameLine();
+  ImGui::TextWrapped(
+      "or drop one anywhere on the page: torch.cuda.memory._dump_snapshot()'s pickle, read here "
+      "in the page (nothing is uploaded; nothing in it is executed).");
+  if (!view.error.empty()) {
+    ImGui::TextColored(error_colour, "%s was not read:", view.error_file.c_str());
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(error_colour, "%s", view.error.c_str());
+    ImGui::PopTextWrapPos();
+  }
+  if (!view.loaded) {
+    ImGui::Spacing();
+    ImGui::TextWrapped(
+        "No snapshot loaded. Record one on the GPU run with "
+        "torch.cuda.memory._record_memory_history() and save it with "
+        "torch.cuda.memory._dump_snapshot(\"snap.pickle\"); every active block is attributed to "
+        "a bucket by its Python frames and shown next to the derived terms of a stage, and the "
+        "replayed trace is drawn over the stage's step timeline.");
+    return;
+  }
+  const stagemem::SnapshotSummary& s = view.summary;
+  ImGui::SeparatorText(view.file.c_str());
+  if (view.from_link) {
+    ImGui::TextColored(warning_colour,
+                       "summary from the link (the file is not in it): per-bucket bytes and the "
+                       "peak, not the trace's curve");
+  } else {
+    ImGui::TextDisabled("%s read in the page", amount(view.file_bytes).c_str());
+  }
+  ImGui::Text("reserved %s, active %s (requested bytes of active blocks)",
+              amount(s.reserved_bytes).c_str(), amount(s.active_bytes).c_str());
+  if (!report.diagnostics.ok() || report.stages.empty()) {
+    ImGui::TextWrapped("Fix the highlighted fields to compare it with the derived terms.");
+    return;
+  }
+  const auto stages = static_cast<std::int64_t>(report.stages.size());
+  view.stage = std::clamp<std::int64_t>(view.stage, 0, stages - 1);
+  ImGui::TextUnformatted("taken on");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(140.0f * state.ui_scale);
+  const std::string preview = "stage " + std::to_string(view.stage);
+  if (ImGui::BeginCombo("##snapshot_stage", preview.c_str())) {
+    for (std::int64_t k = 0; k < stages; ++k) {
+      const std::string label = "stage " + std::to_string(k);
+      if (ImGui::Selectable(label.c_str(), k == view.stage)) view.stage = k;
+    }
+    ImGui::EndCombo();
+  }
+  record_widget_rect(state, Widget::snapshot_stage);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Show over its timeline")) {
+    state.timeline.stage = view.stage;
+    state.requested_tab = MainTab::timeline;
+  }
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
+  draw_comparison(state, stage);
+  ImGui::PushTextWrapPos(0.0f);
+  if (const std::string note = stagemem::snapshot_frameless_note(s); !note.empty()) {
+    ImGui::TextDisabled("%s", note.c_str());
+  }
+  if (!s.optimizer_state_seen) {
+    ImGui::TextColored(warning_colour, "note: %s",
+                       std::string(stagemem::snapshot_lazy_state_note()).c_str());
+  }
+  ImGui::Spacing();
+  ImGui::TextUnformatted(stagemem::snapshot_peak_text(s).c_str());
+  const std::string moment = stagemem::moment_name(stage, stagemem::peak_moment(stage));
+  ImGui::TextUnformatted(stagemem::compare_snapshot_peak(s, stage, moment).text.c_str());
+  ImGui::PopTextWrapPos();
+}
