@@ -63,9 +63,16 @@ void rebuild(AppState& state, const stagemem::Report& report) {
 }
 
 // What is alive at event `e`, as tooltip lines.
+// Terms listed in an event's tooltip, the largest first; the rest are summed in one line so the
+// tooltip stays inside the window.
+constexpr std::size_t tooltip_terms = 12;
+
 void event_tooltip(const AppState& state, const stagemem::StageReport& stage, std::int64_t e) {
   const stagemem::StageTimeline& t = state.timeline.timeline;
   const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
+  // Long term names wrap at a width that fits beside the cursor on either side.
+  ImGui::PushTextWrapPos(
+      std::min(ImGui::GetFontSize() * 34.0f, ImGui::GetIO().DisplaySize.x * 0.45f));
   ImGui::TextUnformatted(state.timeline.hovered_name.c_str());
   if (e == t.peak_event) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "the stage's peak");
   ImGui::Separator();
@@ -85,8 +92,8 @@ void event_tooltip(const AppState& state, const stagemem::StageReport& stage, st
     }
     ImGui::Text("stored activations of the micro-batches alive per chunk: %s", alive.c_str());
   }
-  ImGui::TextUnformatted("live terms:");
   const auto& terms = stage.terms;
+  std::vector<std::size_t> live_terms;
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const stagemem::Term& term = terms[i];
     bool live = false;
@@ -100,14 +107,31 @@ void event_tooltip(const AppState& state, const stagemem::StageReport& stage, st
       live = static_cast<std::int64_t>(i) == ev.transient ||
              static_cast<std::int64_t>(i) == ev.enclosing;
     }
-    if (!live) continue;
+    if (live) live_terms.push_back(i);
+  }
+  std::stable_sort(live_terms.begin(), live_terms.end(),
+                   [&](std::size_t a, std::size_t b) { return terms[a].bytes > terms[b].bytes; });
+  ImGui::Text("live terms (%zu), the largest first:", live_terms.size());
+  std::int64_t rest_bytes = 0;
+  for (std::size_t k = 0; k < live_terms.size(); ++k) {
+    const stagemem::Term& term = terms[live_terms[k]];
+    if (k >= tooltip_terms) {
+      rest_bytes += term.bytes;  // each fits in int64 and so does the event's sum of them
+      continue;
+    }
     ImGui::Bullet();
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colour_of(term.family)), "%s  %s",
                        stagemem::format_gib(term.bytes).c_str(), stagemem::term_name(term).c_str());
   }
+  if (live_terms.size() > tooltip_terms) {
+    ImGui::TextDisabled("... and %zu more terms, %s (the Stages tab lists them all)",
+                        live_terms.size() - tooltip_terms,
+                        stagemem::format_gib(rest_bytes).c_str());
+  }
   if (e != t.peak_event && ev.phase != stagemem::StepPhase::optimizer_step) {
     ImGui::TextDisabled("(stored activation terms are itemised at the peak event)");
   }
+  ImGui::PopTextWrapPos();
 }
 
 // The snapshot shown over this stage's timeline: its device's curve and peak, or nothing.
