@@ -159,11 +159,7 @@ std::int64_t forwards_of_chunk(std::int64_t pipeline_ranks, std::int64_t chunks,
 
 void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
                      std::int64_t micro_batches, PeakCandidates& out) {
-  out.pass.clear();
-  out.kind.clear();
-  out.micro_batch.clear();
-  out.alive.clear();
-  out.most_alive = 0;
+  out.clear();
   if (pipeline_ranks < 1 || chunks < 1 || rank < 0 || rank >= pipeline_ranks || micro_batches < 1) {
     return;
   }
@@ -228,11 +224,7 @@ void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int6
 
 void dualpipev_peak_candidates(std::int64_t pipeline_ranks, std::int64_t rank,
                                std::int64_t micro_batches, PeakCandidates& out) {
-  out.pass.clear();
-  out.kind.clear();
-  out.micro_batch.clear();
-  out.alive.clear();
-  out.most_alive = 0;
+  out.clear();
   std::int32_t live[2] = {0, 0};
   std::int32_t index = 0;
   for_each_dualpipev_slot(pipeline_ranks, rank, micro_batches, [&](const ScheduleSlot& x) {

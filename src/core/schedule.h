@@ -113,6 +113,13 @@ struct PeakCandidates {
                                           // starts; backward: before it frees)
   std::int64_t most_alive = 0;            // the largest sum of one candidate's counts
   std::size_t size() const { return pass.size(); }
+  void clear() {
+    pass.clear();
+    kind.clear();
+    micro_batch.clear();
+    alive.clear();
+    most_alive = 0;
+  }
 };
 void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
                      std::int64_t micro_batches, PeakCandidates& out);

@@ -139,6 +139,22 @@ TEST_CASE("Measured validation: the configurations say what the runs keep", "[me
   }
 }
 
+// The case's link with its after-step figure as an after-first-step measurement: the report's one
+// cross-check (derived between-steps bytes against the measurement).
+namespace {
+CrossCheck after_step_cross_check(const MeasuredCase& c, DecodedFragment& decoded) {
+  REQUIRE(decoded.diagnostics.ok());
+  decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
+                                  .stage = c.stage,
+                                  .bytes = c.after_step_bytes,
+                                  .source = c.source}};
+  const Report report = estimate(decoded.config);
+  REQUIRE(report.diagnostics.ok());
+  REQUIRE(report.cross_checks.size() == 1);
+  return report.cross_checks[0];
+}
+}  // namespace
+
 // What stays allocated between steps, read through the cross-check machinery (measurement point
 // after-first-step: every resident term, Adam's moments, TE's dummy weight gradients, the GEMM
 // workspaces, and on PP > 1 ranks the pipeline input each chunk fed by a previous stage keeps in
@@ -150,15 +166,7 @@ TEST_CASE("Measured validation: allocated after the step within +-3 %", "[measur
   for (const MeasuredCase& c : read_cases()) {
     INFO(c.id);
     DecodedFragment decoded = decode_fragment(c.link);
-    REQUIRE(decoded.diagnostics.ok());
-    decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
-                                    .stage = c.stage,
-                                    .bytes = c.after_step_bytes,
-                                    .source = c.source}};
-    const Report report = estimate(decoded.config);
-    REQUIRE(report.diagnostics.ok());
-    REQUIRE(report.cross_checks.size() == 1);
-    const CrossCheck& check = report.cross_checks[0];
+    const CrossCheck check = after_step_cross_check(c, decoded);
     const double error = signed_error_percent(check.derived_bytes, c.after_step_bytes);
     // The gap in units of one [S, B, h] bf16 hidden state of the run.
     const TrainingConfig& training = decoded.config.training;
@@ -187,15 +195,7 @@ TEST_CASE("Measured validation: allocated after the step is never below the deri
   for (const MeasuredCase& c : read_cases()) {
     INFO(c.id);
     DecodedFragment decoded = decode_fragment(c.link);
-    REQUIRE(decoded.diagnostics.ok());
-    decoded.config.measurements = {{.point = MeasurementPoint::after_first_step,
-                                    .stage = c.stage,
-                                    .bytes = c.after_step_bytes,
-                                    .source = c.source}};
-    const Report report = estimate(decoded.config);
-    REQUIRE(report.diagnostics.ok());
-    REQUIRE(report.cross_checks.size() == 1);
-    const CrossCheck& check = report.cross_checks[0];
+    const CrossCheck check = after_step_cross_check(c, decoded);
     CHECK(check.derived_bytes <= c.after_step_bytes);
     CHECK(check.gap_bytes == c.after_step_bytes - check.derived_bytes);
   }

@@ -61,6 +61,60 @@ TEST_CASE("More than 65,536 micro-batches per step is an error naming the global
         "65536 are modelled");
 }
 
+namespace {
+
+// The first largest pass of a whole step's walk (`walk(visit)` calls visit for every pass in
+// order): stored bytes (alive per chunk x chunk bytes) + the pass kind's bytes.
+struct FirstLargest {
+  std::int64_t bytes = -1, micro_batch = -1, kind = -1, pass = -1;
+  std::vector<std::int64_t> alive;
+};
+template <class Walk>
+FirstLargest first_largest_pass(Walk&& walk, const std::vector<std::int64_t>& chunk_bytes,
+                                const std::vector<std::int64_t>& kind_bytes) {
+  FirstLargest best;
+  std::vector<std::int64_t> live(chunk_bytes.size(), 0);
+  std::int64_t index = 0;
+  walk([&](const ScheduleSlot& x) {
+    const auto c = static_cast<std::size_t>(x.chunk);
+    if (!x.backward) ++live[c];
+    const std::int64_t kind = x.chunk * 2 + (x.backward ? 1 : 0);
+    std::int64_t value = kind_bytes[static_cast<std::size_t>(kind)];
+    for (std::size_t k = 0; k < live.size(); ++k) value += live[k] * chunk_bytes[k];
+    if (value > best.bytes) best = {value, x.micro_batch, kind, index, live};
+    if (x.backward) --live[c];
+    ++index;
+  });
+  return best;
+}
+
+// The same over peak candidates (ties to the earlier pass), checked against the walk's.
+void check_candidates(const PeakCandidates& cand, const FirstLargest& walked,
+                      const std::vector<std::int64_t>& chunk_bytes,
+                      const std::vector<std::int64_t>& kind_bytes) {
+  const std::size_t width = chunk_bytes.size();
+  REQUIRE(cand.alive.size() == cand.size() * width);
+  std::int64_t top = -1;
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < cand.size(); ++k) {
+    std::int64_t value = kind_bytes[static_cast<std::size_t>(cand.kind[k])];
+    for (std::size_t c = 0; c < width; ++c) value += cand.alive[k * width + c] * chunk_bytes[c];
+    if (value > top || (value == top && cand.pass[k] < cand.pass[at])) {
+      top = value;
+      at = k;
+    }
+  }
+  REQUIRE(top == walked.bytes);
+  CHECK(cand.pass[at] == walked.pass);
+  CHECK(cand.micro_batch[at] == walked.micro_batch);
+  CHECK(cand.kind[at] == walked.kind);
+  const auto first = cand.alive.begin() + static_cast<std::ptrdiff_t>(at * width);
+  CHECK(std::vector<std::int64_t>(first, first + static_cast<std::ptrdiff_t>(width)) ==
+        walked.alive);
+}
+
+}  // namespace
+
 TEST_CASE("Peak candidates: P = 4, v = 2, M = 8 on rank 3, worked") {
   // Warm-up (4-3-1) x 2 + 4 = 4 forwards, all chunk 0: alive {1,0} .. {4,0}. Forward k runs chunk
   // 0 for k in 0-3 and 8-11, chunk 1 for 4-7 and 12-15 (micro-batch k mod 4 of its group);
@@ -99,46 +153,13 @@ TEST_CASE("Property: the peak over the candidates is the first largest pass of t
     std::vector<std::int64_t> kind_bytes(static_cast<std::size_t>(2 * chunks));
     for (auto& b : kind_bytes) b = pick(0, trial % 2 == 0 ? 3 : 5000000);
 
-    std::vector<std::int64_t> live(static_cast<std::size_t>(chunks), 0), best_alive;
-    std::int64_t best = -1, best_micro_batch = -1, best_kind = -1, index = 0, best_index = -1;
-    for_each_slot(ranks, chunks, rank, m, [&](const ScheduleSlot& x) {
-      const auto c = static_cast<std::size_t>(x.chunk);
-      if (!x.backward) ++live[c];
-      const std::int64_t kind = x.chunk * 2 + (x.backward ? 1 : 0);
-      std::int64_t value = kind_bytes[static_cast<std::size_t>(kind)];
-      for (std::size_t k = 0; k < live.size(); ++k) value += live[k] * chunk_bytes[k];
-      if (value > best) {
-        best = value;
-        best_micro_batch = x.micro_batch;
-        best_kind = kind;
-        best_alive = live;
-        best_index = index;
-      }
-      if (x.backward) --live[c];
-      ++index;
-    });
-
+    const FirstLargest walked =
+        first_largest_pass([&](auto&& visit) { for_each_slot(ranks, chunks, rank, m, visit); },
+                           chunk_bytes, kind_bytes);
     PeakCandidates cand;
     peak_candidates(ranks, chunks, rank, m, cand);
     most_candidates = std::max(most_candidates, cand.size());
-    REQUIRE(cand.alive.size() == cand.size() * static_cast<std::size_t>(chunks));
-    std::int64_t top = -1;
-    std::size_t at = 0;
-    for (std::size_t k = 0; k < cand.size(); ++k) {
-      std::int64_t value = kind_bytes[static_cast<std::size_t>(cand.kind[k])];
-      for (std::size_t c = 0; c < static_cast<std::size_t>(chunks); ++c)
-        value += cand.alive[k * static_cast<std::size_t>(chunks) + c] * chunk_bytes[c];
-      if (value > top || (value == top && cand.pass[k] < cand.pass[at])) {
-        top = value;
-        at = k;
-      }
-    }
-    REQUIRE(top == best);
-    CHECK(cand.pass[at] == best_index);
-    CHECK(cand.micro_batch[at] == best_micro_batch);
-    CHECK(cand.kind[at] == best_kind);
-    const auto first = cand.alive.begin() + static_cast<std::ptrdiff_t>(at * chunks);
-    CHECK(std::vector<std::int64_t>(first, first + chunks) == best_alive);
+    check_candidates(cand, walked, chunk_bytes, kind_bytes);
   }
   // The point of the search: far fewer candidates than the 2 x M x chunks passes.
   INFO("most candidates " << most_candidates);
@@ -293,44 +314,12 @@ TEST_CASE("Property: DualPipeV's peak over its candidates is the first largest p
     for (auto& b : chunk_bytes) b = pick(1, trial % 2 == 0 ? 3 : 1000000);
     std::vector<std::int64_t> kind_bytes(4);
     for (auto& b : kind_bytes) b = pick(0, trial % 2 == 0 ? 3 : 5000000);
-    std::vector<std::int64_t> live(2, 0), best_alive;
-    std::int64_t best = -1, best_micro_batch = -1, best_kind = -1, index = 0, best_index = -1;
-    for_each_dualpipev_slot(ranks, rank, m, [&](const ScheduleSlot& x) {
-      const auto c = static_cast<std::size_t>(x.chunk);
-      if (!x.backward) ++live[c];
-      const std::int64_t kind = x.chunk * 2 + (x.backward ? 1 : 0);
-      std::int64_t value = kind_bytes[static_cast<std::size_t>(kind)];
-      for (std::size_t k = 0; k < live.size(); ++k) value += live[k] * chunk_bytes[k];
-      if (value > best) {
-        best = value;
-        best_micro_batch = x.micro_batch;
-        best_kind = kind;
-        best_alive = live;
-        best_index = index;
-      }
-      if (x.backward) --live[c];
-      ++index;
-    });
+    const FirstLargest walked =
+        first_largest_pass([&](auto&& visit) { for_each_dualpipev_slot(ranks, rank, m, visit); },
+                           chunk_bytes, kind_bytes);
     PeakCandidates cand;
     dualpipev_peak_candidates(ranks, rank, m, cand);
     REQUIRE(cand.size() == static_cast<std::size_t>(4 * m));
-    REQUIRE(cand.alive.size() == cand.size() * 2);
-    std::int64_t top = -1;
-    std::size_t at = 0;
-    for (std::size_t k = 0; k < cand.size(); ++k) {
-      std::int64_t value = kind_bytes[static_cast<std::size_t>(cand.kind[k])];
-      for (std::size_t c = 0; c < 2; ++c) value += cand.alive[k * 2 + c] * chunk_bytes[c];
-      if (value > top || (value == top && cand.pass[k] < cand.pass[at])) {
-        top = value;
-        at = k;
-      }
-    }
-    REQUIRE(top == best);
-    CHECK(cand.pass[at] == best_index);
-    CHECK(cand.micro_batch[at] == best_micro_batch);
-    CHECK(cand.kind[at] == best_kind);
-    CHECK(std::vector<std::int64_t>(cand.alive.begin() + static_cast<std::ptrdiff_t>(at * 2),
-                                    cand.alive.begin() + static_cast<std::ptrdiff_t>(at * 2 + 2)) ==
-          best_alive);
+    check_candidates(cand, walked, chunk_bytes, kind_bytes);
   }
 }

@@ -71,6 +71,50 @@ std::vector<std::int64_t> most_alive_per_chunk(std::int64_t p, std::int64_t v, s
   return most;
 }
 
+// A random model for the property tests: a preset with every layer kind, or a small custom GQA one.
+template <class Pick>
+void pick_model(Config& c, Pick&& pick) {
+  const char* presets[] = {"llama-3.1-8b", "deepseek-v3",         "kimi-k3",
+                           "mixtral-8x7b", "kimi-linear-48b-a3b", ""};
+  const std::int64_t which = pick(0, 5);
+  if (presets[which][0] == '\0') {
+    c.custom_model = "h:" + std::to_string(64 * pick(1, 16)) +
+                     ";v:" + std::to_string(1000 * pick(1, 64)) +
+                     ";gqa:" + std::to_string(pick(1, 8)) + "," + std::to_string(pick(1, 2)) +
+                     ",64;mlp:" + std::to_string(128 * pick(1, 32)) + ",swiglu;layers:gd*" +
+                     std::to_string(pick(2, 40));
+  } else {
+    c.model = presets[which];
+  }
+}
+
+// The stage's fast-path peak is its timeline's maximum: the same bytes, the terms marked
+// counts_in_peak sum to it, the same moment (phase; micro-batch, chunk and stored activations
+// outside the optimizer step), and every event's families add up to its live bytes, none above
+// the peak. Returns the report's peak moment.
+PeakMoment check_peak_is_timeline_max(const StageReport& s, const StageTimeline& t) {
+  REQUIRE(t.peak().live_bytes == s.peak_bytes);
+  std::int64_t marked = 0;
+  for (const std::int64_t term : terms_alive_at_peak(s))
+    marked += s.terms[static_cast<std::size_t>(term)].bytes;
+  REQUIRE(marked == s.peak_bytes);
+  const PeakMoment pm = peak_moment(s);
+  REQUIRE(t.peak().phase == pm.phase);
+  if (pm.phase != StepPhase::optimizer_step) {
+    REQUIRE(t.peak().micro_batch == pm.micro_batch);
+    REQUIRE(t.peak().chunk == pm.chunk);
+    REQUIRE(t.peak().live_by_family[static_cast<std::size_t>(Family::activation)] ==
+            s.activation_bytes);
+  }
+  for (const TimelineEvent& e : t.events) {
+    std::int64_t sum = 0;
+    for (const std::int64_t b : e.live_by_family) sum += b;
+    REQUIRE(sum == e.live_bytes);
+    REQUIRE(e.live_bytes <= s.peak_bytes);
+  }
+  return pm;
+}
+
 }  // namespace
 
 TEST_CASE("Schedule order: for_each_slot is Megatron's table, pass by pass") {
@@ -167,8 +211,6 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
   };
-  const char* presets[] = {"llama-3.1-8b", "deepseek-v3",         "kimi-k3",
-                           "mixtral-8x7b", "kimi-linear-48b-a3b", ""};
   int reports = 0, interleaved = 0, backward_peaks = 0, nested = 0, old_rule_differs = 0;
   // STAGEMEM_TIMELINE_DIFFS=1 prints the stages where the old assembly rule (stored activations at
   // the end of warm-up + the single largest transient) gives another peak.
@@ -176,16 +218,7 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
   for (int i = 0; reports < 1200 && i < 20000; ++i) {
     INFO("seed " << seed << " configuration " << i);
     Config c;
-    const std::int64_t which = pick(0, 5);
-    if (presets[which][0] == '\0') {
-      c.custom_model = "h:" + std::to_string(64 * pick(1, 16)) +
-                       ";v:" + std::to_string(1000 * pick(1, 64)) +
-                       ";gqa:" + std::to_string(pick(1, 8)) + "," + std::to_string(pick(1, 2)) +
-                       ",64;mlp:" + std::to_string(128 * pick(1, 32)) + ",swiglu;layers:gd*" +
-                       std::to_string(pick(2, 40));
-    } else {
-      c.model = presets[which];
-    }
+    pick_model(c, pick);
     c.parallel.pipeline_parallel = pick(1, 8);
     c.parallel.virtual_stages = c.parallel.pipeline_parallel > 1 && pick(0, 1) ? pick(2, 4) : 1;
     c.parallel.tensor_parallel = std::int64_t{1} << pick(0, 2);
@@ -216,18 +249,8 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
       REQUIRE(t.fits);
       REQUIRE(t.peak_event >= 0);
       REQUIRE(t.events.size() == static_cast<std::size_t>(2 * r.micro_batches * t.chunks + 1));
-      REQUIRE(t.peak().live_bytes == s.peak_bytes);
-      std::int64_t marked = 0;
-      for (const std::int64_t term : terms_alive_at_peak(s))
-        marked += s.terms[static_cast<std::size_t>(term)].bytes;
-      REQUIRE(marked == s.peak_bytes);
-      const PeakMoment pm = peak_moment(s);
-      REQUIRE(t.peak().phase == pm.phase);
+      const PeakMoment pm = check_peak_is_timeline_max(s, t);
       if (pm.phase != StepPhase::optimizer_step) {
-        REQUIRE(t.peak().micro_batch == pm.micro_batch);
-        REQUIRE(t.peak().chunk == pm.chunk);
-        REQUIRE(t.peak().live_by_family[static_cast<std::size_t>(Family::activation)] ==
-                s.activation_bytes);
         backward_peaks += pm.phase == StepPhase::backward;
         nested += pm.enclosing >= 0;
       }
@@ -260,12 +283,6 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
               100.0 * static_cast<double>(s.peak_bytes - old_peak) / static_cast<double>(old_peak),
               moment_name(s, peak_moment(s)).c_str());
         }
-      }
-      for (const TimelineEvent& e : t.events) {
-        std::int64_t sum = 0;
-        for (const std::int64_t b : e.live_by_family) sum += b;
-        REQUIRE(sum == e.live_bytes);
-        REQUIRE(e.live_bytes <= s.peak_bytes);
       }
     }
   }
@@ -410,22 +427,11 @@ TEST_CASE("Property: DualPipeV's report peak is the timeline's maximum on 300 ra
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
   };
-  const char* presets[] = {"llama-3.1-8b", "deepseek-v3",         "kimi-k3",
-                           "mixtral-8x7b", "kimi-linear-48b-a3b", ""};
   int reports = 0, backward_peaks = 0, chunk1_peaks = 0;
   for (int i = 0; reports < 300 && i < 5000; ++i) {
     INFO("seed " << seed << " configuration " << i);
     Config c;
-    const std::int64_t which = pick(0, 5);
-    if (presets[which][0] == '\0') {
-      c.custom_model = "h:" + std::to_string(64 * pick(1, 16)) +
-                       ";v:" + std::to_string(1000 * pick(1, 64)) +
-                       ";gqa:" + std::to_string(pick(1, 8)) + "," + std::to_string(pick(1, 2)) +
-                       ",64;mlp:" + std::to_string(128 * pick(1, 32)) + ",swiglu;layers:gd*" +
-                       std::to_string(pick(2, 40));
-    } else {
-      c.model = presets[which];
-    }
+    pick_model(c, pick);
     c.parallel.schedule = PipelineSchedule::dualpipev;
     c.parallel.pipeline_parallel = pick(1, 8);
     c.parallel.virtual_stages = pick(0, 1) ? 2 : 1;  // both mean DualPipeV's 2 chunks
@@ -455,30 +461,14 @@ TEST_CASE("Property: DualPipeV's report peak is the timeline's maximum on 300 ra
       REQUIRE(t.chunks == 2);
       REQUIRE(t.fits);
       REQUIRE(t.events.size() == static_cast<std::size_t>(4 * r.micro_batches + 1));
-      REQUIRE(t.peak().live_bytes == s.peak_bytes);
-      std::int64_t marked = 0;
-      for (const std::int64_t term : terms_alive_at_peak(s))
-        marked += s.terms[static_cast<std::size_t>(term)].bytes;
-      REQUIRE(marked == s.peak_bytes);
-      const PeakMoment pm = peak_moment(s);
-      REQUIRE(t.peak().phase == pm.phase);
+      const PeakMoment pm = check_peak_is_timeline_max(s, t);
       if (pm.phase != StepPhase::optimizer_step) {
-        REQUIRE(t.peak().micro_batch == pm.micro_batch);
-        REQUIRE(t.peak().chunk == pm.chunk);
-        REQUIRE(t.peak().live_by_family[static_cast<std::size_t>(Family::activation)] ==
-                s.activation_bytes);
         const auto at = static_cast<std::size_t>(t.peak_event * t.chunks);
         REQUIRE(s.in_flight_per_chunk ==
                 std::vector<std::int64_t>(t.alive.begin() + static_cast<std::ptrdiff_t>(at),
                                           t.alive.begin() + static_cast<std::ptrdiff_t>(at + 2)));
         backward_peaks += pm.phase == StepPhase::backward;
         chunk1_peaks += pm.chunk == 1;
-      }
-      for (const TimelineEvent& e : t.events) {
-        std::int64_t sum = 0;
-        for (const std::int64_t b : e.live_by_family) sum += b;
-        REQUIRE(sum == e.live_bytes);
-        REQUIRE(e.live_bytes <= s.peak_bytes);
       }
     }
   }
