@@ -425,7 +425,10 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
   std::int32_t best_kind = 0;
   const bool every_chunk_stores =
       std::all_of(chunk_bytes.begin(), chunk_bytes.end(), [](std::int64_t b) { return b > 0; });
-  if (every_chunk_stores) {
+  // The candidates index passes and count micro-batches in int32: within the configuration's
+  // bounds (M <= 65,536, vpp <= 1,024) a step has at most 2^27 passes; beyond them, walk.
+  const bool indexable = micro_batches <= max_micro_batches_per_step && chunks <= 1024;
+  if (every_chunk_stores && indexable) {
     const PeakCandidates& schedule = rank_schedule(cache, plan, rank, micro_batches, chunks);
     const auto width = static_cast<std::size_t>(chunks);
     std::size_t best_candidate = 0;

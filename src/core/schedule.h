@@ -121,6 +121,8 @@ struct PeakCandidates {
     most_alive = 0;
   }
 };
+// Requires 2 x M x chunks < 2^31 (passes and counts are int32; callers keep M <= 65,536 and
+// chunks <= 1,024).
 void peak_candidates(std::int64_t pipeline_ranks, std::int64_t chunks, std::int64_t rank,
                      std::int64_t micro_batches, PeakCandidates& out);
 
