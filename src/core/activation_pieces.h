@@ -151,6 +151,15 @@ struct TransientScope {
   TransientPlace place = TransientPlace::layer;
   std::int16_t chunk = -1;  // TransientPlace::chunk: the chunk's index on the rank
 };
+// The transients one pass can hold at its moment, the largest first found: a forward pass holds
+// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
+// transients only in its passes; a backward layer transient sits inside a recompute working set.
+struct PassOption {
+  std::int64_t bytes = 0;
+  std::int64_t transient = -1;  // index into the stage's transient list
+  std::int64_t enclosing = -1;  // the recompute working set around it
+};
+
 struct RankPieces {
   struct Chunk {
     ActivationPiece attn_res_slots;
@@ -161,18 +170,14 @@ struct RankPieces {
       transients;                      // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
   std::vector<TransientScope> scopes;  // one per transient
   std::int64_t largest_transient_bytes = 0;  // of `transients`
-  std::uint64_t generation = 0;              // LayerPieceCache::generation it was built in
+  // What each pass kind (chunk x 2 + backward) holds of `transients`, before the recompute working
+  // set (which a stage adds after them, and which encloses the largest backward layer transient,
+  // `inner_backward`; -1: none). The working set is the only transient that depends on recompute.
+  std::vector<PassOption> pass_options;
+  std::int64_t inner_backward = -1;
+  std::uint64_t generation = 0;  // LayerPieceCache::generation it was built in
   bool has_moe = false;
   bool fits = true;  // false: a buffer or a transient does not fit in int64
-};
-
-// The transients one pass can hold at its moment, the largest first found: a forward pass holds
-// forward transients, a backward pass backward ones; boundary buffers are in both; a chunk's own
-// transients only in its passes; a backward layer transient sits inside a recompute working set.
-struct PassOption {
-  std::int64_t bytes = 0;
-  std::int64_t transient = -1;  // index into the stage's transient list
-  std::int64_t enclosing = -1;  // the recompute working set around it
 };
 
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
@@ -187,6 +192,7 @@ struct LayerPieceCache {
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
   std::optional<ActivationPiece> checkpoint_input;              // full recompute's group input
+  std::optional<ActivationPiece> embedding_dropout;             // the embedding's dropout mask
   std::optional<ActivationPiece> mtp_checkpoint_inputs;  // an MTP layer's, under full uniform
   // Counts the training inputs the cache has been built for: a rank's pieces from an older
   // generation are rebuilt in place (their lists keep their storage).
@@ -210,8 +216,6 @@ struct LayerPieceCache {
   std::vector<std::optional<RankLayers>> full_layers;
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
-  std::vector<ActivationPiece> transients;
-  std::vector<TransientScope> transient_scopes;  // one per entry of `transients`
   std::vector<PassOption> pass_options;
   // Storage of the per-chunk lists a stage report gave up (estimate.cpp swaps them in).
   std::vector<std::int64_t> spare_in_flight;

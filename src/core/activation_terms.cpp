@@ -275,16 +275,18 @@ ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
 }
 
 // The PassOption of every pass kind (chunk x 2 + backward) of a rank with `chunks` chunks, in
-// one walk over the transient list (the first largest wins, in list order, as for one kind).
-void pass_options(const std::vector<ActivationPiece>& transients,
-                  const std::vector<TransientScope>& scopes, std::int64_t chunks,
-                  std::vector<PassOption>& options, bool& fits) {
+// one walk over the transient list (the first largest wins, in list order, as for one kind), and
+// the largest backward layer transient (`inner`, -1: none), which every recompute working set
+// encloses. Recompute working sets are offered after the list (add_working_set_option).
+void base_pass_options(const std::vector<ActivationPiece>& transients,
+                       const std::vector<TransientScope>& scopes, std::int64_t chunks,
+                       std::vector<PassOption>& options, std::int64_t& inner) {
   const auto kinds = static_cast<std::size_t>(2 * chunks);
   options.assign(kinds, PassOption{});
   const auto offer = [&](std::size_t kind, std::int64_t bytes, std::size_t i) {
     if (bytes > options[kind].bytes) options[kind] = {bytes, static_cast<std::int64_t>(i), -1};
   };
-  std::int64_t inner = -1;  // the largest backward layer transient: inside every recompute
+  inner = -1;
   for (std::size_t i = 0; i < transients.size(); ++i) {
     const TransientScope& scope = scopes[i];
     const std::int64_t bytes = transients[i].bytes;
@@ -306,22 +308,25 @@ void pass_options(const std::vector<ActivationPiece>& transients,
         }
         break;
       case TransientPlace::recompute:
-        break;  // below, with what it encloses
+        break;  // added per stage, with what it encloses (add_working_set_option)
       case TransientPlace::between_steps:
         break;  // held by the optimizer step, never by a forward or backward pass
     }
   }
-  for (std::size_t i = 0; i < transients.size(); ++i) {
-    if (scopes[i].place != TransientPlace::recompute) continue;
-    std::int64_t bytes = transients[i].bytes;
-    if (inner >= 0) {
-      fits = checked_add(bytes, transients[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
-    }
-    const PassOption option = inner >= 0 ? PassOption{bytes, inner, static_cast<std::int64_t>(i)}
-                                         : PassOption{bytes, static_cast<std::int64_t>(i), -1};
-    for (std::size_t kind = 1; kind < kinds; kind += 2) {
-      if (bytes > options[kind].bytes) options[kind] = option;
-    }
+}
+
+// Offers a recompute working set of `bytes` (transient index `index`) to every backward pass kind,
+// around the rank's largest backward layer transient (`inner` of `transients`, -1: none).
+void add_working_set_option(std::vector<PassOption>& options, std::int64_t bytes,
+                            std::int64_t index, const std::vector<ActivationPiece>& transients,
+                            std::int64_t inner, bool& fits) {
+  if (inner >= 0) {
+    fits = checked_add(bytes, transients[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
+  }
+  const PassOption option =
+      inner >= 0 ? PassOption{bytes, inner, index} : PassOption{bytes, index, -1};
+  for (std::size_t kind = 1; kind < options.size(); kind += 2) {
+    if (bytes > options[kind].bytes) options[kind] = option;
   }
 }
 
@@ -392,8 +397,7 @@ void walk_every_pass(const StagePlan& plan, std::int64_t rank, std::int64_t micr
 PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::int64_t rank,
                             std::int64_t micro_batches,
                             const std::vector<std::int64_t>& chunk_bytes,
-                            const std::vector<ActivationPiece>& transients,
-                            const std::vector<TransientScope>& scopes,
+                            const std::vector<PassOption>& options,
                             std::vector<std::int64_t>& alive, std::int64_t& transient_bytes,
                             bool& fits) {
   const std::int64_t chunks = static_cast<std::int64_t>(chunk_bytes.size());
@@ -408,8 +412,6 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     // 1F1B: the last warm-up forward and the first backward both hold min(P - p, M).
     const std::int64_t held = std::min(plan.pipeline_ranks - rank, micro_batches);
     alive[0] = held;
-    std::vector<PassOption>& options = cache.pass_options;
-    pass_options(transients, scopes, 1, options, fits);
     const PassOption f = options[0];
     const PassOption b = options[1];
     const bool forward = f.bytes >= b.bytes;
@@ -419,8 +421,6 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     take(forward ? f : b);
     return moment;
   }
-  std::vector<PassOption>& options = cache.pass_options;
-  pass_options(transients, scopes, chunks, options, fits);
   std::int64_t best = -1;
   std::int32_t best_kind = 0;
   const bool every_chunk_stores =
@@ -492,6 +492,7 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   cache.head_transients.reset();
   cache.mtp_extra.reset();
   cache.checkpoint_input.reset();
+  cache.embedding_dropout.reset();
   cache.mtp_checkpoint_inputs.reset();
 }
 
@@ -726,6 +727,9 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     result.fits = result.fits && !p.formula.overflowed();
     result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
   }
+  base_pass_options(result.transients, result.scopes,
+                    std::max<std::int64_t>(plan.chunks_per_rank, 1), result.pass_options,
+                    result.inner_backward);
 }
 
 }  // namespace
@@ -757,19 +761,10 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   }
 
   StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
-  std::vector<ActivationPiece>& transients = cache.transients;
-  std::vector<TransientScope>& scopes = cache.transient_scopes;
-  transients.assign(pieces_of_rank.transients.begin(), pieces_of_rank.transients.end());
-  scopes.assign(pieces_of_rank.scopes.begin(), pieces_of_rank.scopes.end());
-  // Only the recompute working set is added here: it encloses the backward of its layers.
-  const auto keep_transient = [&](const ActivationPiece& p) {
-    if (p.bytes > 0 || p.formula.overflowed()) {
-      transients.push_back(p);
-      scopes.push_back({TransientPlace::recompute, -1});
-    }
-  };
-  std::int64_t working_set = 0;  // recompute working set of one group / layer, backward
-  ActivationPiece working_set_piece;
+  // The rank's transients are its pieces' (RankPieces::transients) and, last, the recompute
+  // working set of one group / layer (backward), which encloses the backward of its layers.
+  std::int64_t working_set = 0;
+  ActivationPiece working_set_piece;  // its name and factors (not needed for peaks)
   if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
   const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
@@ -813,11 +808,13 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (group_bytes > working_set) {
         working_set = group_bytes;
         working_set_piece.info = &term_recompute_group;
-        working_set_piece.formula = Formula()
-                                        .number(group.count)
-                                        .number(group.first)
-                                        .number(group.last)
-                                        .number(group_bytes);
+        if (!peaks_only) {
+          working_set_piece.formula = Formula()
+                                          .number(group.count)
+                                          .number(group.first)
+                                          .number(group.last)
+                                          .number(group_bytes);
+        }
       }
     }
     // Layers that keep everything, counted per kind; the pieces of a kind are built once.
@@ -836,17 +833,20 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       if (dropped != 0 && recomputed > working_set) {
         working_set = recomputed;
         working_set_piece.info = &term_recompute_selective;
-        working_set_piece.formula = Formula()
-                                        .number(static_cast<std::int64_t>(kind.attention))
-                                        .number(static_cast<std::int64_t>(kind.mlp))
-                                        .number(recomputed);
+        if (!peaks_only) {
+          working_set_piece.formula = Formula()
+                                          .number(static_cast<std::int64_t>(kind.attention))
+                                          .number(static_cast<std::int64_t>(kind.mlp))
+                                          .number(recomputed);
+        }
       }
     }
     if (split.checkpointed_groups > 0)
       sums.add(TermGroup::all_layers, checkpoint_input, split.checkpointed_groups, c);
 
     if (chunk.embedding && training.dropout) {
-      sums.add(TermGroup::embedding, embedding_dropout_piece(model, shape), 1, c);
+      if (!cache.embedding_dropout) cache.embedding_dropout = embedding_dropout_piece(model, shape);
+      sums.add(TermGroup::embedding, *cache.embedding_dropout, 1, c);
     }
     if (model.attn_res.block_size > 0) {
       sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, 1, c);
@@ -892,16 +892,19 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     }
   }
 
+  std::vector<PassOption>& options = cache.pass_options;
+  options.assign(pieces_of_rank.pass_options.begin(), pieces_of_rank.pass_options.end());
+  const std::vector<ActivationPiece>& transients = pieces_of_rank.transients;
   if (working_set > 0) {
     working_set_piece.bytes = working_set;
-    keep_transient(working_set_piece);
+    add_working_set_option(options, working_set, static_cast<std::int64_t>(transients.size()),
+                           transients, pieces_of_rank.inner_backward, fits);
   }
 
   fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
-  for (const ActivationPiece& p : transients) fits = fits && !p.formula.overflowed();
   result.moment =
-      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes, transients,
-                       scopes, result.in_flight_per_chunk, result.largest_transient_bytes, fits);
+      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes, options,
+                       result.in_flight_per_chunk, result.largest_transient_bytes, fits);
   if (peaks_only) {
     result.fits =
         sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
@@ -914,8 +917,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   result.first_stored = static_cast<std::int64_t>(stored.size());
   result.fits = sums.append_terms(&stored, result.stored_bytes, result.in_flight_per_chunk) && fits;
   result.first_transient = static_cast<std::int64_t>(out.size());
-  for (std::size_t i = 0; i < transients.size(); ++i) {
-    const ActivationPiece& p = transients[i];
+  const auto emit = [&](const ActivationPiece& p, TransientScope scope) {
     Term& t = out.emplace_back();
     t.info = p.info;
     t.bytes = p.bytes;
@@ -923,9 +925,11 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     t.formula = p.formula;
     t.family = Family::transient;
     t.allocated_at = p.info->in_backward ? AllocationPoint::backward : AllocationPoint::forward;
-    t.place = scopes[i].place;
-    t.chunk = scopes[i].chunk;
-  }
+    t.place = scope.place;
+    t.chunk = scope.chunk;
+  };
+  for (std::size_t i = 0; i < transients.size(); ++i) emit(transients[i], pieces_of_rank.scopes[i]);
+  if (working_set > 0) emit(working_set_piece, {TransientPlace::recompute, -1});
   if (result.moment.transient >= 0) result.moment.transient += result.first_transient;
   if (result.moment.enclosing >= 0) result.moment.enclosing += result.first_transient;
   result.largest_transient = result.moment.transient;

@@ -150,8 +150,11 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
 // identical earlier rank) and decides which phase peaks: forward/backward (the step timeline's
 // largest moment: stored activations alive then + the transients alive then) or the optimizer step
 // (its transients). False when a term's bytes do not fit in int64.
+// The optimizer step's transients are `optimizer_step` and `kept_input` (summing to
+// `optimizer_step_bytes`, -1 when they do not fit).
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const std::vector<Term>& optimizer_step,
+                           const std::vector<Term>& kept_input, std::int64_t optimizer_step_bytes,
                            std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only,
                            const StageReport* same, std::int64_t same_first, std::int64_t same_end,
                            bool same_fits) {
@@ -163,6 +166,7 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
   if (!peaks_only) {
     stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
+    stage.terms.insert(stage.terms.end(), kept_input.begin(), kept_input.end());
   }
   stage.activation_bytes = activations.stored_bytes;
   stage.largest_transient_bytes = activations.largest_transient_bytes;
@@ -173,11 +177,8 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
   cache.spare_in_flight = std::move(activations.in_flight_per_chunk);
   cache.spare_chunk_bytes = std::move(activations.chunk_stored_bytes);
   stage.forward_backward_moment = activations.moment;
-  bool fits = activations.fits;
-  for (const Term& t : optimizer_step) {
-    fits = fits &&
-           checked_add(stage.optimizer_transient_bytes, t.bytes, &stage.optimizer_transient_bytes);
-  }
+  bool fits = activations.fits && optimizer_step_bytes >= 0;
+  stage.optimizer_transient_bytes = std::max<std::int64_t>(optimizer_step_bytes, 0);
   std::int64_t forward_backward = 0;
   fits =
       fits && checked_add(stage.activation_bytes, stage.largest_transient_bytes, &forward_backward);
@@ -203,6 +204,15 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
 bool add_bytes(std::int64_t& total, std::int64_t bytes) {
   return bytes >= 0 && bytes != std::numeric_limits<std::int64_t>::max() &&
          checked_add(total, bytes, &total);
+}
+
+// The bytes of `terms`, -1 when they do not fit in int64.
+std::int64_t sum_of(const std::vector<Term>& terms) {
+  std::int64_t total = 0;
+  for (const Term& t : terms) {
+    if (!add_bytes(total, t.bytes)) return -1;
+  }
+  return total;
 }
 
 // Names what drives the first term that does not fit: its formula's factors, as the fields a user
@@ -333,6 +343,7 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     cache.parameters.clear();
     cache.state_terms_valid = false;
     cache.pieces = {};
+    cache.kept_input_generation = 0;  // a new piece cache counts its generations from the start
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
       cache.plan = plan_stages(model, config.parallel, repeated);
@@ -383,10 +394,28 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                                        config.optimizer, cache.optimizer_step_terms[i],
                                        config.precision);
     }
+    cache.resident_sums.clear();
+    cache.optimizer_step_sums.clear();
+    for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      cache.resident_sums.push_back(sum_of(cache.resident_terms[i]));
+      cache.optimizer_step_sums.push_back(sum_of(cache.optimizer_step_terms[i]));
+    }
     cache.state_terms_valid = true;
   }
   prepare_piece_cache(cache.pieces, config.training);
   LayerPieceCache& piece_cache = cache.pieces;
+  if (cache.kept_input_generation != piece_cache.generation ||
+      cache.kept_input_terms.size() != cache.parameters.size()) {
+    cache.kept_input_generation = piece_cache.generation;
+    cache.kept_input_terms.assign(cache.parameters.size(), {});
+    cache.kept_input_sums.assign(cache.parameters.size(), 0);
+    for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
+      append_kept_pipeline_input_terms(model, config.parallel, config.training, plan,
+                                       cache.parameters[i].pipeline_rank,
+                                       cache.kept_input_terms[i]);
+      cache.kept_input_sums[i] = sum_of(cache.kept_input_terms[i]);
+    }
+  }
   std::int64_t largest = -1;
   // Per stage computed so far: where its activation terms are and whether they fit.
   struct ActivationRange {
@@ -396,8 +425,6 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   };
   std::vector<ActivationRange> activation_ranges;
   activation_ranges.reserve(cache.parameters.size());
-  std::vector<Term> step_terms;  // one stage's optimizer-step terms (reused across stages)
-  step_terms.reserve(4);
   report.stages = std::move(kept_stages);
   report.stages.reserve(cache.parameters.size());
   std::size_t stage_count = 0;
@@ -418,8 +445,8 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       stage.terms.reserve(48);
       stage.terms.insert(stage.terms.end(), resident.begin(), resident.end());
     }
-    bool fits = true;
-    for (const Term& t : resident) fits = fits && add_bytes(stage.resident_bytes, t.bytes);
+    bool fits = cache.resident_sums[stage_slot] >= 0;
+    stage.resident_bytes = std::max<std::int64_t>(cache.resident_sums[stage_slot], 0);
     // An identical earlier rank (same layer kinds, duties and micro-batches in flight) is not
     // computed again.
     const StageReport* same = nullptr;
@@ -434,20 +461,27 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     }
     const auto first_activation = static_cast<std::int64_t>(stage.terms.size());
     // The optimizer step also holds the pipeline input the model keeps past the step.
-    step_terms.assign(cache.optimizer_step_terms[stage_slot].begin(),
-                      cache.optimizer_step_terms[stage_slot].end());
-    append_kept_pipeline_input_terms(model, config.parallel, config.training, plan, stage.index,
-                                     step_terms);
+    const std::vector<Term>& optimizer_step = cache.optimizer_step_terms[stage_slot];
+    const std::vector<Term>& kept_input = cache.kept_input_terms[stage_slot];
+    std::int64_t optimizer_step_bytes = cache.optimizer_step_sums[stage_slot];
+    if (optimizer_step_bytes >= 0 &&
+        (cache.kept_input_sums[stage_slot] < 0 ||
+         !checked_add(optimizer_step_bytes, cache.kept_input_sums[stage_slot],
+                      &optimizer_step_bytes))) {
+      optimizer_step_bytes = -1;
+    }
     const bool activation_fits = add_activation_phases(
-        stage, model, config, plan, step_terms, report.micro_batches, piece_cache, peaks_only, same,
+        stage, model, config, plan, optimizer_step, kept_input, optimizer_step_bytes,
+        report.micro_batches, piece_cache, peaks_only, same,
         same ? activation_ranges[same_slot].first : 0, same ? activation_ranges[same_slot].end : 0,
         same ? activation_ranges[same_slot].fits : true);
     activation_ranges.push_back(
         {.first = first_activation,
          .end = first_activation +
-                (peaks_only ? 0
-                            : static_cast<std::int64_t>(stage.terms.size()) - first_activation -
-                                  static_cast<std::int64_t>(step_terms.size())),
+                (peaks_only
+                     ? 0
+                     : static_cast<std::int64_t>(stage.terms.size()) - first_activation -
+                           static_cast<std::int64_t>(optimizer_step.size() + kept_input.size())),
          .fits = activation_fits});
     fits = activation_fits && fits;
     const bool grouped_gemm = parameters.per_rank_split.expert() > 0;

@@ -182,6 +182,14 @@ struct EstimateCache {
   OptimizerConfig optimizer{};
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
+  // Their sums per stage (what a sweep of peaks reads); -1: the terms do not fit in int64 bytes.
+  std::vector<std::int64_t> resident_sums{};
+  std::vector<std::int64_t> optimizer_step_sums{};
+  // Per stage, the pipeline input the model keeps past the step (0 or 1 term; it depends on the
+  // layout and the piece inputs: rebuilt when `pieces` starts a new generation) and its bytes.
+  std::uint64_t kept_input_generation = 0;
+  std::vector<std::vector<Term>> kept_input_terms{};
+  std::vector<std::int64_t> kept_input_sums{};
   // Per micro-batch activation pieces (they depend on the layout and the training inputs
   // LayerPieceCache names, not on recompute, batch, optimizer or device).
   LayerPieceCache pieces{};
