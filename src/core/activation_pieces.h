@@ -79,6 +79,13 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
 std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const TokenShape& shape,
                                         const TrainingConfig& training,
                                         const ParallelLayout& layout);
+// The same into `out` (replacing its contents, keeping its storage).
+void attention_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
+                           AttentionKind kind, const TokenShape& shape,
+                           const TrainingConfig& training);
+void mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model, MlpKind kind,
+                     const TokenShape& shape, const TrainingConfig& training,
+                     const ParallelLayout& layout);
 
 // Whether a layer kind's norm is fused into the following TE LayerNormColumnParallelLinear
 // (Megatron's TE spec: GQA's linear_qkv, the dense MLP's fc1), so that `layernorm` recompute,
@@ -111,7 +118,8 @@ struct LayerPieces {
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
-  bool kept_fits = true;  // false: a kept piece, or their sum, does not fit in int64
+  bool kept_fits = true;         // false: a kept piece, or their sum, does not fit in int64
+  std::uint64_t generation = 0;  // LayerPieceCache::generation it was built in (0: never)
 };
 // One group of stored pieces summed over a stage's layers and micro-batches (activation_terms.cpp).
 struct StoredBlock {
@@ -124,6 +132,7 @@ struct StoredBlock {
 // How one virtual chunk's layers split under a recompute policy: layer counts only, no bytes
 // (they depend on the layout and the recompute setting, not on sequence or batch).
 struct ChunkLayers {
+  const VirtualStage* stage = nullptr;        // in the StagePlan the cache was built for
   std::array<std::int64_t, 6> full_layers{};  // layers keeping every piece, per layer kind slot
   std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
   // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
@@ -187,7 +196,7 @@ struct LayerPieceCache {
   // fields no piece depends on: global batch, recompute, flat headroom). The layout and model
   // are EstimateCache's keys.
   std::optional<TrainingConfig> built_for;
-  std::array<std::optional<LayerPieces>, 6> kinds;
+  std::array<LayerPieces, 6> kinds;  // rebuilt in place when their generation is old
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input

@@ -440,7 +440,22 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
     const bool unchecked = checked_mul(*std::max_element(chunk_bytes.begin(), chunk_bytes.end()),
                                        schedule.most_alive, &bound) &&
                            checked_add(bound, largest_option, &bound);
-    for (std::size_t k = 0; k < schedule.kind.size(); ++k) {
+    const auto take_if_larger = [&](std::size_t k, std::int64_t value) {
+      if (value > best || (value == best && schedule.pass[k] < schedule.pass[best_candidate])) {
+        best = value;
+        best_candidate = k;
+      }
+    };
+    if (unchecked && width == 2) {  // VPP 2 and DualPipeV: the common case, unrolled
+      const std::int64_t first = chunk_bytes[0];
+      const std::int64_t second = chunk_bytes[1];
+      const std::int32_t* counts = schedule.alive.data();
+      for (std::size_t k = 0; k < schedule.kind.size(); ++k, counts += 2) {
+        take_if_larger(k, options[static_cast<std::size_t>(schedule.kind[k])].bytes +
+                              first * counts[0] + second * counts[1]);
+      }
+    }
+    for (std::size_t k = 0; k < schedule.kind.size() && !(unchecked && width == 2); ++k) {
       const std::int32_t* counts = schedule.alive.data() + k * width;
       std::int64_t value = options[static_cast<std::size_t>(schedule.kind[k])].bytes;
       if (unchecked) {
@@ -452,10 +467,7 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
                  checked_add(value, bytes, &value) && fits;
         }
       }
-      if (value > best || (value == best && schedule.pass[k] < schedule.pass[best_candidate])) {
-        best = value;
-        best_candidate = k;
-      }
+      take_if_larger(k, value);
     }
     if (best >= 0) {
       best_kind = schedule.kind[best_candidate];
@@ -487,7 +499,6 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   // and the scratch lists keep their storage.
   cache.built_for = inputs;
   ++cache.generation;
-  cache.kinds = {};
   cache.head.reset();
   cache.head_transients.reset();
   cache.mtp_extra.reset();
@@ -509,6 +520,7 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
   for (const VirtualStage& chunk : plan.virtual_stages) {
     if (chunk.pipeline_rank != rank) continue;
     ChunkLayers& out = result.chunks.emplace_back();
+    out.stage = &chunk;
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
     std::int64_t group_size = 0;
     std::int64_t first_full_layer = chunk.first_layer;  // layers before this one are checkpointed
@@ -768,31 +780,30 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
   const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
-    auto& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
-    if (!entry) {
-      entry = LayerPieces{attention_pieces(model, kind.attention, shape, training),
-                          mlp_pieces(model, kind.mlp, shape, training, layout)};
-      entry->all_bytes = layer_bytes(*entry, 0);
-      entry->kept_mask = ~dropped;  // not computed yet
+    LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
+    if (entry.generation != cache.generation) {
+      attention_pieces_into(entry.attention, model, kind.attention, shape, training);
+      mlp_pieces_into(entry.mlp, model, kind.mlp, shape, training, layout);
+      entry.all_bytes = layer_bytes(entry, 0);
+      entry.kept_mask = ~dropped;  // not computed yet
+      entry.generation = cache.generation;
     }
-    if (entry->kept_mask != dropped) {
+    if (entry.kept_mask != dropped) {
       std::int64_t attention = 0;
       std::int64_t mlp = 0;
-      entry->kept_bytes = layer_bytes(*entry, dropped);
-      entry->kept_fits = kept_sum(entry->attention, dropped, &attention) &&
-                         kept_sum(entry->mlp, dropped, &mlp) && checked_add(attention, mlp, &mlp);
-      entry->kept_mask = dropped;
+      entry.kept_bytes = layer_bytes(entry, dropped);
+      entry.kept_fits = kept_sum(entry.attention, dropped, &attention) &&
+                        kept_sum(entry.mlp, dropped, &mlp) && checked_add(attention, mlp, &mlp);
+      entry.kept_mask = dropped;
     }
-    return *entry;
+    return entry;
   };
   bool fits = pieces_of_rank.fits;
 
-  std::size_t chunk_slot = 0;
-  for (const VirtualStage& chunk : plan.virtual_stages) {
-    if (chunk.pipeline_rank != rank) continue;
+  for (std::size_t chunk_slot = 0; chunk_slot < layers.chunks.size(); ++chunk_slot) {
     const ChunkLayers& split = layers.chunks[chunk_slot];
+    const VirtualStage& chunk = *split.stage;
     const RankPieces::Chunk& chunk_pieces = pieces_of_rank.chunks[chunk_slot];
-    ++chunk_slot;
     const std::int64_t c = chunk.chunk;
     // Checkpointed groups: the whole working set of one group is rebuilt in backward; the first
     // group of the largest composition names it.

@@ -468,6 +468,14 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
                                               const TokenShape& shape,
                                               const TrainingConfig& training) {
   std::vector<ActivationPiece> out;
+  attention_pieces_into(out, model, kind, shape, training);
+  return out;
+}
+
+void attention_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
+                           AttentionKind kind, const TokenShape& shape,
+                           const TrainingConfig& training) {
+  out.clear();
   out.reserve(20);
   add_attention_norm(out, model, shape, kind);
   switch (kind) {
@@ -482,7 +490,6 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
       break;
   }
   add_output_dropout(out, model, shape, training);
-  return out;
 }
 
 std::vector<ActivationPiece> layer_activation_pieces(const Model& model, LayerKind kind,

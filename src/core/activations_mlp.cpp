@@ -255,6 +255,14 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
                                         const TrainingConfig& training,
                                         const ParallelLayout& layout) {
   std::vector<ActivationPiece> out;
+  mlp_pieces_into(out, model, kind, shape, training, layout);
+  return out;
+}
+
+void mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model, MlpKind kind,
+                     const TokenShape& shape, const TrainingConfig& training,
+                     const ParallelLayout& layout) {
+  out.clear();
   out.reserve(20);
   add_mlp_norm(out, model, shape, kind);
   if (kind == MlpKind::dense) {
@@ -267,7 +275,6 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
         make_piece(term_mlp_output_dropout_mask,
                    hidden_tokens(shape, model.hidden, label_id("h")).bytes(1, label_id("uint8"))));
   }
-  return out;
 }
 
 }  // namespace stagemem
