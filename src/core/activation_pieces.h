@@ -57,15 +57,39 @@ struct TokenShape {
 };
 TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout);
 
-// Shape helpers shared by the piece files (implemented in activations_attention.cpp).
-// A token-wise tensor of full hidden width: whole on every TP rank, 1/TP under sequence parallel.
-Formula hidden_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
+// Shape helpers shared by the piece files (inline: every piece of every estimate goes through
+// them). A token-wise tensor of full hidden width: whole on every TP rank, 1/TP under sequence
+// parallel.
+inline Formula hidden_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
+  Formula f;
+  f.times(label_id("S/CP"), s.sequence).times(label_id("B"), s.micro_batch);
+  if (s.sequence_parallel && s.tensor_parallel > 1) {
+    f.times_tp_sp(width_label, width / s.tensor_parallel);
+  } else {
+    f.times(width_label, width);
+  }
+  return f;
+}
 // A token-wise tensor split by heads or width over TP.
-Formula split_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
+inline Formula split_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
+  Formula f;
+  f.times(label_id("S/CP"), s.sequence)
+      .times(label_id("B"), s.micro_batch)
+      .times_tp(width_label, width / s.tensor_parallel);
+  return f;
+}
 // A token-wise tensor every TP rank holds whole (output of a duplicated projection).
-Formula full_tokens(const TokenShape& shape, std::int64_t width, Label width_label);
-ActivationPiece make_piece(const TermInfo& info, const Formula& formula,
-                           std::uint32_t dropped_by = 0);
+inline Formula full_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
+  Formula f;
+  f.times(label_id("S/CP"), s.sequence)
+      .times(label_id("B"), s.micro_batch)
+      .times(width_label, width);
+  return f;
+}
+inline ActivationPiece make_piece(const TermInfo& info, const Formula& formula,
+                                  std::uint32_t dropped_by = 0) {
+  return {.info = &info, .formula = formula, .bytes = formula.value(), .dropped_by = dropped_by};
+}
 std::uint32_t module_bits(std::initializer_list<RecomputeModule> modules);
 
 // One decoder layer's stored tensors (norms, attention, MLP), before recompute is applied.
@@ -113,8 +137,10 @@ std::int64_t stored_bytes(const std::vector<ActivationPiece>& pieces,
 // A layer's pieces depend only on its kind and the training and layout inputs, so one estimate
 // builds each kind's pieces once and shares them across its stages (3 attention x 2 MLP kinds).
 struct LayerPieces {
-  std::vector<ActivationPiece> attention;
-  std::vector<ActivationPiece> mlp;
+  // The attention and MLP halves: lists of the cache shared by every kind with the same half
+  // (LayerPieceCache::attention_lists, mlp_lists; set again at each use).
+  const std::vector<ActivationPiece>* attention = nullptr;
+  const std::vector<ActivationPiece>* mlp = nullptr;
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
@@ -131,14 +157,28 @@ struct StoredBlock {
 
 // How one virtual chunk's layers split under a recompute policy: layer counts only, no bytes
 // (they depend on the layout and the recompute setting, not on sequence or batch).
+// `count` layers of the layer kind in table slot `slot` (3 attention x 2 MLP kinds).
+struct SlotCount {
+  std::int32_t slot = 0;
+  std::int64_t count = 0;
+};
+// The non-zero entries of a per-slot count table, in slot order.
+struct SlotCounts {
+  std::array<SlotCount, 6> entries{};
+  std::int32_t size = 0;
+  const SlotCount* begin() const { return entries.data(); }
+  const SlotCount* end() const { return entries.data() + size; }
+};
 struct ChunkLayers {
   const VirtualStage* stage = nullptr;        // in the StagePlan the cache was built for
   std::array<std::int64_t, 6> full_layers{};  // layers keeping every piece, per layer kind slot
+  SlotCounts full;                            // the same, non-zero slots only
   std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
   // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
   // in the order they first occur, with the first occurrence's layer range.
   struct Group {
     std::array<std::int64_t, 6> layers{};
+    SlotCounts kinds;  // `layers`, non-zero slots only
     std::int64_t count = 0;
     std::int64_t first = 0;
     std::int64_t last = 0;
@@ -147,6 +187,7 @@ struct ChunkLayers {
 };
 // A rank's chunks under one recompute setting (policy none and selective share one structure).
 struct RankLayers {
+  std::uint32_t used_slots = 0;  // bit per layer kind slot that any chunk's layers use
   bool full = false;
   FullRecomputeMethod method = FullRecomputeMethod::uniform;
   std::int64_t group_layers = 0;
@@ -197,12 +238,28 @@ struct LayerPieceCache {
   // are EstimateCache's keys.
   std::optional<TrainingConfig> built_for;
   std::array<LayerPieces, 6> kinds;  // rebuilt in place when their generation is old
+  struct PieceList {
+    std::vector<ActivationPiece> pieces;
+    std::uint64_t generation = 0;  // 0: never built
+  };
+  std::array<PieceList, 3> attention_lists;                     // per AttentionKind
+  std::array<PieceList, 2> mlp_lists;                           // per MlpKind
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
   std::optional<ActivationPiece> checkpoint_input;              // full recompute's group input
   std::optional<ActivationPiece> embedding_dropout;             // the embedding's dropout mask
   std::optional<ActivationPiece> mtp_checkpoint_inputs;  // an MTP layer's, under full uniform
+  // Transients every rank with the layer kind has alike (build_rank_pieces picks among them).
+  struct SharedTransients {
+    std::optional<ActivationPiece> moe_dispatch;
+    std::optional<std::optional<ActivationPiece>> kda_forward;
+    std::array<std::optional<ActivationPiece>, 3> attention_backward;  // per AttentionKind
+    std::array<std::optional<ActivationPiece>, 2> mlp_backward;        // per MlpKind
+    std::array<std::optional<ActivationPiece>, 3> cp_exchange;         // per AttentionKind
+    std::array<std::optional<std::optional<ActivationPiece>>, 3> cp_backward;
+  };
+  SharedTransients shared;
   // Counts the training inputs the cache has been built for: a rank's pieces from an older
   // generation are rebuilt in place (their lists keep their storage).
   std::uint64_t generation = 1;

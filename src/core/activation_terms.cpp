@@ -244,7 +244,7 @@ std::int64_t attn_res_slot_sum(std::int64_t n, std::int64_t block) {
 // Saturates at 2^63 - 1 (an overflowed piece already marks the stage as not fitting).
 std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
   std::int64_t sum = 0;
-  for (const auto* list : {&p.attention, &p.mlp}) {
+  for (const auto* list : {p.attention, p.mlp}) {
     for (const ActivationPiece& piece : *list) {
       if ((piece.dropped_by & dropped) == 0 && !checked_add(sum, piece.bytes, &sum)) {
         return std::numeric_limits<std::int64_t>::max();
@@ -505,6 +505,7 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   cache.checkpoint_input.reset();
   cache.embedding_dropout.reset();
   cache.mtp_checkpoint_inputs.reset();
+  cache.shared = {};
 }
 
 namespace {
@@ -556,6 +557,18 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
       }
     }
   }
+  const auto compact = [&](const std::array<std::int64_t, 6>& per_slot, SlotCounts& out) {
+    for (std::int32_t slot = 0; slot < kind_slots; ++slot) {
+      const std::int64_t count = per_slot[static_cast<std::size_t>(slot)];
+      if (count == 0) continue;
+      out.entries[static_cast<std::size_t>(out.size++)] = {slot, count};
+      result.used_slots |= 1u << slot;
+    }
+  };
+  for (ChunkLayers& chunk : result.chunks) {
+    compact(chunk.full_layers, chunk.full);
+    for (ChunkLayers::Group& g : chunk.groups) compact(g.layers, g.kinds);
+  }
   return result;
 }
 
@@ -589,7 +602,8 @@ namespace {
 // The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
 void build_rank_pieces(const Model& model, const ParallelLayout& layout, const TokenShape& shape,
                        const TrainingConfig& training, const StagePlan& plan, std::int64_t rank,
-                       LayerPieceCache& cache, std::int64_t padded, RankPieces& result) {
+                       const RankLayers& layers, LayerPieceCache& cache, std::int64_t padded,
+                       RankPieces& result) {
   result.chunks.clear();
   result.transients.clear();
   result.scopes.clear();
@@ -613,16 +627,18 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
   const std::int64_t boundary_width = shape.sequence_parallel && shape.tensor_parallel > 1
                                           ? model.hidden / shape.tensor_parallel
                                           : model.hidden;
-  for (const VirtualStage& chunk : plan.virtual_stages) {
-    if (chunk.pipeline_rank != rank) continue;
+  // The layer kinds of the rank's chunks (every layer is in `layers`, kept or checkpointed).
+  for (int slot = 0; slot < kind_slots; ++slot) {
+    if ((layers.used_slots >> slot & 1u) == 0) continue;
+    const LayerKind kind = kind_of(slot);
+    result.has_moe |= kind.mlp == MlpKind::moe;
+    attention_kinds[static_cast<int>(kind.attention)] = true;
+    mlp_kinds[static_cast<int>(kind.mlp)] = true;
+  }
+  for (const ChunkLayers& split : layers.chunks) {
+    const VirtualStage& chunk = *split.stage;
     RankPieces::Chunk& pieces = result.chunks.emplace_back();
     const std::int64_t end = chunk.first_layer + chunk.layer_count;
-    for (std::int64_t i = chunk.first_layer; i < end; ++i) {
-      const LayerKind kind = model.layers[static_cast<std::size_t>(i)];
-      result.has_moe |= kind.mlp == MlpKind::moe;
-      attention_kinds[static_cast<int>(kind.attention)] = true;
-      mlp_kinds[static_cast<int>(kind.mlp)] = true;
-    }
     if (block > 0) {
       pieces.attn_res_slots = attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
       // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
@@ -682,9 +698,19 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
                              .number(send_slots);
     }
   }
-  if (result.has_moe) keep_transient(moe_dispatch_piece(model, shape, layout));
+  LayerPieceCache::SharedTransients& shared = cache.shared;
+  const auto once = [](auto& slot, auto make) -> const auto& {
+    if (!slot) slot = make();
+    return *slot;
+  };
+  if (result.has_moe) {
+    keep_transient(
+        once(shared.moe_dispatch, [&] { return moe_dispatch_piece(model, shape, layout); }));
+  }
   if (attention_kinds[static_cast<int>(AttentionKind::kda)]) {
-    if (auto p = kda_forward_transient(model, shape, training)) keep_transient(*p);
+    const auto& p =
+        once(shared.kda_forward, [&] { return kda_forward_transient(model, shape, training); });
+    if (p) keep_transient(*p);
   }
   if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
   if (largest_pipeline_buffers > 0) {
@@ -706,11 +732,14 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     for (int k = 0; k < 3; ++k) {
       if (!attention_kinds[k]) continue;
       const auto kind = static_cast<AttentionKind>(k);
-      ActivationPiece p = context_parallel_exchange_piece(model, shape, kind, training);
+      const ActivationPiece& p = once(shared.cp_exchange[static_cast<std::size_t>(k)], [&] {
+        return context_parallel_exchange_piece(model, shape, kind, training);
+      });
       if (p.bytes > largest.bytes) largest = p;
-      if (auto b = context_parallel_backward_piece(model, shape, kind, training)) {
-        if (b->bytes > largest_backward.bytes) largest_backward = *b;
-      }
+      const auto& b = once(shared.cp_backward[static_cast<std::size_t>(k)], [&] {
+        return context_parallel_backward_piece(model, shape, kind, training);
+      });
+      if (b && b->bytes > largest_backward.bytes) largest_backward = *b;
     }
     if (largest.info != nullptr) keep_transient(largest);
     if (largest_backward.info != nullptr) keep_transient(largest_backward);
@@ -721,16 +750,18 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     ActivationPiece attention;
     for (int k = 0; k < 3; ++k) {
       if (!attention_kinds[k]) continue;
-      ActivationPiece p =
-          attention_backward_piece(model, static_cast<AttentionKind>(k), shape, training);
+      const ActivationPiece& p = once(shared.attention_backward[static_cast<std::size_t>(k)], [&] {
+        return attention_backward_piece(model, static_cast<AttentionKind>(k), shape, training);
+      });
       if (p.bytes > attention.bytes || p.formula.overflowed()) attention = p;
     }
     if (attention.info != nullptr) keep_transient(attention);
     ActivationPiece mlp;
     for (int k = 0; k < 2; ++k) {
       if (!mlp_kinds[k]) continue;
-      ActivationPiece p =
-          mlp_backward_piece(model, static_cast<MlpKind>(k), shape, training, layout);
+      const ActivationPiece& p = once(shared.mlp_backward[static_cast<std::size_t>(k)], [&] {
+        return mlp_backward_piece(model, static_cast<MlpKind>(k), shape, training, layout);
+      });
       if (p.bytes > mlp.bytes || p.formula.overflowed()) mlp = p;
     }
     if (mlp.info != nullptr) keep_transient(mlp);
@@ -742,6 +773,51 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
   base_pass_options(result.transients, result.scopes,
                     std::max<std::int64_t>(plan.chunks_per_rank, 1), result.pass_options,
                     result.inner_backward);
+}
+
+// The pieces of one layer kind for the cache's generation (built on first use), with the bytes
+// the pieces `dropped` leaves are summed once per recompute setting.
+const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, LayerKind kind,
+                               const TokenShape& shape, const TrainingConfig& training,
+                               const ParallelLayout& layout, std::uint32_t dropped) {
+  LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
+  auto& attention = cache.attention_lists[static_cast<std::size_t>(kind.attention)];
+  auto& mlp = cache.mlp_lists[static_cast<std::size_t>(kind.mlp)];
+  entry.attention = &attention.pieces;
+  entry.mlp = &mlp.pieces;
+  if (entry.generation != cache.generation) {
+    if (attention.generation != cache.generation) {
+      attention_pieces_into(attention.pieces, model, kind.attention, shape, training);
+      attention.generation = cache.generation;
+    }
+    if (mlp.generation != cache.generation) {
+      mlp_pieces_into(mlp.pieces, model, kind.mlp, shape, training, layout);
+      mlp.generation = cache.generation;
+    }
+    entry.all_bytes = layer_bytes(entry, 0);
+    entry.kept_mask = ~dropped;  // not computed yet
+    entry.generation = cache.generation;
+  }
+  if (entry.kept_mask != dropped) {
+    // Bytes are never negative (an overflowed piece saturates), so the sum saturates exactly when
+    // the kept pieces do not fit.
+    std::int64_t sum = 0;
+    bool fits = true;
+    for (const auto* list : {entry.attention, entry.mlp}) {
+      for (const ActivationPiece& piece : *list) {
+        if ((piece.dropped_by & dropped) != 0) continue;
+        fits = fits && !piece.formula.overflowed();
+        if (sum != std::numeric_limits<std::int64_t>::max() &&
+            !checked_add(sum, piece.bytes, &sum)) {
+          sum = std::numeric_limits<std::int64_t>::max();
+        }
+      }
+    }
+    entry.kept_fits = fits && sum != std::numeric_limits<std::int64_t>::max();
+    entry.kept_bytes = sum;
+    entry.kept_mask = dropped;
+  }
+  return entry;
 }
 
 }  // namespace
@@ -769,7 +845,8 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     cache.ranks.resize(static_cast<std::size_t>(plan.pipeline_ranks));
   RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
   if (pieces_of_rank.generation != cache.generation) {
-    build_rank_pieces(model, layout, shape, training, plan, rank, cache, padded, pieces_of_rank);
+    build_rank_pieces(model, layout, shape, training, plan, rank, layers, cache, padded,
+                      pieces_of_rank);
   }
 
   StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
@@ -780,24 +857,14 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
   const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
   const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
-    LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
-    if (entry.generation != cache.generation) {
-      attention_pieces_into(entry.attention, model, kind.attention, shape, training);
-      mlp_pieces_into(entry.mlp, model, kind.mlp, shape, training, layout);
-      entry.all_bytes = layer_bytes(entry, 0);
-      entry.kept_mask = ~dropped;  // not computed yet
-      entry.generation = cache.generation;
-    }
-    if (entry.kept_mask != dropped) {
-      std::int64_t attention = 0;
-      std::int64_t mlp = 0;
-      entry.kept_bytes = layer_bytes(entry, dropped);
-      entry.kept_fits = kept_sum(entry.attention, dropped, &attention) &&
-                        kept_sum(entry.mlp, dropped, &mlp) && checked_add(attention, mlp, &mlp);
-      entry.kept_mask = dropped;
-    }
-    return entry;
+    return kind_pieces(cache, model, kind, shape, training, layout, dropped);
   };
+  // The layer kinds the rank's chunks hold, resolved once for the stage.
+  std::array<const LayerPieces*, kind_slots> kinds{};
+  for (int slot = 0; slot < kind_slots; ++slot) {
+    if ((layers.used_slots >> slot & 1u) != 0)
+      kinds[static_cast<std::size_t>(slot)] = &pieces_for(kind_of(slot));
+  }
   bool fits = pieces_of_rank.fits;
 
   for (std::size_t chunk_slot = 0; chunk_slot < layers.chunks.size(); ++chunk_slot) {
@@ -809,11 +876,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     // group of the largest composition names it.
     for (const ChunkLayers::Group& group : split.groups) {
       std::int64_t group_bytes = 0;
-      for (int slot = 0; slot < kind_slots; ++slot) {
-        const std::int64_t count = group.layers[static_cast<std::size_t>(slot)];
-        if (count == 0) continue;
+      for (const SlotCount& k : group.kinds) {
         std::int64_t bytes = 0;
-        fits = checked_mul(pieces_for(kind_of(slot)).all_bytes, count, &bytes) &&
+        fits = checked_mul(kinds[static_cast<std::size_t>(k.slot)]->all_bytes, k.count, &bytes) &&
                checked_add(group_bytes, bytes, &group_bytes) && fits;
       }
       if (group_bytes > working_set) {
@@ -829,16 +894,14 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
       }
     }
     // Layers that keep everything, counted per kind; the pieces of a kind are built once.
-    for (int slot = 0; slot < kind_slots; ++slot) {
-      const std::int64_t layer_count = split.full_layers[static_cast<std::size_t>(slot)];
-      if (layer_count == 0) continue;
-      const LayerKind kind = kind_of(slot);
-      const LayerPieces& pieces = pieces_for(kind);
+    for (const SlotCount& k : split.full) {
+      const LayerKind kind = kind_of(k.slot);
+      const LayerPieces& pieces = *kinds[static_cast<std::size_t>(k.slot)];
       if (peaks_only) {
-        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, layer_count, c);
+        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, k.count, c);
       } else {
-        sums.add_all(attention_group(kind.attention, false), pieces.attention, layer_count, c);
-        sums.add_all(mlp_group(kind.mlp, false), pieces.mlp, layer_count, c);
+        sums.add_all(attention_group(kind.attention, false), *pieces.attention, k.count, c);
+        sums.add_all(mlp_group(kind.mlp, false), *pieces.mlp, k.count, c);
       }
       const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
       if (dropped != 0 && recomputed > working_set) {
@@ -895,9 +958,9 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
         }
       } else {
         sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_layers, c, 0);
-        sums.add_all(attention_group(model.mtp_layer.attention, true), pieces.attention, mtp_layers,
-                     c);
-        sums.add_all(mlp_group(model.mtp_layer.mlp, true), pieces.mlp, mtp_layers, c);
+        sums.add_all(attention_group(model.mtp_layer.attention, true), *pieces.attention,
+                     mtp_layers, c);
+        sums.add_all(mlp_group(model.mtp_layer.mlp, true), *pieces.mlp, mtp_layers, c);
       }
       sums.add_all(TermGroup::mtp_output, *cache.head, mtp_layers, c, 0);
     }

@@ -358,37 +358,6 @@ std::uint32_t module_bits(std::initializer_list<RecomputeModule> modules) {
   return out;
 }
 
-Formula hidden_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
-  Formula f;
-  f.times(label_id("S/CP"), s.sequence).times(label_id("B"), s.micro_batch);
-  if (s.sequence_parallel && s.tensor_parallel > 1) {
-    f.times_tp_sp(width_label, width / s.tensor_parallel);
-  } else {
-    f.times(width_label, width);
-  }
-  return f;
-}
-
-Formula split_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
-  Formula f;
-  f.times(label_id("S/CP"), s.sequence)
-      .times(label_id("B"), s.micro_batch)
-      .times_tp(width_label, width / s.tensor_parallel);
-  return f;
-}
-
-Formula full_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
-  Formula f;
-  f.times(label_id("S/CP"), s.sequence)
-      .times(label_id("B"), s.micro_batch)
-      .times(width_label, width);
-  return f;
-}
-
-ActivationPiece make_piece(const TermInfo& info, const Formula& formula, std::uint32_t dropped_by) {
-  return {.info = &info, .formula = formula, .bytes = formula.value(), .dropped_by = dropped_by};
-}
-
 TokenShape token_shape(const TrainingConfig& training, const ParallelLayout& layout) {
   TokenShape s;
   s.context_parallel = std::max<std::int64_t>(1, layout.context_parallel);

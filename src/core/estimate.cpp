@@ -150,19 +150,85 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
 // identical earlier rank) and decides which phase peaks: forward/backward (the step timeline's
 // largest moment: stored activations alive then + the transients alive then) or the optimizer step
 // (its transients). False when a term's bytes do not fit in int64.
+// The stage's activation and transient terms from `memo` when it was computed for the same
+// inputs; false when it was not.
+bool take_memo(const StageActivationMemo& memo, std::uint64_t generation,
+               const RecomputeConfig& recompute, std::int64_t micro_batches, bool peaks_only,
+               StageReport& stage, StageActivationTerms& out) {
+  if (memo.generation != generation || memo.micro_batches != micro_batches ||
+      !(memo.recompute == recompute) || !(peaks_only || memo.has_terms)) {
+    return false;
+  }
+  out.first_stored = static_cast<std::int64_t>(stage.terms.size());
+  const auto moved = [&](std::int64_t i) {
+    return i < 0 || peaks_only ? std::int64_t{-1} : i + out.first_stored;
+  };
+  if (!peaks_only) stage.terms.insert(stage.terms.end(), memo.terms.begin(), memo.terms.end());
+  out.stored_bytes = memo.stored_bytes;
+  out.largest_transient_bytes = memo.largest_transient_bytes;
+  out.largest_transient = moved(memo.largest_transient);
+  out.in_flight_per_chunk.assign(memo.in_flight_per_chunk.begin(), memo.in_flight_per_chunk.end());
+  out.chunk_stored_bytes.assign(memo.chunk_stored_bytes.begin(), memo.chunk_stored_bytes.end());
+  out.moment = memo.moment;
+  out.moment.transient = moved(memo.moment.transient);
+  out.moment.enclosing = moved(memo.moment.enclosing);
+  out.fits = memo.fits;
+  return true;
+}
+
+void keep_memo(StageActivationMemo& memo, std::uint64_t generation,
+               const RecomputeConfig& recompute, std::int64_t micro_batches,
+               const StageReport& stage, const StageActivationTerms& computed) {
+  memo.generation = generation;
+  memo.recompute = recompute;
+  memo.micro_batches = micro_batches;
+  memo.has_terms = true;
+  const std::int64_t first = computed.first_stored;
+  const auto relative = [&](std::int64_t i) { return i < 0 ? i : i - first; };
+  memo.terms.assign(stage.terms.begin() + first, stage.terms.end());
+  memo.stored_bytes = computed.stored_bytes;
+  memo.largest_transient_bytes = computed.largest_transient_bytes;
+  memo.largest_transient = relative(computed.largest_transient);
+  memo.in_flight_per_chunk.assign(computed.in_flight_per_chunk.begin(),
+                                  computed.in_flight_per_chunk.end());
+  memo.chunk_stored_bytes.assign(computed.chunk_stored_bytes.begin(),
+                                 computed.chunk_stored_bytes.end());
+  memo.moment = computed.moment;
+  memo.moment.transient = relative(computed.moment.transient);
+  memo.moment.enclosing = relative(computed.moment.enclosing);
+  memo.fits = computed.fits;
+}
+
 // The optimizer step's transients are `optimizer_step` and `kept_input` (summing to
-// `optimizer_step_bytes`, -1 when they do not fit).
+// `optimizer_step_bytes`, -1 when they do not fit). `memo` holds the stage's activation terms
+// of an earlier estimate (taken when its inputs are the same, else replaced).
 bool add_activation_phases(StageReport& stage, const Model& model, const Config& config,
                            const StagePlan& plan, const std::vector<Term>& optimizer_step,
                            const std::vector<Term>& kept_input, std::int64_t optimizer_step_bytes,
-                           std::int64_t micro_batches, LayerPieceCache& cache, bool peaks_only,
-                           const StageReport* same, std::int64_t same_first, std::int64_t same_end,
-                           bool same_fits) {
-  StageActivationTerms activations =
-      same != nullptr
-          ? copy_activation_terms(*same, same_first, same_end, plan, stage, same_fits)
-          : stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
-                                   micro_batches, cache, &stage.terms, peaks_only);
+                           std::int64_t micro_batches, LayerPieceCache& cache,
+                           StageActivationMemo& memo, bool peaks_only, const StageReport* same,
+                           std::int64_t same_first, std::int64_t same_end, bool same_fits) {
+  const RecomputeConfig& recompute = config.training.recompute;
+  StageActivationTerms activations;
+  activations.in_flight_per_chunk = std::move(cache.spare_in_flight);
+  activations.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
+  if (!take_memo(memo, cache.generation, recompute, micro_batches, peaks_only, stage,
+                 activations)) {
+    if (same != nullptr) {
+      activations = copy_activation_terms(*same, same_first, same_end, plan, stage, same_fits);
+    } else {
+      cache.spare_in_flight = std::move(activations.in_flight_per_chunk);
+      cache.spare_chunk_bytes = std::move(activations.chunk_stored_bytes);
+      activations =
+          stage_activation_terms(model, config.parallel, config.training, plan, stage.index,
+                                 micro_batches, cache, &stage.terms, peaks_only);
+    }
+    // Sweeps of peaks change an activation input at every point: only a full estimate is kept
+    // (a peaks estimate may take it).
+    if (!peaks_only) {
+      keep_memo(memo, cache.generation, recompute, micro_batches, stage, activations);
+    }
+  }
   const auto first_optimizer = static_cast<std::int64_t>(stage.terms.size());
   if (!peaks_only) {
     stage.terms.insert(stage.terms.end(), optimizer_step.begin(), optimizer_step.end());
@@ -341,8 +407,10 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     validate_layout(model, config.parallel, cache.layout_diagnostics);
     cache.plan.reset();
     cache.parameters.clear();
+    cache.parameters_per_rank.clear();
     cache.state_terms_valid = false;
     cache.pieces = {};
+    cache.activations.clear();
     cache.kept_input_generation = 0;  // a new piece cache counts its generations from the start
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
@@ -352,6 +420,10 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                                                repeated.errors.begin(), repeated.errors.end());
       } else {
         cache.parameters = stage_parameters(model, config.parallel, *cache.plan);
+        cache.parameters_per_rank.clear();
+        for (const StageParameters& p : cache.parameters) {
+          cache.parameters_per_rank.push_back(p.per_rank.total());
+        }
       }
     }
   }
@@ -438,8 +510,8 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     for (const VirtualStage& v : parameters.chunks) {
       stage.chunks.push_back({.first = v.first_layer, .count = v.layer_count});
     }
-    stage.parameters_per_rank = parameters.per_rank.total();
     const std::size_t stage_slot = stage_count;
+    stage.parameters_per_rank = cache.parameters_per_rank[stage_slot];
     const std::vector<Term>& resident = cache.resident_terms[stage_slot];
     if (!peaks_only) {
       stage.terms.reserve(48);
@@ -470,9 +542,10 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                       &optimizer_step_bytes))) {
       optimizer_step_bytes = -1;
     }
+    if (cache.activations.size() <= stage_slot) cache.activations.resize(stage_slot + 1);
     const bool activation_fits = add_activation_phases(
         stage, model, config, plan, optimizer_step, kept_input, optimizer_step_bytes,
-        report.micro_batches, piece_cache, peaks_only, same,
+        report.micro_batches, piece_cache, cache.activations[stage_slot], peaks_only, same,
         same ? activation_ranges[same_slot].first : 0, same ? activation_ranges[same_slot].end : 0,
         same ? activation_ranges[same_slot].fits : true);
     activation_ranges.push_back(

@@ -144,9 +144,10 @@ inline std::string_view label_text(Label id) {
 
 // Checked int64 arithmetic: false (and *out untouched) when the result does not fit.
 inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  // Fast path without a 128-bit product (a library call in wasm32): non-negative factors whose
-  // bit lengths add up to at most 63 cannot overflow.
-  if (a >= 0 && b >= 0) {
+  // On 32-bit targets (wasm32) the overflow check needs a 128-bit product, a library call: a fast
+  // path skips it for non-negative factors whose bit lengths add up to at most 63 (they cannot
+  // overflow). 64-bit targets check with one multiply and its overflow flag.
+  if (sizeof(void*) < 8 && a >= 0 && b >= 0) {
     const auto ua = static_cast<std::uint64_t>(a);
     const auto ub = static_cast<std::uint64_t>(b);
     if (ua == 0 || ub == 0 || __builtin_clzll(ua) + __builtin_clzll(ub) >= 65) {

@@ -162,6 +162,25 @@ struct Report {
   Diagnostics diagnostics;  // errors mean `stages` is empty
 };
 
+// One stage's activation and transient terms and the numbers its peak comes from, for the piece
+// generation, recompute setting and micro-batches per step they were computed for: an estimate
+// whose activation inputs did not change (another optimizer, precision, device, gap, measurement
+// or flat headroom) takes them as they are.
+struct StageActivationMemo {
+  std::uint64_t generation = 0;  // LayerPieceCache::generation; 0: empty
+  RecomputeConfig recompute{};
+  std::int64_t micro_batches = -1;
+  bool has_terms = false;   // false: computed for peaks only (numbers, no term list)
+  std::vector<Term> terms;  // the stored then the transient terms, as the stage lists them
+  std::int64_t stored_bytes = 0;
+  std::int64_t largest_transient_bytes = 0;
+  std::int64_t largest_transient = -1;  // index into `terms`; -1: none
+  std::vector<std::int64_t> in_flight_per_chunk;
+  std::vector<std::int64_t> chunk_stored_bytes;
+  PeakMoment moment;  // its transient and enclosing are indices into `terms`
+  bool fits = true;
+};
+
 // What estimates of one model share while the parallel layout stays the same: the layout's
 // validation, the stage plan and every stage's per-rank parameters (none depend on sequence,
 // micro-batch, recompute, kernels, precision or optimizer). A sweep or search keeps one cache per
@@ -174,6 +193,7 @@ struct EstimateCache {
   Diagnostics layout_diagnostics{};
   std::optional<StagePlan> plan{};
   std::vector<StageParameters> parameters{};
+  std::vector<std::int64_t> parameters_per_rank{};  // parameters[i].per_rank.total()
   std::int64_t total_parameters = 0;
   // Per stage, the resident and optimizer-step terms: they depend on the layout, `precision` and
   // `optimizer` only, so a sweep over sequence, batch or recompute computes them once.
@@ -193,6 +213,7 @@ struct EstimateCache {
   // Per micro-batch activation pieces (they depend on the layout and the training inputs
   // LayerPieceCache names, not on recompute, batch, optimizer or device).
   LayerPieceCache pieces{};
+  std::vector<StageActivationMemo> activations{};  // per stage, in report order
 };
 
 Report estimate(const Config& config);

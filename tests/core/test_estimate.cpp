@@ -1,4 +1,5 @@
 // Tests of report.h / estimate.cpp: the per-stage report, its totals and the binding stage.
+#include <functional>
 #include <random>
 
 #include "activation_terms.h"
@@ -324,4 +325,73 @@ TEST_CASE("Identical stages are computed once and copied exactly (M < P, shifted
     }
   }
   CHECK(copied_stages > 10);  // the cases do exercise the copy
+}
+
+TEST_CASE("One EstimateCache: changing one field at a time equals a fresh estimate (memo taken)") {
+  // The stage activation memo (EstimateCache::activations) is taken whenever the piece generation,
+  // the recompute setting and M are unchanged: a new optimizer, precision, device, gap (with its
+  // MEASURED source text), flat headroom or measurement. Each step changes one field, activation
+  // fields included, and must give the JSON a fresh estimate gives; the memo must be taken by the
+  // non-activation steps (the activation terms are then copied, not recomputed).
+  Diagnostics d;
+  Config c;
+  c.model = "kimi-k3";
+  c.parallel.pipeline_parallel = 8;
+  c.parallel.virtual_stages = 2;
+  c.parallel.expert_parallel = 28;
+  c.training.sequence_length = 8192;
+  c.training.global_batch = 896;
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.optimizer.kind = OptimizerKind::distributed_muon;
+  const auto model = resolve_model(c, d);
+  REQUIRE(model);
+  EstimateCache cache;
+  const std::vector<std::function<void(Config&)>> steps = {
+      [](Config& x) { x.optimizer.kind = OptimizerKind::distributed_adam; },
+      [](Config& x) { x.device.preset = "h100-80gb"; },
+      [](Config& x) {
+        x.gaps = {
+            {.kind = GapKind::runtime_context, .bytes = 1 << 30, .source = "nvidia-smi, run 3"}};
+      },
+      [](Config& x) { x.precision.expert_weights = WeightDtype::mxfp4; },
+      [](Config& x) { x.training.flat_headroom_bytes = std::int64_t{40} << 30; },
+      [](Config& x) {
+        x.measurements = {{.point = MeasurementPoint::steady_state_peak,
+                           .stage = 0,
+                           .bytes = std::int64_t{600} << 30,
+                           .source = "torch.cuda.max_memory_allocated"}};
+      },
+      [](Config& x) { x.training.sequence_length = 4096; },
+      [](Config& x) { x.optimizer.kind = OptimizerKind::muon; },
+      [](Config& x) { x.training.recompute.policy = RecomputePolicy::selective; },
+      [](Config& x) { x.device.preset = "b200"; },
+      [](Config& x) { x.training.global_batch = 448; },
+      [](Config& x) { x.gaps.clear(); },
+  };
+  int taken = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    INFO("step " << i);
+    steps[i](c);
+    const std::uint64_t generation_before = cache.pieces.generation;
+    const std::int64_t m_before =
+        cache.activations.empty() ? -1 : cache.activations[0].micro_batches;
+    const RecomputeConfig recompute_before =
+        cache.activations.empty() ? RecomputeConfig{} : cache.activations[0].recompute;
+    const Report cached = estimate(c, *model, cache);
+    const Report fresh = estimate(c, *model);
+    REQUIRE(fresh.diagnostics.ok());
+    REQUIRE(report_json(cached, c, "", {}) == report_json(fresh, c, "", {}));
+    if (!cache.activations.empty() && cache.pieces.generation == generation_before &&
+        cache.activations[0].micro_batches == m_before &&
+        cache.activations[0].recompute == recompute_before) {
+      ++taken;
+    }
+    // The peaks detail reads the same memo and gives the same numbers.
+    const Report peaks = estimate(c, *model, cache, EstimateDetail::peaks);
+    for (std::size_t s = 0; s < fresh.stages.size(); ++s) {
+      REQUIRE(peaks.stages[s].peak_bytes == fresh.stages[s].peak_bytes);
+      REQUIRE(peaks.stages[s].activation_bytes == fresh.stages[s].activation_bytes);
+    }
+  }
+  CHECK(taken >= 7);  // every step but seq, recompute and gbs (and the first) takes the memo
 }
