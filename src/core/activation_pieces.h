@@ -142,6 +142,7 @@ struct LayerPieces {
   const std::vector<ActivationPiece>* attention = nullptr;
   const std::vector<ActivationPiece>* mlp = nullptr;
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  bool all_fits = true;         // false: a piece, or their sum, does not fit in int64
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
   bool kept_fits = true;         // false: a kept piece, or their sum, does not fit in int64

@@ -120,12 +120,15 @@ class StoredSums {
   void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
     if (count <= 0 || piece.bytes == 0) return;
     if (sum_only_) {
-      std::int64_t bytes = 0;
-      auto& into = units_[static_cast<std::size_t>(chunk)];
-      fits_ = !piece.formula.overflowed() && checked_mul(piece.bytes, count, &bytes) &&
-              checked_add(into, bytes, &into) && fits_;
+      add_kept(piece.bytes, !piece.formula.overflowed(), count, chunk);
       return;
     }
+    add_listed(group, piece, count, chunk);
+  }
+
+ private:
+  void add_listed(TermGroup group, const ActivationPiece& piece, std::int64_t count,
+                  std::int64_t chunk) {
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       if (blocks_[b].group == group && blocks_[b].pieces == nullptr &&
           blocks_[b].single.info == piece.info && blocks_[b].single.bytes == piece.bytes) {
@@ -137,6 +140,8 @@ class StoredSums {
     units_.resize(units_.size() + static_cast<std::size_t>(chunks_), 0);
     unit(blocks_.size() - 1, chunk) = count;
   }
+
+ public:
   // Stored bytes of one micro-batch on each chunk; false when they do not fit in int64.
   bool chunk_bytes(std::vector<std::int64_t>& out) const {
     if (sum_only_) {
@@ -795,8 +800,18 @@ const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, Layer
       mlp.generation = cache.generation;
     }
     entry.all_bytes = layer_bytes(entry, 0);
+    entry.all_fits = true;
+    for (const auto* list : {entry.attention, entry.mlp}) {
+      for (const ActivationPiece& piece : *list) entry.all_fits &= !piece.formula.overflowed();
+    }
+    entry.all_fits &= entry.all_bytes != std::numeric_limits<std::int64_t>::max();
     entry.kept_mask = ~dropped;  // not computed yet
     entry.generation = cache.generation;
+  }
+  if (entry.kept_mask != dropped && dropped == 0) {  // nothing dropped: every piece is kept
+    entry.kept_bytes = entry.all_bytes;
+    entry.kept_fits = entry.all_fits;
+    entry.kept_mask = 0;
   }
   if (entry.kept_mask != dropped) {
     // Bytes are never negative (an overflowed piece saturates), so the sum saturates exactly when

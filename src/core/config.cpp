@@ -296,8 +296,8 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
                 std::string(layout.sequence_parallel ? " x TP (sequence parallel)" : "") + " = " +
                 std::to_string(sequence_split));
   }
-  bool uses_moe = false;
-  for (const LayerKind& k : model.layers) uses_moe |= k.mlp == MlpKind::moe;
+  const bool uses_moe = std::any_of(model.layers.begin(), model.layers.end(),
+                                    [](const LayerKind& k) { return k.mlp == MlpKind::moe; });
   if (uses_moe && layout.tensor_parallel > 1 && !layout.sequence_parallel) {
     d.error("parallel.sequence_parallel",
             "MoE layers with TP > 1 need sequence parallelism (as Megatron-core requires)");

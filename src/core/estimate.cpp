@@ -383,7 +383,9 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                    EstimateDetail detail) {
   const bool peaks_only = detail == EstimateDetail::peaks;
   // Every field is set again; the stages' lists keep their storage.
+  // (An estimate that ends in an error leaves them in the cache for the next one.)
   std::vector<StageReport> kept_stages = std::move(report.stages);
+  if (kept_stages.empty()) std::swap(kept_stages, cache.spare_stages);
   report.model.assign(model.name);
   report.total_parameters = 0;
   report.data_parallel = 1;
@@ -429,7 +431,10 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   }
   report.diagnostics = cache.layout_diagnostics;
   validate_beyond_layout(config, model, report.diagnostics);
-  if (!report.diagnostics.ok()) return;
+  if (!report.diagnostics.ok()) {
+    cache.spare_stages = std::move(kept_stages);
+    return;
+  }
   report.total_parameters = cache.total_parameters;
   report.data_parallel = data_parallel_size(config.parallel);
   report.expert_data_parallel = expert_data_parallel_size(config.parallel);
@@ -437,7 +442,10 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   report.micro_batches =
       micro_batches_per_step(config.training.global_batch, config.training.micro_batch,
                              report.data_parallel, report.diagnostics);
-  if (!report.diagnostics.ok()) return;
+  if (!report.diagnostics.ok()) {
+    cache.spare_stages = std::move(kept_stages);
+    return;
+  }
 
   const StagePlan& plan = *cache.plan;
   if (config.device.bytes > 0) {
@@ -490,13 +498,8 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   }
   std::int64_t largest = -1;
   // Per stage computed so far: where its activation terms are and whether they fit.
-  struct ActivationRange {
-    std::int64_t first = 0;
-    std::int64_t end = 0;
-    bool fits = true;
-  };
-  std::vector<ActivationRange> activation_ranges;
-  activation_ranges.reserve(cache.parameters.size());
+  std::vector<StageTermRange>& activation_ranges = cache.activation_ranges;
+  activation_ranges.clear();
   report.stages = std::move(kept_stages);
   report.stages.reserve(cache.parameters.size());
   std::size_t stage_count = 0;
@@ -590,6 +593,7 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       // The terms name what overflows: build them to say so.
       if (peaks_only) return estimate_into(config, model, cache, report, EstimateDetail::terms);
       report.diagnostics.errors.push_back(overflow_error(stage));
+      cache.spare_stages = std::move(report.stages);
       report.stages.clear();
       report.binding_stage = -1;
       return;

@@ -181,6 +181,13 @@ struct StageActivationMemo {
   bool fits = true;
 };
 
+// Where one stage's activation terms are in its term list, and whether they fit in int64 bytes.
+struct StageTermRange {
+  std::int64_t first = 0;
+  std::int64_t end = 0;
+  bool fits = true;
+};
+
 // What estimates of one model share while the parallel layout stays the same: the layout's
 // validation, the stage plan and every stage's per-rank parameters (none depend on sequence,
 // micro-batch, recompute, kernels, precision or optimizer). A sweep or search keeps one cache per
@@ -214,6 +221,9 @@ struct EstimateCache {
   // LayerPieceCache names, not on recompute, batch, optimizer or device).
   LayerPieceCache pieces{};
   std::vector<StageActivationMemo> activations{};  // per stage, in report order
+  // The stages (and their lists' storage) of a report whose estimate ended in an error.
+  std::vector<StageReport> spare_stages{};
+  std::vector<StageTermRange> activation_ranges{};  // scratch of one estimate, per stage
 };
 
 Report estimate(const Config& config);
