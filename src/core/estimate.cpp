@@ -413,6 +413,7 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     cache.state_terms_valid = false;
     cache.pieces = {};
     cache.activations.clear();
+    cache.gap_terms.clear();
     cache.kept_input_generation = 0;  // a new piece cache counts its generations from the start
     if (cache.layout_diagnostics.ok()) {
       Diagnostics repeated;  // validate_layout already reported the plan's warnings
@@ -481,6 +482,13 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       cache.optimizer_step_sums.push_back(sum_of(cache.optimizer_step_terms[i]));
     }
     cache.state_terms_valid = true;
+  }
+  if (!(cache.gaps_key == config.gaps) ||
+      cache.workspaces_key != config.training.kernels.gemm_workspaces ||
+      cache.gap_terms.size() != cache.parameters.size()) {
+    cache.gaps_key = config.gaps;
+    cache.workspaces_key = config.training.kernels.gemm_workspaces;
+    cache.gap_terms.assign(cache.parameters.size(), {});
   }
   prepare_piece_cache(cache.pieces, config.training);
   LayerPieceCache& piece_cache = cache.pieces;
@@ -568,17 +576,36 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
                                                        config.training.kernels.gemm_workspaces,
                                                        grouped_gemm));
     } else {
-      const auto first_workspace = stage.terms.size();
-      append_library_workspace_terms(stage.index, config.gaps,
-                                     config.training.kernels.gemm_workspaces, grouped_gemm,
-                                     stage.terms);
-      for (auto i = first_workspace; i < stage.terms.size(); ++i) {
-        fits = fits && add_bytes(stage.resident_bytes, stage.terms[i].bytes);
+      // The library workspace and gap terms, built once per gap entries and workspace choice.
+      StageGapTerms& kept = cache.gap_terms[stage_slot];
+      if (!kept.valid) {
+        kept.terms.clear();
+        append_library_workspace_terms(stage.index, config.gaps,
+                                       config.training.kernels.gemm_workspaces, grouped_gemm,
+                                       kept.terms);
+        kept.workspace_count = kept.terms.size();
+        append_gap_terms(stage.index, config.gaps, kept.terms);
+        kept.entry.clear();
+        for (const Term& t : kept.terms) {
+          std::int32_t entry = -1;
+          for (std::size_t j = 0; j < config.gaps.size(); ++j) {
+            if (t.tag == Tag::measured && t.source.data() == config.gaps[j].source.data())
+              entry = static_cast<std::int32_t>(j);
+          }
+          kept.entry.push_back(entry);
+        }
+        kept.valid = true;
       }
-      const auto first_gap = stage.terms.size();
-      append_gap_terms(stage.index, config.gaps, stage.terms);
-      for (auto i = first_gap; i < stage.terms.size(); ++i) {
-        fits = fits && add_bytes(stage.gap_bytes, stage.terms[i].bytes);
+      const auto first_workspace = stage.terms.size();
+      stage.terms.insert(stage.terms.end(), kept.terms.begin(), kept.terms.end());
+      for (std::size_t i = 0; i < kept.terms.size(); ++i) {
+        Term& t = stage.terms[first_workspace + i];
+        // A MEASURED source is the text of this configuration's entry (equal to the one the
+        // terms were built from, perhaps in another Config object).
+        if (kept.entry[i] >= 0)
+          t.source = config.gaps[static_cast<std::size_t>(kept.entry[i])].source;
+        fits = fits && add_bytes(i < kept.workspace_count ? stage.resident_bytes : stage.gap_bytes,
+                                 t.bytes);
       }
     }
     std::int64_t phase = stage.optimizer_transient_bytes;

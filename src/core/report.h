@@ -188,6 +188,16 @@ struct StageTermRange {
   bool fits = true;
 };
 
+// One stage's library workspace terms then its gap rows, for the gap entries and workspace choice
+// EstimateCache keys them by; `entry` per term: the index of the MEASURED entry whose source it
+// shows (-1: none), so that a later estimate shows its own configuration's text.
+struct StageGapTerms {
+  bool valid = false;
+  std::vector<Term> terms;
+  std::size_t workspace_count = 0;  // the first terms are workspaces (resident), the rest gaps
+  std::vector<std::int32_t> entry;
+};
+
 // What estimates of one model share while the parallel layout stays the same: the layout's
 // validation, the stage plan and every stage's per-rank parameters (none depend on sequence,
 // micro-batch, recompute, kernels, precision or optimizer). A sweep or search keeps one cache per
@@ -224,6 +234,11 @@ struct EstimateCache {
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
   std::vector<StageReport> spare_stages{};
   std::vector<StageTermRange> activation_ranges{};  // scratch of one estimate, per stage
+  // Per stage, the workspace and gap terms (they depend on the layout, `gaps` and the GEMM
+  // workspace choice only).
+  std::vector<GapEntry> gaps_key{};
+  GemmWorkspaces workspaces_key = GemmWorkspaces::sm90;
+  std::vector<StageGapTerms> gap_terms{};
 };
 
 Report estimate(const Config& config);

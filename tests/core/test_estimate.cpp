@@ -1,5 +1,6 @@
 // Tests of report.h / estimate.cpp: the per-stage report, its totals and the binding stage.
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "activation_terms.h"
@@ -394,4 +395,41 @@ TEST_CASE("One EstimateCache: changing one field at a time equals a fresh estima
     }
   }
   CHECK(taken >= 7);  // every step but seq, recompute and gbs (and the first) takes the memo
+}
+
+TEST_CASE(
+    "Cached gap terms show the MEASURED source of the configuration estimated, not an old one") {
+  // EstimateCache keeps each stage's gap rows while the gap entries are equal; a MEASURED row's
+  // source is a view of the configuration's text, so a later estimate from another (equal)
+  // Config must point at its own text: the first Config is gone by then (ASan would catch a
+  // dangling view when the text is read).
+  Diagnostics d;
+  Config base;
+  base.model = "llama-3.1-8b";
+  base.parallel.pipeline_parallel = 2;
+  const auto model = resolve_model(base, d);
+  REQUIRE(model);
+  EstimateCache cache;
+  {
+    auto first = std::make_unique<Config>(base);
+    first->gaps = {
+        {.kind = GapKind::runtime_context, .bytes = 1 << 30, .source = "nvidia-smi, run 3"}};
+    const Report r = estimate(*first, *model, cache);
+    REQUIRE(r.diagnostics.ok());
+  }
+  Config second = base;
+  second.gaps = {
+      {.kind = GapKind::runtime_context, .bytes = 1 << 30, .source = "nvidia-smi, run 3"}};
+  const Report r = estimate(second, *model, cache);
+  REQUIRE(r.diagnostics.ok());
+  int measured = 0;
+  for (const StageReport& s : r.stages) {
+    for (const Term& t : s.terms) {
+      if (t.tag != Tag::measured) continue;
+      ++measured;
+      CHECK(t.source.data() == second.gaps[0].source.data());
+      CHECK(t.source == "nvidia-smi, run 3");
+    }
+  }
+  CHECK(measured == 2);  // the runtime-context row of each stage
 }
