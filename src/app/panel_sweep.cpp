@@ -238,8 +238,9 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
     }
   }
   if (sweep.hovered_cell >= 0) {
-    const SweepCell& cell = sweep.cells[static_cast<std::size_t>(sweep.hovered_cell)];
-    ImGui::SetTooltip("%s", cell.detail.c_str());
+    const std::string detail =
+        sweep_cell_detail(sweep, static_cast<std::size_t>(sweep.hovered_cell));
+    ImGui::SetTooltip("%s", detail.c_str());
     if (clicked) {
       apply_sweep_cell(sweep, static_cast<std::size_t>(sweep.hovered_cell), state.config);
     }

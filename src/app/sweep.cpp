@@ -121,8 +121,6 @@ void compute_cell(Sweep& sweep, std::size_t index, const stagemem::ConfigField& 
   stagemem::Diagnostics parse;
   stagemem::parse_field_text(x_field, sweep.axes[0].values[x], cell_config, parse, "x");
   stagemem::parse_field_text(y_field, sweep.axes[1].values[y], cell_config, parse, "y");
-  const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
-                            sweep.axes[1].key + "=" + sweep.axes[1].values[y];
   stagemem::estimate_into(cell_config, *sweep.model, sweep.cache, sweep.cell_report,
                           stagemem::EstimateDetail::peaks);
   const stagemem::Report& report = sweep.cell_report;
@@ -133,9 +131,8 @@ void compute_cell(Sweep& sweep, std::size_t index, const stagemem::ConfigField& 
     // The cell says why: the last part of the field its first error names.
     const std::string field = errors.empty() ? std::string("no stages") : errors.front().field;
     cell.label = "invalid: " + field.substr(field.rfind('.') + 1);
-    cell.detail = where + "\n" +
-                  (errors.empty() ? std::string("no stages")
-                                  : errors.front().field + ": " + errors.front().message);
+    cell.error = errors.empty() ? std::string("no stages")
+                                : errors.front().field + ": " + errors.front().message;
     return;
   }
   const stagemem::StageReport& binding =
@@ -144,18 +141,13 @@ void compute_cell(Sweep& sweep, std::size_t index, const stagemem::ConfigField& 
   cell.peak_bytes = binding.peak_bytes;
   cell.headroom_bytes = binding.headroom_bytes;
   cell.binding_stage = report.binding_stage;
-  sweep.device_bytes = report.device.bytes;
+  if (sweep.device_bytes != report.device.bytes || sweep.device_name != report.device.name) {
+    sweep.device_bytes = report.device.bytes;
+    sweep.device_name = report.device.name;
+  }
   sweep.largest_peak = std::max(sweep.largest_peak, binding.peak_bytes);
   const bool device = report.device.bytes > 0;
   cell.label = stagemem::format_gib(device ? binding.headroom_bytes : binding.peak_bytes, 1);
-  cell.detail =
-      where + "\nbinding stage " + std::to_string(report.binding_stage) + ": peak " +
-      stagemem::format_gib(binding.peak_bytes) + " (" + stagemem::group_digits(binding.peak_bytes) +
-      " B)" +
-      (device ? "\nheadroom " + stagemem::format_gib(binding.headroom_bytes) + " (" +
-                    stagemem::group_digits(binding.headroom_bytes) + " B) on " + report.device.name
-              : std::string("\nno device chosen: coloured by peak")) +
-      "\nclick to apply these values";
 }
 
 }  // namespace
@@ -170,6 +162,7 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
     sweep.hovered_cell = -1;
     sweep.largest_peak = 0;
     sweep.device_bytes = 0;
+    sweep.device_name.clear();
     sweep.model_error.clear();
     sweep.next_cell = 0;
     sweep.complete = false;
@@ -218,6 +211,24 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   ++sweep.sweeps;
   sweep.last_milliseconds = (end - sweep.started_at_seconds) * 1e3;
   return false;
+}
+
+std::string sweep_cell_detail(const Sweep& sweep, std::size_t index) {
+  if (index >= sweep.cells.size() || sweep.columns == 0) return {};
+  const SweepCell& cell = sweep.cells[index];
+  const std::size_t x = index % sweep.columns;
+  const std::size_t y = index / sweep.columns;
+  const std::string where = sweep.axes[0].key + "=" + sweep.axes[0].values[x] + ", " +
+                            sweep.axes[1].key + "=" + sweep.axes[1].values[y];
+  if (!cell.valid) return where + "\n" + cell.error;
+  const bool device = sweep.device_bytes > 0;
+  return where + "\nbinding stage " + std::to_string(cell.binding_stage) + ": peak " +
+         stagemem::format_gib(cell.peak_bytes) + " (" + stagemem::group_digits(cell.peak_bytes) +
+         " B)" +
+         (device ? "\nheadroom " + stagemem::format_gib(cell.headroom_bytes) + " (" +
+                       stagemem::group_digits(cell.headroom_bytes) + " B) on " + sweep.device_name
+                 : std::string("\nno device chosen: coloured by peak")) +
+         "\nclick to apply these values";
 }
 
 bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config) {

@@ -44,7 +44,7 @@ struct SweepCell {
   std::int64_t gpus = 0;  // world size of the cell's layout (shown when an axis is a parallel size)
   std::string label;      // drawn in the cell: headroom (or peak without a device) in GiB, or why
                           // the cell is invalid (the field the error names)
-  std::string detail;     // the tooltip: values, peak, headroom, binding stage; or the error
+  std::string error;      // an invalid cell's first error, "field: message"
 };
 
 struct Sweep {
@@ -56,6 +56,7 @@ struct Sweep {
   std::size_t columns = 0;
   std::size_t rows = 0;
   std::int64_t device_bytes = 0;  // of the swept configuration (0: no device; colour by peak)
+  std::string device_name;        // its name, for the tooltips
   std::int64_t largest_peak = 0;
   std::string model_error;            // the configuration's model did not resolve
   double last_milliseconds = 0.0;     // the last full sweep, from its start to its last cell (wall)
@@ -89,4 +90,7 @@ std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
 // for another frame).
 bool update_sweep(Sweep& sweep, const stagemem::Config& config);
 // Applies cell `index`'s two axis values to `config`; false when the cell is invalid.
+// The tooltip of a cell, rendered when shown (the grid keeps numbers): its values, peak,
+// headroom and binding stage, or its error.
+std::string sweep_cell_detail(const Sweep& sweep, std::size_t index);
 bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config);

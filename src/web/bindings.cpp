@@ -542,7 +542,7 @@ val get_sweep() {
     cell.set("current", c.current);
     cell.set("gpus", static_cast<double>(c.gpus));
     cell.set("label", c.label);
-    cell.set("detail", c.detail);
+    cell.set("detail", sweep_cell_detail(sweep, i));
     cells.call<void>("push", cell);
   }
   out.set("cells", cells);
