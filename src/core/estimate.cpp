@@ -206,8 +206,9 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
                            const StagePlan& plan, const std::vector<Term>& optimizer_step,
                            const std::vector<Term>& kept_input, std::int64_t optimizer_step_bytes,
                            std::int64_t micro_batches, LayerPieceCache& cache,
-                           StageActivationMemo& memo, bool peaks_only, const StageReport* same,
-                           std::int64_t same_first, std::int64_t same_end, bool same_fits) {
+                           StageActivationMemo& memo, bool keep, bool peaks_only,
+                           const StageReport* same, std::int64_t same_first, std::int64_t same_end,
+                           bool same_fits) {
   const RecomputeConfig& recompute = config.training.recompute;
   StageActivationTerms activations;
   activations.in_flight_per_chunk = std::move(cache.spare_in_flight);
@@ -225,7 +226,7 @@ bool add_activation_phases(StageReport& stage, const Model& model, const Config&
     }
     // Sweeps of peaks change an activation input at every point: only a full estimate is kept
     // (a peaks estimate may take it).
-    if (!peaks_only) {
+    if (!peaks_only && keep) {
       keep_memo(memo, cache.generation, recompute, micro_batches, stage, activations);
     }
   }
@@ -348,6 +349,7 @@ Report estimate(const Config& config) {
 
 Report estimate(const Config& config, const Model& model) {
   EstimateCache cache;
+  cache.keep_activations = false;  // thrown away after this estimate
   return estimate(config, model, cache);
 }
 
@@ -556,8 +558,9 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     if (cache.activations.size() <= stage_slot) cache.activations.resize(stage_slot + 1);
     const bool activation_fits = add_activation_phases(
         stage, model, config, plan, optimizer_step, kept_input, optimizer_step_bytes,
-        report.micro_batches, piece_cache, cache.activations[stage_slot], peaks_only, same,
-        same ? activation_ranges[same_slot].first : 0, same ? activation_ranges[same_slot].end : 0,
+        report.micro_batches, piece_cache, cache.activations[stage_slot], cache.keep_activations,
+        peaks_only, same, same ? activation_ranges[same_slot].first : 0,
+        same ? activation_ranges[same_slot].end : 0,
         same ? activation_ranges[same_slot].fits : true);
     activation_ranges.push_back(
         {.first = first_activation,

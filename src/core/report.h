@@ -231,6 +231,8 @@ struct EstimateCache {
   // LayerPieceCache names, not on recompute, batch, optimizer or device).
   LayerPieceCache pieces{};
   std::vector<StageActivationMemo> activations{};  // per stage, in report order
+  // False for a cache that serves one estimate only (estimate(config, model)): it keeps no memo.
+  bool keep_activations = true;
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
   std::vector<StageReport> spare_stages{};
   std::vector<StageTermRange> activation_ranges{};  // scratch of one estimate, per stage
