@@ -231,6 +231,21 @@ struct RankPieces {
   bool fits = true;  // false: a buffer or a transient does not fit in int64
 };
 
+// What a rank's passes are weighed with for one piece generation and recompute setting: one
+// micro-batch's stored bytes per chunk, and the transient each pass kind holds (PassOption per
+// chunk x 2 + backward). Micro-batches per step do not enter: a sweep over them reuses it.
+struct RankPeakInputs {
+  std::uint64_t generation = 0;  // LayerPieceCache::generation; 0: empty
+  RecomputeConfig recompute{};
+  std::vector<std::int64_t> chunk_bytes;
+  std::vector<PassOption> options;
+  bool fits = true;  // false: a byte count behind them does not fit in int64
+  // The inputs of the rank's last peaks estimate that did not keep them: the next one with the
+  // same inputs keeps them.
+  std::uint64_t seen_generation = 0;
+  RecomputeConfig seen_recompute{};
+};
+
 // Everything per micro-batch that does not depend on the stage: built once per estimate (lazily)
 // and shared by its stages; StageActivationTerms' sums point into it.
 struct LayerPieceCache {
@@ -284,6 +299,7 @@ struct LayerPieceCache {
   // Scratch storage of stage_activation_terms, reused by every stage (no allocation per stage).
   std::vector<StoredBlock> stored_blocks;
   std::vector<PassOption> pass_options;
+  std::vector<RankPeakInputs> rank_peak_inputs;  // per pipeline rank (peaks estimates)
   // Storage of the per-chunk lists a stage report gave up (estimate.cpp swaps them in).
   std::vector<std::int64_t> spare_in_flight;
   std::vector<std::int64_t> spare_chunk_bytes;  // per pass kind (chunk x 2 + backward)

@@ -848,9 +848,32 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   result.in_flight_per_chunk = std::move(cache.spare_in_flight);
   result.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
   result.into = into;
+  const RecomputeConfig& recompute = training.recompute;
+  // Peaks: what the step's passes are weighed with is kept per rank for the piece generation and
+  // the recompute setting, so a sweep over the micro-batches per step (gbs) only finds the peak.
+  if (cache.rank_peak_inputs.size() < static_cast<std::size_t>(plan.pipeline_ranks))
+    cache.rank_peak_inputs.resize(static_cast<std::size_t>(plan.pipeline_ranks));
+  RankPeakInputs& peak_inputs = cache.rank_peak_inputs[static_cast<std::size_t>(rank)];
+  if (peaks_only && peak_inputs.generation == cache.generation &&
+      peak_inputs.recompute == recompute) {
+    result.chunk_stored_bytes.assign(peak_inputs.chunk_bytes.begin(),
+                                     peak_inputs.chunk_bytes.end());
+    bool fits = peak_inputs.fits;
+    result.moment = find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
+                                     peak_inputs.options, result.in_flight_per_chunk,
+                                     result.largest_transient_bytes, fits);
+    for (std::size_t c = 0; c < result.chunk_stored_bytes.size(); ++c) {
+      std::int64_t bytes = 0;
+      fits = checked_mul(result.chunk_stored_bytes[c], result.in_flight_per_chunk[c], &bytes) &&
+             checked_add(result.stored_bytes, bytes, &result.stored_bytes) && fits;
+    }
+    result.fits = fits;
+    result.moment.transient = -1;
+    result.moment.enclosing = -1;
+    return result;
+  }
   const TokenShape shape = token_shape(training, layout);
   const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
-  const RecomputeConfig& recompute = training.recompute;
   const std::uint32_t dropped =
       recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
   const std::int64_t padded = padded_vocab(model.vocab, layout);
@@ -991,9 +1014,27 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   }
 
   fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
+  // Kept from the second estimate with the same inputs on (a sweep that changes them at every
+  // point does not pay for keeping them).
+  const bool keep_peak_inputs = peaks_only && peak_inputs.seen_generation == cache.generation &&
+                                peak_inputs.seen_recompute == recompute;
+  if (peaks_only && !keep_peak_inputs) {
+    peak_inputs.seen_generation = cache.generation;
+    peak_inputs.seen_recompute = recompute;
+  }
+  if (keep_peak_inputs) {
+    peak_inputs.generation = cache.generation;
+    peak_inputs.recompute = recompute;
+    peak_inputs.chunk_bytes.assign(result.chunk_stored_bytes.begin(),
+                                   result.chunk_stored_bytes.end());
+    peak_inputs.fits = fits;
+    // The options move to the rank (the scratch list takes the rank's old storage).
+    std::swap(peak_inputs.options, options);
+  }
   result.moment =
-      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes, options,
-                       result.in_flight_per_chunk, result.largest_transient_bytes, fits);
+      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
+                       keep_peak_inputs ? peak_inputs.options : options, result.in_flight_per_chunk,
+                       result.largest_transient_bytes, fits);
   if (peaks_only) {
     result.fits =
         sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;

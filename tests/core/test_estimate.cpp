@@ -433,3 +433,60 @@ TEST_CASE(
   }
   CHECK(measured == 2);  // the runtime-context row of each stage
 }
+
+TEST_CASE("A peaks sweep over gbs reuses each rank's peak inputs and equals fresh estimates") {
+  // Within one piece generation and recompute setting a rank keeps one micro-batch's stored
+  // bytes per chunk and its pass options (RankPeakInputs, from the second estimate on): a sweep
+  // over gbs (the micro-batches per step) then only finds the peak. Every cell must equal a
+  // fresh estimate, for 1F1B, interleaved and DualPipeV, and across recompute settings.
+  Diagnostics d;
+  Config base;
+  base.model = "kimi-k3";
+  const auto model = resolve_model(base, d);
+  REQUIRE(model);
+  struct Layout {
+    std::int64_t vpp;
+    PipelineSchedule schedule;
+  };
+  int cells = 0;
+  for (const Layout& layout :
+       {Layout{1, PipelineSchedule::one_f_one_b}, Layout{2, PipelineSchedule::one_f_one_b},
+        Layout{2, PipelineSchedule::dualpipev}}) {
+    EstimateCache cache;
+    for (const RecomputePolicy policy : {RecomputePolicy::full, RecomputePolicy::selective}) {
+      for (const std::int64_t seq : {4096, 8192}) {
+        for (std::int64_t m = 16; m <= 40; m += 8) {
+          Config c = base;
+          c.parallel.pipeline_parallel = 8;
+          c.parallel.virtual_stages = layout.vpp;
+          c.parallel.schedule = layout.schedule;
+          c.parallel.expert_parallel = 28;
+          c.training.sequence_length = seq;
+          c.training.global_batch = 28 * m;
+          c.training.recompute.policy = policy;
+          c.optimizer.kind = OptimizerKind::distributed_muon;
+          INFO("vpp " << layout.vpp << " schedule " << static_cast<int>(layout.schedule) << " seq "
+                      << seq << " M " << m);
+          const Report peaks = estimate(c, *model, cache, EstimateDetail::peaks);
+          const Report fresh = estimate(c, *model);
+          REQUIRE(fresh.diagnostics.ok());
+          REQUIRE(peaks.stages.size() == fresh.stages.size());
+          CHECK(peaks.binding_stage == fresh.binding_stage);
+          for (std::size_t s = 0; s < fresh.stages.size(); ++s) {
+            REQUIRE(peaks.stages[s].peak_bytes == fresh.stages[s].peak_bytes);
+            REQUIRE(peaks.stages[s].activation_bytes == fresh.stages[s].activation_bytes);
+            REQUIRE(peaks.stages[s].largest_transient_bytes ==
+                    fresh.stages[s].largest_transient_bytes);
+            REQUIRE(peaks.stages[s].in_flight_per_chunk == fresh.stages[s].in_flight_per_chunk);
+            REQUIRE(peaks.stages[s].chunk_stored_bytes == fresh.stages[s].chunk_stored_bytes);
+          }
+          ++cells;
+        }
+      }
+    }
+    // The rank kept its inputs for the last generation and recompute setting swept.
+    REQUIRE(!cache.pieces.rank_peak_inputs.empty());
+    CHECK(cache.pieces.rank_peak_inputs[0].generation == cache.pieces.generation);
+  }
+  CHECK(cells == 3 * 2 * 2 * 4);
+}
