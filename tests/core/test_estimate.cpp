@@ -11,6 +11,25 @@
 
 using namespace stagemem;
 
+namespace {
+
+// The bench's case: kimi-k3 on PP 8 x VPP 2, EP 28 (DP 28), seq 8192, gbs 896, full recompute,
+// distributed Muon.
+Config kimi_production() {
+  Config c;
+  c.model = "kimi-k3";
+  c.parallel.pipeline_parallel = 8;
+  c.parallel.virtual_stages = 2;
+  c.parallel.expert_parallel = 28;
+  c.training.sequence_length = 8192;
+  c.training.global_batch = 896;
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.optimizer.kind = OptimizerKind::distributed_muon;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("Llama-3.1-8B at PP 4: resident terms per stage (Adam, bf16, fp32 grads)") {
   Config c;
   c.parallel.pipeline_parallel = 4;
@@ -335,15 +354,7 @@ TEST_CASE("One EstimateCache: changing one field at a time equals a fresh estima
   // fields included, and must give the JSON a fresh estimate gives; the memo must be taken by the
   // non-activation steps (the activation terms are then copied, not recomputed).
   Diagnostics d;
-  Config c;
-  c.model = "kimi-k3";
-  c.parallel.pipeline_parallel = 8;
-  c.parallel.virtual_stages = 2;
-  c.parallel.expert_parallel = 28;
-  c.training.sequence_length = 8192;
-  c.training.global_batch = 896;
-  c.training.recompute.policy = RecomputePolicy::full;
-  c.optimizer.kind = OptimizerKind::distributed_muon;
+  Config c = kimi_production();
   const auto model = resolve_model(c, d);
   REQUIRE(model);
   EstimateCache cache;
@@ -440,8 +451,7 @@ TEST_CASE("A peaks sweep over gbs reuses each rank's peak inputs and equals fres
   // over gbs (the micro-batches per step) then only finds the peak. Every cell must equal a
   // fresh estimate, for 1F1B, interleaved and DualPipeV, and across recompute settings.
   Diagnostics d;
-  Config base;
-  base.model = "kimi-k3";
+  const Config base = kimi_production();
   const auto model = resolve_model(base, d);
   REQUIRE(model);
   struct Layout {
@@ -457,14 +467,11 @@ TEST_CASE("A peaks sweep over gbs reuses each rank's peak inputs and equals fres
       for (const std::int64_t seq : {4096, 8192}) {
         for (std::int64_t m = 16; m <= 40; m += 8) {
           Config c = base;
-          c.parallel.pipeline_parallel = 8;
           c.parallel.virtual_stages = layout.vpp;
           c.parallel.schedule = layout.schedule;
-          c.parallel.expert_parallel = 28;
           c.training.sequence_length = seq;
           c.training.global_batch = 28 * m;
           c.training.recompute.policy = policy;
-          c.optimizer.kind = OptimizerKind::distributed_muon;
           INFO("vpp " << layout.vpp << " schedule " << static_cast<int>(layout.schedule) << " seq "
                       << seq << " M " << m);
           const Report peaks = estimate(c, *model, cache, EstimateDetail::peaks);
