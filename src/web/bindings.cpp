@@ -13,6 +13,9 @@
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, sweeps, heatMapDraws}: the Sweep
 //                                       tab's grid (computed on demand)
+//   Module.getSweepProgress()           {complete, computedCells, cellCount, sweepMs, computeMs,
+//                                       longestSliceMs, sweeps}: how far the grid is, read only
+//                                       (getSweep also computes a slice when the grid is not done)
 //   Module.setSweepAxis(axis, key, values)  axis 0 (columns) or 1 (rows); "" or the error
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
 //   Module.heatStripDraws()             times our own shader ran
@@ -557,6 +560,20 @@ val get_sweep() {
   return out;
 }
 
+val get_sweep_progress() {
+  val out = val::object();
+  if (!app_state) return out;
+  const Sweep& sweep = app_state->sweep;
+  out.set("complete", sweep.complete);
+  out.set("computedCells", static_cast<double>(sweep.next_cell));
+  out.set("cellCount", static_cast<double>(sweep.cells.size()));
+  out.set("sweepMs", sweep.last_milliseconds);
+  out.set("computeMs", sweep.compute_milliseconds);
+  out.set("longestSliceMs", sweep.longest_slice_milliseconds);
+  out.set("sweeps", static_cast<double>(sweep.sweeps));
+  return out;
+}
+
 std::string set_sweep_axis_from_page(int axis, const std::string& key, const std::string& values) {
   if (!app_state) return "app: not started";
   if (axis != 0 && axis != 1) return "axis: 0 (columns) or 1 (rows)";
@@ -599,6 +616,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
   emscripten::function("getSweep", &get_sweep);
+  emscripten::function("getSweepProgress", &get_sweep_progress);
   emscripten::function("getTimeline", &get_timeline);
   emscripten::function("stagememPaste", &paste_from_page);
   emscripten::function("stagememLoadFile", &load_file_from_page);

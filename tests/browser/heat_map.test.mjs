@@ -26,15 +26,19 @@ test("a 64 x 64 kimi-k3 heat map fills progressively without stalling a frame", 
   // 64 sequence lengths x 64 micro-batch sizes: every cell rebuilds the activation pieces.
   const seqs = Array.from({ length: 64 }, (_, i) => 1024 * (i + 1)).join(",");
   const mbs = Array.from({ length: 64 }, (_, i) => i + 1).join(",");
+  const sweepsAtStart = (await page.evaluate(() => Module.getSweepProgress())).sweeps;
   assert.equal(await page.evaluate((v) => Module.setSweepAxis(0, "seq", v), seqs), "");
   assert.equal(await page.evaluate((v) => Module.setSweepAxis(1, "mbs", v), mbs), "");
+  // Progress is polled read-only (getSweepProgress): getSweep would compute a slice of its own
+  // at every poll and the timings would count the test's polling.
   let partial = 0;  // observations of a grid part-way done: it is filled over several frames
   await waitUntil(page, async () => {
-    const s = await page.evaluate(() => Module.getSweep());
+    const s = await page.evaluate(() => Module.getSweepProgress());
     if (!s.complete && s.computedCells > 0 && s.computedCells < 4096) ++partial;
-    return s.complete && s.cells.length === 4096;
+    return s.complete && s.cellCount === 4096 && s.sweeps > sweepsAtStart;
   }, { frames: 2000, what: "64 x 64 sweep complete" });
   const sweep = await page.evaluate(() => Module.getSweep());
+  const sweepsBefore = sweep.sweeps;
   const valid = sweep.cells.filter((c) => c.valid).length;
   t.diagnostic(`4096 cells (${valid} valid configurations): ${sweep.computeMs.toFixed(1)} ms computing, ` +
                `${sweep.sweepMs.toFixed(1)} ms wall, longest slice ${sweep.longestSliceMs.toFixed(1)} ms`);
@@ -51,8 +55,8 @@ test("a 64 x 64 kimi-k3 heat map fills progressively without stalling a frame", 
   const gbs = Array.from({ length: 64 }, (_, i) => 28 * (i + 1)).join(",");
   assert.equal(await page.evaluate((v) => Module.setSweepAxis(1, "gbs", v), gbs), "");
   await waitUntil(page, async () => {
-    const s = await page.evaluate(() => Module.getSweep());
-    return s.complete && s.cells.length === 4096 && s.axes[1].key === "gbs";
+    const s = await page.evaluate(() => Module.getSweepProgress());
+    return s.complete && s.cellCount === 4096 && s.sweeps > sweepsBefore;
   }, { frames: 2000, what: "64 x 64 seq x gbs sweep complete" });
   const all = await page.evaluate(() => Module.getSweep());
   assert.equal(all.cells.filter((c) => c.valid).length, 4096);
