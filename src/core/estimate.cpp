@@ -146,10 +146,6 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
   return copied;
 }
 
-// Appends the stage's activation and transient terms (computed, or copied from `same`, an
-// identical earlier rank) and decides which phase peaks: forward/backward (the step timeline's
-// largest moment: stored activations alive then + the transients alive then) or the optimizer step
-// (its transients). False when a term's bytes do not fit in int64.
 // The stage's activation and transient terms from `memo` when it was computed for the same
 // inputs; false when it was not.
 bool take_memo(const StageActivationMemo& memo, std::uint64_t generation,
@@ -176,6 +172,8 @@ bool take_memo(const StageActivationMemo& memo, std::uint64_t generation,
   return true;
 }
 
+// Keeps the stage's activation and transient terms just computed (stage.terms from
+// computed.first_stored on) and their numbers, with indices relative to the first of them.
 void keep_memo(StageActivationMemo& memo, std::uint64_t generation,
                const RecomputeConfig& recompute, std::int64_t micro_batches,
                const StageReport& stage, const StageActivationTerms& computed) {
@@ -199,6 +197,10 @@ void keep_memo(StageActivationMemo& memo, std::uint64_t generation,
   memo.fits = computed.fits;
 }
 
+// Appends the stage's activation and transient terms (computed, taken from `memo`, or copied from
+// `same`, an identical earlier rank) and decides which phase peaks: forward/backward (the step
+// timeline's largest moment: stored activations alive then + the transients alive then) or the
+// optimizer step (its transients). False when a term's bytes do not fit in int64.
 // The optimizer step's transients are `optimizer_step` and `kept_input` (summing to
 // `optimizer_step_bytes`, -1 when they do not fit). `memo` holds the stage's activation terms
 // of an earlier estimate (taken when its inputs are the same, else replaced).
