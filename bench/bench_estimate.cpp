@@ -13,9 +13,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "presets.h"
-#include "report.h"
-#include "timeline.h"
+#include "estimate/estimate.h"
+#include "memory/timeline.h"
+#include "model/presets.h"
+#include "report/report.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "plan.h"
-#include "presets.h"
+#include "model/presets.h"
+#include "plan/plan.h"
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;

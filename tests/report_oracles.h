@@ -18,8 +18,8 @@
 #include <string>
 #include <utility>
 
-#include "report.h"
-#include "term_text.h"
+#include "render/term_text.h"
+#include "report/report.h"
 
 namespace stagemem_tests {
 

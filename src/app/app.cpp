@@ -6,10 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "config/url_fragment.h"
 #include "embedded_fonts.h"
+#include "estimate/estimate.h"
 #include "imgui.h"
-#include "model.h"
-#include "url_fragment.h"
+#include "model/model.h"
 
 namespace {
 

@@ -19,13 +19,13 @@
 #include <string>
 
 #include "app.h"
-#include "config_json.h"
-#include "hf_config.h"
+#include "config/config_json.h"
 #include "imgui.h"
-#include "memory_log.h"
-#include "model_text.h"
-#include "snapshot.h"
-#include "snapshot_link.h"
+#include "measured/memory_log.h"
+#include "measured/snapshot.h"
+#include "measured/snapshot_link.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
 
 namespace {
 

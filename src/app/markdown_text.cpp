@@ -2,8 +2,8 @@
 // (report_markdown.h, the same text as `stagemem report --format markdown`) over the report on
 // screen, with the page's own link to it.
 #include "app.h"
-#include "report_markdown.h"
-#include "url_fragment.h"
+#include "config/url_fragment.h"
+#include "render/report_markdown.h"
 
 std::string markdown_text(const AppState& state) {
   const stagemem::MarkdownOptions options{

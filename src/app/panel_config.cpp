@@ -15,14 +15,14 @@
 #include <string>
 
 #include "app.h"
-#include "config_fields.h"
-#include "devices.h"
-#include "hf_config.h"
+#include "base/units.h"
+#include "config/config_fields.h"
+#include "config/devices.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
-#include "model_text.h"
-#include "presets.h"
-#include "units.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
+#include "model/presets.h"
 
 namespace {
 

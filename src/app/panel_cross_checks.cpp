@@ -48,16 +48,16 @@ void draw_cross_checks(AppState& state, const stagemem::Report& report) {
       row("ratio (measured / derived)", text.ratio, state);
       ImGui::EndTable();
     }
-    if (!check.explanations.empty()) {
+    if (!text.explanations.empty()) {
       ImGui::TextUnformatted("What could explain the gap, most specific first:");
-      for (const std::string& explanation : check.explanations) {
+      for (const std::string& explanation : text.explanations) {
         ImGui::Bullet();
         ImGui::TextWrapped("%s", explanation.c_str());
       }
     }
     if (ImGui::TreeNode("terms", "the %d derived terms summed",
-                        static_cast<int>(check.alive_terms.size()))) {
-      for (const std::string& term : check.alive_terms) ImGui::BulletText("%s", term.c_str());
+                        static_cast<int>(text.alive_terms.size()))) {
+      for (const std::string& term : text.alive_terms) ImGui::BulletText("%s", term.c_str());
       ImGui::TreePop();
     }
     ImGui::PopID();

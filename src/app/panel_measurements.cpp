@@ -7,10 +7,10 @@
 #include <type_traits>
 
 #include "app.h"
+#include "base/units.h"
+#include "config/option_names.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
-#include "option_names.h"
-#include "units.h"
 
 namespace {
 

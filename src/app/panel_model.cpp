@@ -8,6 +8,7 @@
 #include "app.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
+#include "render/vocabulary.h"
 
 namespace {
 

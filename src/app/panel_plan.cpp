@@ -9,10 +9,10 @@
 #include <cstdio>
 
 #include "app.h"
+#include "base/units.h"
+#include "config/option_names.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
-#include "option_names.h"
-#include "units.h"
 
 namespace {
 

@@ -11,7 +11,8 @@
 
 #include "app.h"
 #include "imgui.h"
-#include "term_text.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <algorithm>
 
 #include "app.h"
+#include "base/units.h"
 #include "imgui.h"
-#include "layout.h"
-#include "report_markdown.h"
-#include "units.h"
+#include "parallel/layout.h"
+#include "render/report_markdown.h"
 
 namespace {
 

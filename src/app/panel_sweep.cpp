@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "app.h"
-#include "config_fields.h"
+#include "config/config_fields.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 

@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "app.h"
+#include "base/units.h"
 #include "imgui.h"
-#include "snapshot.h"
-#include "term_text.h"
-#include "timeline.h"
-#include "units.h"
+#include "measured/snapshot.h"
+#include "memory/timeline.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
 
 namespace {
 

@@ -3,9 +3,9 @@
 // "Copy as Markdown" the summary and per-stage table for a wiki page, "Download JSON" the report
 // as a file. The texts are built only when a button is pressed, never per frame.
 #include "app.h"
+#include "config/url_fragment.h"
 #include "imgui.h"
-#include "report_json.h"
-#include "url_fragment.h"
+#include "render/report_json.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "config.h"
-#include "model.h"
-#include "plan.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "plan/plan.h"
 
 struct PlanTab {
   // Inputs, in the CLI's / link's text form; empty means plan.h's default range.

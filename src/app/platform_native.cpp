@@ -15,10 +15,10 @@
 #include "app.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
+#include "config/url_fragment.h"
 #include "gl_api.h"
 #include "imgui.h"
 #include "png_writer.h"
-#include "url_fragment.h"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "browser.h"
+#include "config/url_fragment.h"
 #include "imgui.h"
-#include "url_fragment.h"
 
 namespace {
 

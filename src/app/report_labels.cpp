@@ -1,13 +1,15 @@
 #include "report_labels.h"
-#include "term_text.h"
+
+#include "render/cross_check_text.h"
+#include "render/term_text.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <numeric>
 
+#include "base/units.h"
 #include "imgui.h"
-#include "units.h"
 
 namespace {
 
@@ -180,6 +182,10 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "x%.3f", check.ratio);
     out.ratio = check.has_ratio ? std::string(ratio) : "n/a (nothing derived)";
+    if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
+      out.explanations = stagemem::cross_check_explanations(check, *stage);
+      out.alive_terms = stagemem::cross_check_alive_names(check, *stage);
+    }
   }
   return labels;
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
+#include "report/report.h"
 
 struct TermLabels {
   std::string gib;           // "1.30 GiB"
@@ -50,8 +50,10 @@ struct CrossCheckLabels {
   std::string title;     // "after-first-step, stage 0" (+ the term for point `term`)
   std::string measured;  // "141.10 GiB (151,502,187,725 B)"
   std::string derived;
-  std::string gap;    // signed
-  std::string ratio;  // "x1.12" or "n/a (nothing derived)"
+  std::string gap;                        // signed
+  std::string ratio;                      // "x1.12" or "n/a (nothing derived)"
+  std::vector<std::string> explanations;  // render/cross_check_text.h
+  std::vector<std::string> alive_terms;   // the names of the terms summed
 };
 
 struct ReportLabels {

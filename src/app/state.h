@@ -10,13 +10,13 @@
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
+#include "measured/snapshot.h"
+#include "memory/timeline.h"
 #include "plan_tab.h"
-#include "report.h"
+#include "render/term_catalogue.h"
+#include "report/report.h"
 #include "report_labels.h"
-#include "snapshot.h"
 #include "sweep.h"
-#include "term_catalogue.h"
-#include "timeline.h"
 #include "widget_rects.h"
 
 struct ImFont;

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "config_fields.h"
-#include "layout.h"
-#include "report.h"
-#include "units.h"
+#include "base/units.h"
+#include "config/config_fields.h"
+#include "estimate/estimate.h"
+#include "parallel/layout.h"
+#include "report/report.h"
 
 namespace {
 

@@ -21,9 +21,10 @@
 
 #include <optional>
 
-#include "config.h"
-#include "model.h"
-#include "report.h"
+#include "config/config.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "report/report.h"
 
 // Keys of the fields an axis can sweep (config_fields.h keys).
 std::span<const std::string_view> sweepable_keys();

@@ -1,5 +1,5 @@
 #include "check_command.h"
-#include "term_text.h"
+#include "render/term_text.h"
 
 #include <algorithm>
 #include <array>
@@ -8,10 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "config_sources.h"
-#include "report.h"
+#include "estimate/estimate.h"
+#include "render/vocabulary.h"
+#include "report/report.h"
 #include "report_command.h"
-#include "units.h"
 
 namespace {
 

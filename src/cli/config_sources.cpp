@@ -6,13 +6,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "config_json.h"
-#include "hf_config.h"
-#include "measurement_text.h"
-#include "memory_log.h"
-#include "model_text.h"
-#include "presets.h"
-#include "url_fragment.h"
+#include "config/config_json.h"
+#include "config/measurement_text.h"
+#include "config/production_layouts.h"
+#include "config/url_fragment.h"
+#include "measured/memory_log.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
+#include "model/presets.h"
 
 namespace stagemem_cli {
 namespace {

@@ -4,8 +4,8 @@
 // (a whole pasted link or its fragment), `--preset NAME`, `--hf-config FILE` (a Hugging Face
 // config.json, becomes the custom model), `--production-layout` (the preset's production parallel
 // layout and the optimizer that run uses, e.g. kimi-k3's distributed Muon; a later `--optimizer`
-// overrides it), `--measured TEXT`, `--gap TEXT` (appended; measurement_text.h), and one flag per field
-// of the field table (config_fields.h): `--KEY VALUE` with the table's key, '_' or '-' alike
+// overrides it), `--measured TEXT`, `--gap TEXT` (appended; measurement_text.h), and one flag per
+// field of the field table (config_fields.h): `--KEY VALUE` with the table's key, '_' or '-' alike
 // (`--recompute-modules core_attn,moe_act`). Boolean fields also take `--KEY` alone (true) and
 // `--no-KEY` (false). Setting `stages`, `first_layers`, `last_layers` or `layout` also selects the
 // matching `split`. Megatron-style aliases (`--tensor-model-parallel-size`, `--seq-length`,
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "config_fields.h"
+#include "config/config_fields.h"
 
 namespace stagemem_cli {
 

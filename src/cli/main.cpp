@@ -10,15 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "base/units.h"
 #include "check_command.h"
-#include "devices.h"
+#include "config/devices.h"
+#include "model/presets.h"
 #include "params_command.h"
 #include "plan_command.h"
-#include "presets.h"
 #include "report_command.h"
 #include "snapshot_command.h"
 #include "sweep_command.h"
-#include "units.h"
 #include "url_command.h"
 
 namespace {

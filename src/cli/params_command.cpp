@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.h"
+#include "base/units.h"
+#include "config/config.h"
 #include "config_sources.h"
-#include "layout.h"
-#include "parameters.h"
-#include "presets.h"
-#include "units.h"
+#include "model/parameters.h"
+#include "model/presets.h"
+#include "parallel/layout.h"
 
 namespace {
 

@@ -9,15 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.h"
+#include "base/text_escaping.h"
+#include "base/units.h"
+#include "config/config_json.h"
+#include "config/option_names.h"
+#include "config/url_fragment.h"
 #include "config_sources.h"
-#include "layout_advisor.h"
-#include "option_names.h"
-#include "plan.h"
-#include "report.h"
-#include "text_escaping.h"
-#include "units.h"
-#include "url_fragment.h"
+#include "plan/layout_advisor.h"
+#include "plan/plan.h"
+#include "report/report.h"
 
 namespace {
 

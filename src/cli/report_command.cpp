@@ -1,7 +1,8 @@
 #include "report_command.h"
-#include "report_json.h"
-#include "term_text.h"
-#include "url_fragment.h"
+#include "config/url_fragment.h"
+#include "render/cross_check_text.h"
+#include "render/report_json.h"
+#include "render/term_text.h"
 
 #include <array>
 #include <cstdio>
@@ -9,15 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.h"
+#include "base/text_escaping.h"
+#include "base/units.h"
+#include "config/config.h"
+#include "config/devices.h"
 #include "config_sources.h"
-#include "cross_check.h"
-#include "devices.h"
-#include "report.h"
-#include "report_markdown.h"
-#include "text_escaping.h"
-#include "timeline.h"
-#include "units.h"
+#include "estimate/cross_check.h"
+#include "estimate/estimate.h"
+#include "memory/timeline.h"
+#include "render/report_markdown.h"
+#include "render/vocabulary.h"
+#include "report/report.h"
 
 namespace {
 
@@ -127,7 +130,11 @@ void print_text(const stagemem::Report& report, const stagemem::Config& config) 
                 group_digits(c.derived_bytes).c_str(), format_gib(c.derived_bytes).c_str(),
                 group_digits(c.gap_bytes).c_str(), format_gib(c.gap_bytes).c_str(),
                 ratio_text(c).c_str());
-    for (const auto& e : c.explanations) std::printf("  - %s\n", e.c_str());
+    if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, c)) {
+      for (const std::string& e : stagemem::cross_check_explanations(c, *stage)) {
+        std::printf("  - %s\n", e.c_str());
+      }
+    }
   }
 }
 
@@ -315,11 +322,11 @@ int run_probe_check(const std::vector<std::string_view>& args) {
           {{"optimizer", std::string(stagemem::optimizer_kind_name(c.measurement.optimizer))},
            {"data_parallel", c.measurement.data_parallel},
            {"derived_bytes_per_parameter", c.derived_bytes_per_parameter},
-           {"derived_formula", c.derived_formula},
+           {"derived_formula", stagemem::probe_formula(c)},
            {"measured_bytes_per_parameter", c.measurement.measured_bytes_per_parameter},
            {"gap_bytes_per_parameter", c.gap_bytes_per_parameter},
            {"ratio", c.ratio},
-           {"explanations", c.explanations}});
+           {"explanations", stagemem::probe_explanations(c)}});
     }
     std::printf("%s\n", rows.dump(2).c_str());
     return 0;
@@ -331,7 +338,7 @@ int run_probe_check(const std::vector<std::string_view>& args) {
         c.measurement.data_parallel == 0 ? "any" : std::to_string(c.measurement.data_parallel);
     std::printf("%-18s %-5s %-80s %8.2f %9.2f %+8.2f %7.3f\n",
                 std::string(stagemem::optimizer_kind_name(c.measurement.optimizer)).c_str(),
-                dp.c_str(), c.derived_formula.c_str(), c.derived_bytes_per_parameter,
+                dp.c_str(), stagemem::probe_formula(c).c_str(), c.derived_bytes_per_parameter,
                 c.measurement.measured_bytes_per_parameter, c.gap_bytes_per_parameter, c.ratio);
   }
   std::printf("\nmeasured values never feed the model; the gaps are shown, not absorbed.\n");

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "report.h"
+#include "report/report.h"
 
 int run_report(const std::vector<std::string_view>& args);
 int run_probe_check(const std::vector<std::string_view>& args);

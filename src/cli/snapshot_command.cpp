@@ -9,13 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "config_sources.h"
-#include "report.h"
-#include "snapshot.h"
-#include "snapshot_link.h"
-#include "term_text.h"
-#include "timeline.h"
-#include "units.h"
+#include "estimate/estimate.h"
+#include "measured/snapshot.h"
+#include "measured/snapshot_link.h"
+#include "memory/timeline.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
+#include "report/report.h"
 
 namespace {
 

@@ -8,10 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/text_escaping.h"
+#include "base/units.h"
 #include "config_sources.h"
-#include "report.h"
-#include "text_escaping.h"
-#include "units.h"
+#include "estimate/estimate.h"
+#include "report/report.h"
 
 namespace {
 

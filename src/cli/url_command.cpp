@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <string>
 
-#include "config_json.h"
+#include "config/config_json.h"
+#include "config/url_fragment.h"
 #include "config_sources.h"
-#include "url_fragment.h"
 
 namespace {
 

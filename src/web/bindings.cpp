@@ -66,17 +66,19 @@
 
 #include "app.h"
 #include "browser.h"
-#include "config_fields.h"
-#include "config_json.h"
+#include "config/config_fields.h"
+#include "config/config_json.h"
+#include "config/url_fragment.h"
 #include "imgui.h"
-#include "layout.h"
-#include "report_json.h"
-#include "report_markdown.h"
-#include "snapshot.h"
-#include "snapshot_link.h"
+#include "measured/snapshot.h"
+#include "measured/snapshot_link.h"
+#include "parallel/layout.h"
+#include "render/cross_check_text.h"
+#include "render/report_json.h"
+#include "render/report_markdown.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
 #include "state.h"
-#include "term_text.h"
-#include "url_fragment.h"
 
 namespace {
 
@@ -176,11 +178,18 @@ val get_report() {
     check.set("derivedBytes", static_cast<double>(c.derived_bytes));
     check.set("gapBytes", static_cast<double>(c.gap_bytes));
     check.set("ratio", c.has_ratio ? val(c.ratio) : val::null());
+    const stagemem::StageReport* stage = stagemem::cross_check_stage(r, c);
     val alive = val::array();
-    for (const auto& name : c.alive_terms) alive.call<void>("push", name);
-    check.set("aliveTerms", alive);
     val explanations = val::array();
-    for (const auto& text : c.explanations) explanations.call<void>("push", text);
+    if (stage != nullptr) {
+      for (const auto& name : stagemem::cross_check_alive_names(c, *stage)) {
+        alive.call<void>("push", name);
+      }
+      for (const auto& text : stagemem::cross_check_explanations(c, *stage)) {
+        explanations.call<void>("push", text);
+      }
+    }
+    check.set("aliveTerms", alive);
     check.set("explanations", explanations);
     checks.call<void>("push", check);
   }

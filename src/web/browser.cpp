@@ -4,8 +4,8 @@
 #include <emscripten/html5.h>
 
 #include "app.h"
+#include "config/url_fragment.h"
 #include "state.h"
-#include "url_fragment.h"
 
 // clang-format off
 EM_JS(char*, js_read_location_fragment, (), {

@@ -1,10 +1,10 @@
 // Tests of activation_model.h: the users' worked AttnRes numbers, logits and loss, pipeline and
 // context-parallel buffers.
-#include "activation_model.h"
+#include "base/units.h"
 #include "catch.h"
-#include "presets.h"
-#include "term_text.h"
-#include "units.h"
+#include "memory/model_pieces.h"
+#include "model/presets.h"
+#include "render/term_text.h"
 
 using namespace stagemem;
 

@@ -3,12 +3,13 @@
 #include <cmath>
 #include <random>
 
-#include "activation_terms.h"
 #include "catch.h"
-#include "model_text.h"
-#include "presets.h"
-#include "report.h"
-#include "term_text.h"
+#include "estimate/estimate.h"
+#include "memory/activation_terms.h"
+#include "model/model_text.h"
+#include "model/presets.h"
+#include "render/term_text.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -1,9 +1,9 @@
 // Tests of activation_pieces.h (activations_attention.cpp, activations_mlp.cpp): the per-layer
 // tensors against the closed forms of Korthikanti et al. 2022 (arXiv 2205.05198) and hand-worked
 // KDA, MLA and MoE pieces.
-#include "activation_pieces.h"
 #include "catch.h"
-#include "presets.h"
+#include "memory/activation_pieces.h"
+#include "model/presets.h"
 
 #include <tuple>
 

@@ -5,13 +5,13 @@
 #include <filesystem>
 
 #include "catch.h"
-#include "config_json.h"
+#include "config/config_json.h"
+#include "config/measurement_text.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "hf_config.h"
-#include "measurement_text.h"
-#include "memory_log.h"
-#include "model_text.h"
-#include "url_fragment.h"
+#include "measured/memory_log.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
 
 using namespace stagemem;
 

@@ -1,6 +1,6 @@
 // Tests of config.h: names round-trip and validation names the field with the allowed range.
 #include "catch.h"
-#include "config.h"
+#include "config/config.h"
 
 using namespace stagemem;
 

@@ -2,7 +2,7 @@
 #include <set>
 
 #include "catch.h"
-#include "config_fields.h"
+#include "config/config_fields.h"
 
 using namespace stagemem;
 

@@ -1,8 +1,8 @@
 // Tests of config_json.h: export/import round trips, strict types, named errors, warnings.
 #include "catch.h"
-#include "config_json.h"
-#include "model_text.h"
-#include "presets.h"
+#include "config/config_json.h"
+#include "model/model_text.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

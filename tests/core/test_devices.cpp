@@ -1,6 +1,6 @@
 // Tests of devices.h: every preset has exact bytes and a cited source.
 #include "catch.h"
-#include "devices.h"
+#include "config/devices.h"
 
 using namespace stagemem;
 

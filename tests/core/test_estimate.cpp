@@ -3,11 +3,12 @@
 #include <memory>
 #include <random>
 
-#include "activation_terms.h"
 #include "catch.h"
-#include "report.h"
-#include "report_json.h"
-#include "term_text.h"
+#include "estimate/estimate.h"
+#include "memory/activation_terms.h"
+#include "render/report_json.h"
+#include "render/term_text.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -23,14 +23,15 @@
 #include <vector>
 
 #include "catch.h"
-#include "config_fields.h"
+#include "config/config_fields.h"
+#include "config/devices.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "devices.h"
-#include "presets.h"
-#include "report.h"
+#include "estimate/estimate.h"
+#include "model/presets.h"
+#include "render/term_text.h"
+#include "report/report.h"
 #include "report_oracles.h"
-#include "term_text.h"
-#include "url_fragment.h"
 
 using namespace stagemem;
 

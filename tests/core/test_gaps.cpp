@@ -1,7 +1,7 @@
 // Tests of gaps.h: named gap rows are zero and NOT MEASURED until a measured value is entered.
 #include "catch.h"
-#include "gaps.h"
-#include "term_text.h"
+#include "memory/gaps.h"
+#include "render/term_text.h"
 
 using namespace stagemem;
 

@@ -11,12 +11,14 @@
 #include <fstream>
 #include <string>
 
-#include "config.h"
+#include "config/config.h"
+#include "config/production_layouts.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "presets.h"
-#include "report.h"
-#include "report_json.h"
-#include "url_fragment.h"
+#include "estimate/estimate.h"
+#include "model/presets.h"
+#include "render/report_json.h"
+#include "report/report.h"
 
 namespace {
 

@@ -3,10 +3,10 @@
 #include <string>
 
 #include "catch.h"
-#include "hf_config.h"
-#include "model_text.h"
-#include "parameters.h"
-#include "presets.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
+#include "model/parameters.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

@@ -2,8 +2,8 @@
 // duplicate keys), with the path and the limit named in each error.
 #include <string>
 
+#include "base/json_reader.h"
 #include "catch.h"
-#include "json_reader.h"
 
 using namespace stagemem;
 

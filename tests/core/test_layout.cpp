@@ -1,7 +1,7 @@
 // Tests of layout.h: stage assignment, vocabulary padding and per-rank shards.
 #include "catch.h"
-#include "layout.h"
-#include "presets.h"
+#include "model/presets.h"
+#include "parallel/layout.h"
 
 using namespace stagemem;
 

@@ -19,13 +19,14 @@
 #include <optional>
 #include <sstream>
 
+#include "base/units.h"
 #include "catch.h"
-#include "config.h"
+#include "config/config.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "report.h"
-#include "term_text.h"
-#include "units.h"
-#include "url_fragment.h"
+#include "estimate/estimate.h"
+#include "render/term_text.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

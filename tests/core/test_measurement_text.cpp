@@ -1,6 +1,6 @@
 // Tests of measurement_text.h: byte amounts and the POINT[/STAGE]=AMOUNT@SOURCE form.
 #include "catch.h"
-#include "measurement_text.h"
+#include "config/measurement_text.h"
 
 using namespace stagemem;
 

@@ -1,9 +1,9 @@
 // Tests of model_text.h: every preset round-trips through its one-line text, the 93-layer hybrid
 // stays short, and bad model texts are named by item.
 #include "catch.h"
-#include "model_text.h"
-#include "parameters.h"
-#include "presets.h"
+#include "model/model_text.h"
+#include "model/parameters.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

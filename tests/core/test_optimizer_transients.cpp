@@ -1,10 +1,10 @@
 // Tests of optimizer_transients.h: the parameter all-gather by implementation, Muon's
 // Newton-Schulz working set by TP mode, and the fp32 copy of bf16 main gradients.
 #include "catch.h"
-#include "layout.h"
-#include "optimizer_transients.h"
-#include "presets.h"
-#include "term_text.h"
+#include "memory/optimizer_transients.h"
+#include "model/presets.h"
+#include "parallel/layout.h"
+#include "render/term_text.h"
 
 using namespace stagemem;
 

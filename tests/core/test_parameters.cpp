@@ -1,7 +1,7 @@
 // Tests of parameters.h: exact counts, tensor by tensor.
 #include "catch.h"
-#include "parameters.h"
-#include "presets.h"
+#include "model/parameters.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

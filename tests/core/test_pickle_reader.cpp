@@ -6,7 +6,7 @@
 
 #include "catch.h"
 #include "corpus.h"
-#include "pickle_reader.h"
+#include "measured/pickle_reader.h"
 
 using namespace stagemem;
 

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "catch.h"
-#include "pipeline_layout_string.h"
+#include "parallel/pipeline_layout_string.h"
 
 using namespace stagemem;
 

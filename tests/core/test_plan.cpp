@@ -6,13 +6,14 @@
 #include <tuple>
 
 #include "catch.h"
-#include "config.h"
-#include "devices.h"
-#include "layout_advisor.h"
-#include "pipeline_layout_string.h"
-#include "plan.h"
-#include "presets.h"
-#include "report.h"
+#include "config/config.h"
+#include "config/devices.h"
+#include "estimate/estimate.h"
+#include "model/presets.h"
+#include "parallel/pipeline_layout_string.h"
+#include "plan/layout_advisor.h"
+#include "plan/plan.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

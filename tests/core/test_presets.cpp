@@ -2,8 +2,9 @@
 #include <string>
 
 #include "catch.h"
-#include "parameters.h"
-#include "presets.h"
+#include "config/production_layouts.h"
+#include "model/parameters.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

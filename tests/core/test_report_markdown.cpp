@@ -2,7 +2,8 @@
 #include <string>
 
 #include "catch.h"
-#include "report_markdown.h"
+#include "estimate/estimate.h"
+#include "render/report_markdown.h"
 
 using namespace stagemem;
 

@@ -1,11 +1,11 @@
 // Tests of resident_terms.h: every resident formula against a hand-worked derivation, sharding
 // over DP x CP and expert DP, allocation points, and the users' worked numbers.
+#include "base/units.h"
 #include "catch.h"
-#include "layout.h"
-#include "presets.h"
-#include "resident_terms.h"
-#include "term_text.h"
-#include "units.h"
+#include "memory/resident_terms.h"
+#include "model/presets.h"
+#include "parallel/layout.h"
+#include "render/term_text.h"
 
 using namespace stagemem;
 

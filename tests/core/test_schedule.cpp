@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "schedule.h"
+#include "parallel/schedule.h"
 
 using namespace stagemem;
 

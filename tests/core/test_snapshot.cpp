@@ -6,8 +6,9 @@
 
 #include "catch.h"
 #include "corpus.h"
-#include "report.h"
-#include "snapshot.h"
+#include "estimate/estimate.h"
+#include "measured/snapshot.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -5,11 +5,12 @@
 #include <random>
 
 #include "catch.h"
+#include "config/measurement_text.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "measurement_text.h"
-#include "report.h"
-#include "snapshot_link.h"
-#include "url_fragment.h"
+#include "estimate/estimate.h"
+#include "measured/snapshot_link.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -2,7 +2,7 @@
 #include <set>
 
 #include "catch.h"
-#include "term_catalogue.h"
+#include "render/term_catalogue.h"
 
 using namespace stagemem;
 

@@ -18,10 +18,12 @@
 #include <sstream>
 
 #include "catch.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "report.h"
-#include "term_text.h"
-#include "url_fragment.h"
+#include "estimate/estimate.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/text_escaping.h"
 #include "catch.h"
-#include "text_escaping.h"
 
 using namespace stagemem;
 

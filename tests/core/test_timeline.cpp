@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "catch.h"
-#include "report.h"
-#include "schedule.h"
-#include "timeline.h"
-#include "url_fragment.h"
+#include "config/url_fragment.h"
+#include "estimate/estimate.h"
+#include "memory/timeline.h"
+#include "parallel/schedule.h"
+#include "render/vocabulary.h"
+#include "report/report.h"
 
 using namespace stagemem;
 

@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/units.h"
 #include "catch.h"
-#include "units.h"
 
 using namespace stagemem;
 

@@ -1,13 +1,13 @@
 // Tests of url_fragment.h: round trips of every field, only non-default fields, escaping, and a
 // corpus of bad links that must each produce an error naming the field.
 #include "catch.h"
-#include "config_fields.h"
-#include "config_json.h"
+#include "config/config_fields.h"
+#include "config/config_json.h"
+#include "config/url_fragment.h"
 #include "corpus.h"
-#include "model_text.h"
-#include "presets.h"
-#include "snapshot_link.h"
-#include "url_fragment.h"
+#include "measured/snapshot_link.h"
+#include "model/model_text.h"
+#include "model/presets.h"
 
 using namespace stagemem;
 

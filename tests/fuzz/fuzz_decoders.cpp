@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "config_json.h"
-#include "hf_config.h"
-#include "measurement_text.h"
-#include "model_text.h"
-#include "snapshot_link.h"
-#include "url_fragment.h"
+#include "config/config_json.h"
+#include "config/measurement_text.h"
+#include "config/url_fragment.h"
+#include "measured/snapshot_link.h"
+#include "model/hf_config.h"
+#include "model/model_text.h"
 
 namespace {
 

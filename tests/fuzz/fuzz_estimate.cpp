@@ -21,13 +21,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.h"
-#include "report.h"
-#include "report_json.h"
+#include "base/text_escaping.h"
+#include "config/config_json.h"
+#include "config/url_fragment.h"
+#include "estimate/estimate.h"
+#include "render/report_json.h"
+#include "render/term_text.h"
+#include "report/report.h"
 #include "report_oracles.h"
-#include "term_text.h"
-#include "text_escaping.h"
-#include "url_fragment.h"
 
 namespace {
 

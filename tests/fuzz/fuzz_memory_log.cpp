@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "measurement_text.h"
-#include "memory_log.h"
+#include "config/measurement_text.h"
+#include "measured/memory_log.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "pickle_reader.h"
-#include "snapshot.h"
+#include "measured/pickle_reader.h"
+#include "measured/snapshot.h"
 
 namespace {
 

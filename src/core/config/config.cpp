@@ -1,0 +1,380 @@
+#include "config/config.h"
+
+#include <algorithm>
+#include <array>
+
+#include "config/devices.h"
+#include "config/option_names.h"
+#include "model/model_text.h"
+#include "model/presets.h"
+#include "parallel/schedule.h"
+
+namespace stagemem {
+namespace {
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
+  const auto index = static_cast<std::size_t>(value);
+  return index < N ? names[index] : std::string_view("unknown");
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> parse(const std::array<std::string_view, N>& names, std::string_view text) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == text) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+template <std::size_t N>
+std::string one_of(const std::array<std::string_view, N>& names) {
+  std::string out = "one of: ";
+  for (std::size_t i = 0; i < N; ++i) out += (i == 0 ? "" : ", ") + std::string(names[i]);
+  return out;
+}
+
+bool in_range(std::int64_t value, std::int64_t low, std::int64_t high) {
+  return value >= low && value <= high;
+}
+
+void check_source(Diagnostics& d, const std::string& field, const std::string& source) {
+  if (source.empty() || source.size() > max_source_length) {
+    d.error(field, "a measured value needs its source: text of 1 to " +
+                       std::to_string(max_source_length) + " characters");
+  }
+}
+
+void validate_training(const Config& config, Diagnostics& d) {
+  const auto& p = config.precision;
+  if (static_cast<std::size_t>(p.dense_weights) >= weight_dtype_count) {
+    d.error("precision.dense_weights", one_of(weight_dtype_names));
+  }
+  if (static_cast<std::size_t>(p.expert_weights) >= weight_dtype_count) {
+    d.error("precision.expert_weights", one_of(weight_dtype_names));
+  }
+  if (static_cast<std::size_t>(p.grads) >= grad_dtype_names.size()) {
+    d.error("precision.grads", one_of(grad_dtype_names));
+  }
+  if (static_cast<std::size_t>(p.fp8_recipe) >= fp8_recipe_names.size()) {
+    d.error("precision.fp8_recipe", one_of(fp8_recipe_names));
+  }
+  const auto& o = config.optimizer;
+  if (static_cast<std::size_t>(o.kind) >= optimizer_kind_names.size()) {
+    d.error("optimizer.kind", one_of(optimizer_kind_names));
+  }
+  if (static_cast<std::size_t>(o.master_weights) >= master_dtype_names.size()) {
+    d.error("optimizer.master_weights", one_of(master_dtype_names));
+  }
+  if (static_cast<std::size_t>(o.moments) >= moment_dtype_names.size()) {
+    d.error("optimizer.moments", one_of(moment_dtype_names));
+  }
+  if (static_cast<std::size_t>(o.cast_copy) >= cast_copy_names.size()) {
+    d.error("optimizer.cast_copy", one_of(cast_copy_names));
+  }
+  if (static_cast<std::size_t>(o.param_gather) >= param_gather_names.size()) {
+    d.error("optimizer.param_gather", one_of(param_gather_names));
+  }
+  if (static_cast<std::size_t>(o.muon_tp_mode) >= muon_tp_mode_names.size()) {
+    d.error("optimizer.muon_tp_mode", one_of(muon_tp_mode_names));
+  }
+  if (o.cast_copy == CastCopy::muon_group &&
+      !(o.kind == OptimizerKind::muon || o.kind == OptimizerKind::distributed_muon)) {
+    d.warn("optimizer.cast_copy", "muon-group has no effect with an Adam optimizer");
+  }
+
+  if (!config.device.preset.empty() && !find_device(config.device.preset)) {
+    std::string names;
+    for (const DevicePreset& dev : device_presets()) {
+      names += (names.empty() ? "" : ", ") + std::string(dev.name);
+    }
+    d.error("device.preset", "unknown device '" + config.device.preset.substr(0, 64) +
+                                 "'; known devices: " + names + " (or give device.bytes)");
+  }
+  if (config.device.bytes != 0 && !in_range(config.device.bytes, 1, max_config_bytes)) {
+    d.error("device.bytes", "must be 0 (use the preset) or an integer in [1, " +
+                                std::to_string(max_config_bytes) + "] bytes, got " +
+                                std::to_string(config.device.bytes));
+  }
+
+  const std::int64_t stages = config.parallel.pipeline_parallel;
+  if (config.measurements.size() > max_measurements) {
+    d.error("measurements", "at most " + std::to_string(max_measurements) + " are accepted");
+  }
+  for (std::size_t i = 0; i < config.measurements.size() && i < max_measurements; ++i) {
+    const Measurement& m = config.measurements[i];
+    const std::string field = "measurements[" + std::to_string(i) + "]";
+    if (static_cast<std::size_t>(m.point) >= measurement_point_count) {
+      d.error(field + ".point", one_of(measurement_point_names));
+    }
+    if (!in_range(m.stage, 0, stages - 1)) {
+      d.error(field + ".stage", "must be an integer in [0, " + std::to_string(stages - 1) +
+                                    "], got " + std::to_string(m.stage));
+    }
+    if (!in_range(m.bytes, 0, max_config_bytes)) {
+      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                    "] bytes, got " + std::to_string(m.bytes));
+    }
+    check_source(d, field + ".source", m.source);
+    if (static_cast<std::size_t>(m.figure) >= memory_figure_count) {
+      d.error(field + ".figure", one_of(memory_figure_names));
+    }
+    if (m.rank != -1) {
+      // Megatron orders ranks tp-cp-(ep)-dp-pp: the pipeline coordinate is the slowest.
+      const std::int64_t world = world_size(config.parallel);
+      const std::int64_t per_stage = stages > 0 ? world / stages : 0;
+      if (!in_range(m.rank, 0, std::min(world - 1, max_rank))) {
+        d.error(field + ".rank", "must be -1 (not known) or a global rank in [0, " +
+                                     std::to_string(std::min(world - 1, max_rank)) +
+                                     "] of the layout's " + std::to_string(world) + " ranks, got " +
+                                     std::to_string(m.rank));
+      } else if (per_stage > 0 && m.rank / per_stage != m.stage) {
+        d.error(field + ".stage", "rank " + std::to_string(m.rank) + " is on pipeline stage " +
+                                      std::to_string(m.rank / per_stage) + " (" +
+                                      std::to_string(per_stage) +
+                                      " ranks per stage, Megatron's rank order), not stage " +
+                                      std::to_string(m.stage));
+      }
+    }
+    if (m.point == MeasurementPoint::term &&
+        (m.term.empty() || m.term.size() > max_term_name_length)) {
+      d.error(field + ".term", "point 'term' needs the term's name (1 to " +
+                                   std::to_string(max_term_name_length) + " characters)");
+    }
+  }
+  if (config.gaps.size() > max_measurements) {
+    d.error("gaps", "at most " + std::to_string(max_measurements) + " are accepted");
+  }
+  for (std::size_t i = 0; i < config.gaps.size() && i < max_measurements; ++i) {
+    const GapEntry& g = config.gaps[i];
+    const std::string field = "gaps[" + std::to_string(i) + "]";
+    if (static_cast<std::size_t>(g.kind) >= gap_kind_count) {
+      d.error(field + ".kind", one_of(gap_kind_names));
+    }
+    if (!in_range(g.stage, -1, stages - 1)) {
+      d.error(field + ".stage", "must be -1 (every stage) or an integer in [0, " +
+                                    std::to_string(stages - 1) + "], got " +
+                                    std::to_string(g.stage));
+    }
+    if (!in_range(g.bytes, 0, max_config_bytes)) {
+      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                    "] bytes, got " + std::to_string(g.bytes));
+    }
+    check_source(d, field + ".source", g.source);
+    // One reading per kind and stage: the report shows one (gaps.cpp), so a second one would be
+    // dropped without a word.
+    for (std::size_t j = 0; j < i; ++j) {
+      const GapEntry& earlier = config.gaps[j];
+      if (earlier.kind != g.kind || earlier.stage != g.stage) continue;
+      d.error(field,
+              std::string(gap_kind_name(g.kind)) +
+                  (g.stage < 0 ? " for every stage" : " for stage " + std::to_string(g.stage)) +
+                  " is given twice, first " + std::to_string(earlier.bytes) + " B (gaps[" +
+                  std::to_string(j) + "]), then " + std::to_string(g.bytes) +
+                  " B; give one reading per kind and stage");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view weight_dtype_name(WeightDtype d) {
+  return name_of(weight_dtype_names, d);
+}
+std::string_view grad_dtype_name(GradDtype d) {
+  return name_of(grad_dtype_names, d);
+}
+std::string_view optimizer_kind_name(OptimizerKind k) {
+  return name_of(optimizer_kind_names, k);
+}
+std::string_view master_dtype_name(MasterDtype d) {
+  return name_of(master_dtype_names, d);
+}
+std::string_view moment_dtype_name(MomentDtype d) {
+  return name_of(moment_dtype_names, d);
+}
+std::string_view cast_copy_name(CastCopy c) {
+  return name_of(cast_copy_names, c);
+}
+std::string_view param_gather_name(ParamGather g) {
+  return name_of(param_gather_names, g);
+}
+std::string_view fp8_recipe_name(Fp8Recipe r) {
+  return name_of(fp8_recipe_names, r);
+}
+std::string_view muon_tp_mode_name(MuonTpMode m) {
+  return name_of(muon_tp_mode_names, m);
+}
+std::string_view measurement_point_name(MeasurementPoint p) {
+  return name_of(measurement_point_names, p);
+}
+std::string_view memory_figure_name(MemoryFigure f) {
+  return name_of(memory_figure_names, f);
+}
+std::string_view gap_kind_name(GapKind k) {
+  return name_of(gap_kind_names, k);
+}
+
+std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
+  return parse<WeightDtype>(weight_dtype_names, s);
+}
+std::optional<GradDtype> parse_grad_dtype(std::string_view s) {
+  return parse<GradDtype>(grad_dtype_names, s);
+}
+std::optional<OptimizerKind> parse_optimizer_kind(std::string_view s) {
+  return parse<OptimizerKind>(optimizer_kind_names, s);
+}
+std::optional<MasterDtype> parse_master_dtype(std::string_view s) {
+  return parse<MasterDtype>(master_dtype_names, s);
+}
+std::optional<MomentDtype> parse_moment_dtype(std::string_view s) {
+  return parse<MomentDtype>(moment_dtype_names, s);
+}
+std::optional<CastCopy> parse_cast_copy(std::string_view s) {
+  return parse<CastCopy>(cast_copy_names, s);
+}
+std::optional<ParamGather> parse_param_gather(std::string_view s) {
+  return parse<ParamGather>(param_gather_names, s);
+}
+std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view s) {
+  return parse<MuonTpMode>(muon_tp_mode_names, s);
+}
+std::optional<MeasurementPoint> parse_measurement_point(std::string_view s) {
+  return parse<MeasurementPoint>(measurement_point_names, s);
+}
+std::optional<MemoryFigure> parse_memory_figure(std::string_view s) {
+  return parse<MemoryFigure>(memory_figure_names, s);
+}
+std::optional<GapKind> parse_gap_kind(std::string_view s) {
+  return parse<GapKind>(gap_kind_names, s);
+}
+
+namespace {
+
+// Sequence, batch, recompute and kernel options; the layout's sizes are checked by validate_layout.
+void validate_activation_inputs(const Model& model, const Config& config, Diagnostics& d) {
+  const TrainingConfig& t = config.training;
+  const ParallelLayout& layout = config.parallel;
+  const auto range = [&](const char* field, std::int64_t value, std::int64_t low,
+                         std::int64_t high) {
+    if (!in_range(value, low, high)) {
+      d.error(field, "must be an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
+                         "], got " + std::to_string(value));
+      return false;
+    }
+    return true;
+  };
+  const bool sequence_ok =
+      range("training.sequence_length", t.sequence_length, 1, std::int64_t{1} << 24);
+  range("training.micro_batch", t.micro_batch, 1, 65536);
+  range("training.global_batch", t.global_batch, 1, std::int64_t{1} << 30);
+  range("kernels.kda_chunk", t.kernels.kda_chunk, 16, 1024);
+  if (static_cast<std::size_t>(t.kernels.gemm_workspaces) >= gemm_workspace_names.size()) {
+    d.error("training.kernels.gemm_workspaces", one_of(gemm_workspace_names));
+  }
+  range("kernels.cross_entropy_chunk", t.kernels.cross_entropy_chunk, 1, std::int64_t{1} << 24);
+  range("kernels.attn_res_live_temporaries", t.kernels.attn_res_live_temporaries, 0, 64);
+  if (!(t.routing_imbalance >= 1.0 && t.routing_imbalance <= 1024.0)) {
+    d.error("training.routing_imbalance", "must be a number in [1, 1024] (1: balanced routing)");
+  }
+  if (t.recompute.modules >= (std::uint32_t{1} << recompute_module_count)) {
+    d.error("recompute.modules",
+            "unknown module bits; known: core_attn, moe_act, layernorm, "
+            "mla_up_proj, mlp, moe, shared_experts");
+  }
+  if (t.recompute.policy == RecomputePolicy::full) {
+    range("recompute.layers", t.recompute.layers, 1,
+          static_cast<std::int64_t>(model.layers.size()));
+  }
+  // Token-wise tensors are split over CP (and over TP under sequence parallelism) exactly.
+  const std::int64_t cp = std::max<std::int64_t>(1, layout.context_parallel);
+  const std::int64_t sequence_split =
+      cp * (layout.sequence_parallel ? std::max<std::int64_t>(1, layout.tensor_parallel) : 1);
+  if (sequence_ok && t.sequence_length % sequence_split != 0) {
+    d.error("training.sequence_length",
+            std::to_string(t.sequence_length) + " must be a multiple of CP" +
+                std::string(layout.sequence_parallel ? " x TP (sequence parallel)" : "") + " = " +
+                std::to_string(sequence_split));
+  }
+  const bool uses_moe = std::any_of(model.layers.begin(), model.layers.end(),
+                                    [](const LayerKind& k) { return k.mlp == MlpKind::moe; });
+  if (uses_moe && layout.tensor_parallel > 1 && !layout.sequence_parallel) {
+    d.error("parallel.sequence_parallel",
+            "MoE layers with TP > 1 need sequence parallelism (as Megatron-core requires)");
+  }
+  if (d.ok()) {
+    Diagnostics batch;
+    const std::int64_t m =
+        micro_batches_per_step(t.global_batch, t.micro_batch, data_parallel_size(layout), batch);
+    for (auto& e : batch.errors) d.error(std::move(e.field), std::move(e.message));
+    // Megatron's interleaved schedule (forward_backward_pipelining_with_interleaving) refuses
+    // fewer micro-batches than PP and a remainder: M must be a positive multiple of PP.
+    const std::int64_t pp = layout.pipeline_parallel;
+    const bool dualpipev = layout.schedule == PipelineSchedule::dualpipev;
+    // DualPipeV.step asserts num_chunks >= num_ranks * 2 (dualpipe/dualpipev.py).
+    if (batch.ok() && dualpipev && m < 2 * pp) {
+      d.error("training.global_batch",
+              "schedule dualpipev needs the micro-batches per step M = training.global_batch / "
+              "(training.micro_batch x parallel.data_parallel) = " +
+                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) + " x " +
+                  std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
+                  " to be at least 2 x PP = " + std::to_string(2 * pp) +
+                  " (DualPipeV.step asserts it): raise gbs or lower mbs, DP or PP");
+    }
+    if (dualpipev) {
+      d.warn("parallel.schedule",
+             "dualpipev: the zero-bubble weight-gradient retention (each linear layer's input and "
+             "output gradient kept from its B to its W, in warm-up and cool-down) is not counted: "
+             "a named gap (docs/physics-notes.md, DualPipeV)");
+    }
+    if (batch.ok() && !dualpipev && layout.virtual_stages > 1 && pp > 1 &&
+        (m < pp || m % pp != 0)) {
+      d.error("training.global_batch",
+              "the interleaved schedule (vpp " + std::to_string(layout.virtual_stages) +
+                  ") needs the micro-batches per step M = gbs / (mbs x DP) = " +
+                  std::to_string(t.global_batch) + " / (" + std::to_string(t.micro_batch) + " x " +
+                  std::to_string(data_parallel_size(layout)) + ") = " + std::to_string(m) +
+                  " to be a multiple of PP = " + std::to_string(pp) +
+                  " (Megatron refuses it otherwise): change gbs, mbs, DP or PP");
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<Model> resolve_model(const Config& config, Diagnostics& d) {
+  if (!config.custom_model.empty()) {
+    DecodedModel decoded = model_from_text(config.custom_model, "custom_model");
+    for (auto& e : decoded.diagnostics.errors) d.error(std::move(e.field), std::move(e.message));
+    return decoded.model;
+  }
+  auto model = find_preset(config.model);
+  if (!model) {
+    std::string names;
+    for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    d.error("model",
+            "unknown preset '" + config.model.substr(0, 64) + "'; known presets: " + names);
+  }
+  return model;
+}
+
+Diagnostics validate(const Config& config, const Model& model) {
+  Diagnostics d;
+  validate_layout(model, config.parallel, d);
+  validate_beyond_layout(config, model, d);
+  return d;
+}
+
+void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& d) {
+  validate_training(config, d);
+  validate_activation_inputs(model, config, d);
+}
+
+Diagnostics validate(const Config& config) {
+  Diagnostics d;
+  const auto model = resolve_model(config, d);
+  if (!model) return d;
+  return validate(config, *model);
+}
+
+}  // namespace stagemem

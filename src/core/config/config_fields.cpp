@@ -1,0 +1,657 @@
+#include "config/config_fields.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "config/devices.h"
+#include "config/measurement_text.h"
+#include "config/option_names.h"
+#include "model/model_text.h"
+#include "model/presets.h"
+
+namespace stagemem {
+namespace {
+
+constexpr std::array<std::string_view, 5> assignment_names = {"even", "explicit", "first-last",
+                                                              "attnres-aligned", "layout-string"};
+static_assert(static_cast<int>(StageAssignment::layout_string) == 4,
+              "assignment_names follows StageAssignment's order");
+constexpr std::array<std::string_view, 2> schedule_names = {"1f1b", "dualpipev"};
+static_assert(static_cast<int>(PipelineSchedule::dualpipev) == 1,
+              "schedule_names follows PipelineSchedule's order");
+
+constexpr std::int64_t max_bytes = max_config_bytes;
+
+// Accessor shorthands for the table: each expands to the accessor pair of one member.
+#define STAGEMEM_INTEGER(member) .integer = [](Config& c) { return &c.member; }
+#define STAGEMEM_BOOLEAN(member) .boolean = [](Config& c) { return &c.member; }
+#define STAGEMEM_TEXT(member) .text = [](Config& c) { return &c.member; }
+#define STAGEMEM_NUMBER(member) .number = [](Config& c) { return &c.member; }
+#define STAGEMEM_CHOICE(member, Enum)                                       \
+  .get_choice = [](const Config& c) { return static_cast<int>(c.member); }, \
+  .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
+
+// The table. Keys are short, lowercase and stable: they appear in published links. Append only.
+const std::array<ConfigField, 55> fields = {{
+    {.key = "model",
+     .path = "model",
+     .help = "built-in model preset name",
+     .kind = FieldKind::text,
+     .max_text_length = 64,
+     STAGEMEM_TEXT(model)},
+    {.key = "custom",
+     .path = "custom_model",
+     .help = "a custom model in stagemem's one-line model text (overrides model)",
+     .kind = FieldKind::text,
+     .max_text_length = 8192,
+     STAGEMEM_TEXT(custom_model)},
+    // Parallel layout.
+    {.key = "tp",
+     .path = "parallel.tensor_parallel",
+     .help = "tensor parallel size",
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_INTEGER(parallel.tensor_parallel)},
+    {.key = "pp",
+     .path = "parallel.pipeline_parallel",
+     .help = "pipeline parallel size (ranks)",
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_INTEGER(parallel.pipeline_parallel)},
+    {.key = "vpp",
+     .path = "parallel.virtual_stages",
+     .help = "virtual pipeline stages (model chunks) per pipeline rank",
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_INTEGER(parallel.virtual_stages)},
+    {.key = "cp",
+     .path = "parallel.context_parallel",
+     .help = "context parallel size",
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_INTEGER(parallel.context_parallel)},
+    {.key = "ep",
+     .path = "parallel.expert_parallel",
+     .help = "expert parallel size",
+     .min = 1,
+     .max = 65536,
+     STAGEMEM_INTEGER(parallel.expert_parallel)},
+    {.key = "etp",
+     .path = "parallel.expert_tensor_parallel",
+     .help = "expert tensor parallel size",
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_INTEGER(parallel.expert_tensor_parallel)},
+    {.key = "dp",
+     .path = "parallel.data_parallel",
+     .help = "data parallel size (0: derive from the world size or the expert groups)",
+     .min = 0,
+     .max = 1048576,
+     STAGEMEM_INTEGER(parallel.data_parallel)},
+    {.key = "world",
+     .path = "parallel.world_size",
+     .help = "world size in GPUs (0: TP x PP x CP x DP)",
+     .min = 0,
+     .max = 16777216,
+     STAGEMEM_INTEGER(parallel.world_size)},
+    {.key = "sp",
+     .path = "parallel.sequence_parallel",
+     .help = "sequence parallel (shards token-wise tensors over TP)",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(parallel.sequence_parallel)},
+    {.key = "vocab_multiple",
+     .path = "parallel.vocab_multiple",
+     .help = "vocabulary padded to a multiple of this times TP (Megatron's default 128)",
+     .min = 1,
+     .max = 65536,
+     STAGEMEM_INTEGER(parallel.vocab_multiple)},
+    {.key = "split",
+     .path = "parallel.assignment",
+     .help = "how layers are assigned to stages",
+     .kind = FieldKind::choice,
+     .choices = assignment_names,
+     STAGEMEM_CHOICE(parallel.assignment, StageAssignment)},
+    {.key = "stages",
+     .path = "parallel.layers_per_stage",
+     .help = "layers per (virtual) stage in pipeline order, for split=explicit",
+     .kind = FieldKind::integer_list,
+     .min = 0,
+     .max = 100000,
+     .max_list_length = 65536,
+     .integer_list = [](Config& c) { return &c.parallel.layers_per_stage; }},
+    {.key = "first_layers",
+     .path = "parallel.first_stage_layers",
+     .help = "decoder layers on the first stage, for split=first-last (-1: not set)",
+     .min = -1,
+     .max = 100000,
+     STAGEMEM_INTEGER(parallel.first_stage_layers)},
+    {.key = "last_layers",
+     .path = "parallel.last_stage_layers",
+     .help = "decoder layers on the last stage, for split=first-last (-1: not set)",
+     .min = -1,
+     .max = 100000,
+     STAGEMEM_INTEGER(parallel.last_stage_layers)},
+    {.key = "layout",
+     .path = "parallel.layout_string",
+     .help = "Megatron --pipeline-model-parallel-layout string, for split=layout-string",
+     .kind = FieldKind::text,
+     .max_text_length = 4096,
+     STAGEMEM_TEXT(parallel.layout_string)},
+    // Training: sequence, batch, recompute.
+    {.key = "seq",
+     .path = "training.sequence_length",
+     .help = "sequence length in tokens",
+     .min = 1,
+     .max = std::int64_t{1} << 24,
+     STAGEMEM_INTEGER(training.sequence_length)},
+    {.key = "mbs",
+     .path = "training.micro_batch",
+     .help = "micro-batch size",
+     .min = 1,
+     .max = 65536,
+     STAGEMEM_INTEGER(training.micro_batch)},
+    {.key = "gbs",
+     .path = "training.global_batch",
+     .help = "global batch size (a multiple of micro-batch x DP)",
+     .min = 1,
+     .max = std::int64_t{1} << 30,
+     STAGEMEM_INTEGER(training.global_batch)},
+    {.key = "dropout",
+     .path = "training.dropout",
+     .help = "dropout > 0 (1-byte masks are kept)",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.dropout)},
+    {.key = "imbalance",
+     .path = "training.routing_imbalance",
+     .help =
+         "MoE routing imbalance scenario: the busiest expert rank's multiple of balanced tokens",
+     .kind = FieldKind::number,
+     .min = 1,
+     .max = 1024,
+     STAGEMEM_NUMBER(training.routing_imbalance)},
+    {.key = "flat_headroom",
+     .path = "training.flat_headroom_bytes",
+     .help = "a flat non-parameter headroom constant to compare against, bytes (0: none)",
+     .min = 0,
+     .max = max_bytes,
+     STAGEMEM_INTEGER(training.flat_headroom_bytes)},
+    {.key = "recompute",
+     .path = "training.recompute.policy",
+     .help = "activation recompute policy",
+     .kind = FieldKind::choice,
+     .choices = recompute_policy_names,
+     STAGEMEM_CHOICE(training.recompute.policy, RecomputePolicy)},
+    {.key = "recompute_modules",
+     .path = "training.recompute.modules",
+     .help = "modules recomputed under selective recompute (Megatron's --recompute-modules)",
+     .kind = FieldKind::name_set,
+     .choices = recompute_module_names,
+     .bits = [](Config& c) { return &c.training.recompute.modules; }},
+    {.key = "recompute_method",
+     .path = "training.recompute.method",
+     .help = "full recompute method",
+     .kind = FieldKind::choice,
+     .choices = full_recompute_method_names,
+     STAGEMEM_CHOICE(training.recompute.method, FullRecomputeMethod)},
+    {.key = "recompute_layers",
+     .path = "training.recompute.layers",
+     .help = "full recompute: layers per checkpointed group (uniform) or checkpointed (block)",
+     .min = 1,
+     .max = 100000,
+     STAGEMEM_INTEGER(training.recompute.layers)},
+    // Kernel assumptions.
+    {.key = "attention_kernel",
+     .path = "training.kernels.attention",
+     .help = "attention kernel: flash (no S x S score) or materialized",
+     .kind = FieldKind::choice,
+     .choices = attention_kernel_names,
+     STAGEMEM_CHOICE(training.kernels.attention, AttentionKernel)},
+    {.key = "kda_backend",
+     .path = "training.kernels.kda",
+     .help = "KDA backend: fused (chunk_kda), eager (fla's naive_chunk_kda) or disable-recompute",
+     .kind = FieldKind::choice,
+     .choices = kda_backend_names,
+     STAGEMEM_CHOICE(training.kernels.kda, KdaBackend)},
+    {.key = "kda_chunk",
+     .path = "training.kernels.kda_chunk",
+     .help = "KDA chunk size (fla's BT)",
+     .min = 16,
+     .max = 1024,
+     STAGEMEM_INTEGER(training.kernels.kda_chunk)},
+    {.key = "cross_entropy",
+     .path = "training.kernels.cross_entropy",
+     .help = "cross-entropy kernel",
+     .kind = FieldKind::choice,
+     .choices = cross_entropy_kernel_names,
+     STAGEMEM_CHOICE(training.kernels.cross_entropy, CrossEntropyKernel)},
+    {.key = "ce_chunk",
+     .path = "training.kernels.cross_entropy_chunk",
+     .help = "tokens per chunk of the fused cross-entropy",
+     .min = 1,
+     .max = std::int64_t{1} << 24,
+     STAGEMEM_INTEGER(training.kernels.cross_entropy_chunk)},
+    {.key = "attnres_temps",
+     .path = "training.kernels.attn_res_live_temporaries",
+     .help = "live fp32 temporaries of the AttnRes mix besides the upcast slots",
+     .min = 0,
+     .max = 64,
+     STAGEMEM_INTEGER(training.kernels.attn_res_live_temporaries)},
+    {.key = "fla_version",
+     .path = "training.kernels.fla_version",
+     .help = "fla release of chunk_kda (0.4.0 keeps an fp32 gate cumsum and fp32 Aqk/Akk)",
+     .kind = FieldKind::choice,
+     .choices = fla_version_names,
+     STAGEMEM_CHOICE(training.kernels.fla_version, FlaVersion)},
+    {.key = "moe_unpermute",
+     .path = "training.kernels.moe_unpermute",
+     .help = "MoE unpermute: probs in the activation (Megatron core >= 0.13) or legacy with probs",
+     .kind = FieldKind::choice,
+     .choices = moe_unpermute_names,
+     STAGEMEM_CHOICE(training.kernels.moe_unpermute, MoeUnpermute)},
+    {.key = "router_dtype",
+     .path = "training.kernels.router_dtype",
+     .help = "dtype of the MoE routing probabilities (Megatron's --moe-router-dtype)",
+     .kind = FieldKind::choice,
+     .choices = router_dtype_names,
+     STAGEMEM_CHOICE(training.kernels.router_dtype, RouterDtype)},
+    {.key = "cp_comm_type",
+     .path = "training.kernels.cp_comm_type",
+     .help = "context-parallel attention communication (Megatron's --cp-comm-type)",
+     .kind = FieldKind::choice,
+     .choices = cp_comm_type_names,
+     STAGEMEM_CHOICE(training.kernels.cp_comm_type, CpCommType)},
+    // Precision and optimizer.
+    {.key = "weights",
+     .path = "precision.dense_weights",
+     .help = "weight storage dtype",
+     .kind = FieldKind::choice,
+     .choices = weight_dtype_names,
+     STAGEMEM_CHOICE(precision.dense_weights, WeightDtype)},
+    {.key = "expert_weights",
+     .path = "precision.expert_weights",
+     .help = "routed-expert weight storage dtype",
+     .kind = FieldKind::choice,
+     .choices = weight_dtype_names,
+     STAGEMEM_CHOICE(precision.expert_weights, WeightDtype)},
+    {.key = "grads",
+     .path = "precision.grads",
+     .help = "main gradient buffer dtype",
+     .kind = FieldKind::choice,
+     .choices = grad_dtype_names,
+     STAGEMEM_CHOICE(precision.grads, GradDtype)},
+    {.key = "optimizer",
+     .path = "optimizer.kind",
+     .help = "optimizer",
+     .kind = FieldKind::choice,
+     .choices = optimizer_kind_names,
+     STAGEMEM_CHOICE(optimizer.kind, OptimizerKind)},
+    {.key = "master",
+     .path = "optimizer.master_weights",
+     .help = "master weight dtype",
+     .kind = FieldKind::choice,
+     .choices = master_dtype_names,
+     STAGEMEM_CHOICE(optimizer.master_weights, MasterDtype)},
+    {.key = "moments",
+     .path = "optimizer.moments",
+     .help = "optimizer moment dtype",
+     .kind = FieldKind::choice,
+     .choices = moment_dtype_names,
+     STAGEMEM_CHOICE(optimizer.moments, MomentDtype)},
+    {.key = "cast_copy",
+     .path = "optimizer.cast_copy",
+     .help = "an extra bf16 copy the optimizer keeps",
+     .kind = FieldKind::choice,
+     .choices = cast_copy_names,
+     STAGEMEM_CHOICE(optimizer.cast_copy, CastCopy)},
+    // Device.
+    {.key = "device",
+     .path = "device.preset",
+     .help = "device preset (see `stagemem devices`)",
+     .kind = FieldKind::text,
+     .max_text_length = 64,
+     STAGEMEM_TEXT(device.preset)},
+    {.key = "device_bytes",
+     .path = "device.bytes",
+     .help = "usable device bytes of a custom device (overrides the preset; 0: preset)",
+     .min = 0,
+     .max = max_bytes,
+     STAGEMEM_INTEGER(device.bytes)},
+    // Which tensors Muon updates (appended after the first published links).
+    {.key = "muon_routers",
+     .path = "optimizer.muon_routers",
+     .help = "Muon updates the MoE routers (else AdamW)",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_routers)},
+    {.key = "muon_experts",
+     .path = "optimizer.muon_expert_matrices",
+     .help = "Muon updates the routed-expert matrices (else AdamW)",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_expert_matrices)},
+    {.key = "muon_embedding",
+     .path = "optimizer.muon_embedding_and_head",
+     .help = "Muon also updates the embedding and the LM head",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(optimizer.muon_embedding_and_head)},
+    // Issue 11: optimizer and library implementation choices.
+    {.key = "param_gather",
+     .path = "optimizer.param_gather",
+     .help = "distributed Muon's parameter all-gather: buffer (in place, current Megatron), "
+             "layer-wise (legacy: the whole bf16 group), layer-wise-2026-01 (1 + 1/D groups)",
+     .kind = FieldKind::choice,
+     .choices = param_gather_names,
+     STAGEMEM_CHOICE(optimizer.param_gather, ParamGather)},
+    {.key = "muon_tp_mode",
+     .path = "optimizer.muon_tp_mode",
+     .help = "Megatron's --muon-tp-mode: duplicated (gather, Newton-Schulz on the full matrix), "
+             "blockwise (on the shard), distributed",
+     .kind = FieldKind::choice,
+     .choices = muon_tp_mode_names,
+     STAGEMEM_CHOICE(optimizer.muon_tp_mode, MuonTpMode)},
+    {.key = "grad_accum_fusion",
+     .path = "precision.gradient_accumulation_fusion",
+     .help = "Megatron's gradient-accumulation fusion (0: --no-gradient-accumulation-fusion); "
+             "on: TE's dummy bf16 weight-gradient buffers, one per weight shape",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(precision.gradient_accumulation_fusion)},
+    {.key = "gemm_workspaces",
+     .path = "training.kernels.gemm_workspaces",
+     .help = "documented GEMM workspace constants: sm90 (TE 32 MiB + 1 KiB per workspace, "
+             "cuBLAS 32 MiB), sm80 (TE 4 MiB, cuBLAS 8 MiB + 128 KiB), none (gap row only)",
+     .kind = FieldKind::choice,
+     .choices = gemm_workspace_names,
+     STAGEMEM_CHOICE(training.kernels.gemm_workspaces, GemmWorkspaces)},
+    {.key = "fp8_recipe",
+     .path = "precision.fp8_recipe",
+     .help = "TE fp8 compute recipe of the linear layers (none: bf16): tensor, mxfp8 or block; "
+             "adds TE's cached fp8 weight copies",
+     .kind = FieldKind::choice,
+     .choices = fp8_recipe_names,
+     STAGEMEM_CHOICE(precision.fp8_recipe, Fp8Recipe)},
+    {.key = "schedule",
+     .path = "parallel.schedule",
+     .help = "pipeline schedule: 1f1b (Megatron's; interleaved when vpp > 1) or dualpipev "
+             "(DeepSeek's DualPipeV: 2 chunks per rank in a V, needs M >= 2 x PP)",
+     .kind = FieldKind::choice,
+     .choices = schedule_names,
+     STAGEMEM_CHOICE(parallel.schedule, PipelineSchedule)},
+}};
+
+#undef STAGEMEM_INTEGER
+#undef STAGEMEM_BOOLEAN
+#undef STAGEMEM_TEXT
+#undef STAGEMEM_NUMBER
+#undef STAGEMEM_CHOICE
+
+bool parse_integer(std::string_view text, std::int64_t& out) {
+  if (text.empty()) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+std::string quoted_prefix(std::string_view text) {
+  constexpr std::size_t shown = 40;
+  return "'" + std::string(text.substr(0, shown)) + (text.size() > shown ? "...'" : "'");
+}
+
+// Readers of a const Config share the mutable accessors; nothing is written through them.
+Config& readable(const Config& config) {
+  return const_cast<Config&>(config);
+}
+
+}  // namespace
+
+std::span<const ConfigField> config_fields() {
+  return fields;
+}
+
+const ConfigField* find_field_by_key(std::string_view key) {
+  for (const ConfigField& f : fields) {
+    if (f.key == key) return &f;
+  }
+  return nullptr;
+}
+
+const ConfigField* find_field_by_path(std::string_view path) {
+  for (const ConfigField& f : fields) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+std::string allowed_values(const ConfigField& field) {
+  switch (field.kind) {
+    case FieldKind::integer:
+      return "an integer in [" + std::to_string(field.min) + ", " + std::to_string(field.max) + "]";
+    case FieldKind::boolean:
+      return "true or false (1 or 0)";
+    case FieldKind::text:
+      return "text of at most " + std::to_string(field.max_text_length) + " characters";
+    case FieldKind::choice: {
+      std::string names;
+      for (std::string_view c : field.choices)
+        names += (names.empty() ? "" : ", ") + std::string(c);
+      return "one of: " + names;
+    }
+    case FieldKind::integer_list:
+      return "a comma-separated list of at most " + std::to_string(field.max_list_length) +
+             " integers in [" + std::to_string(field.min) + ", " + std::to_string(field.max) + "]";
+    case FieldKind::number:
+      return "a number in [" + std::to_string(field.min) + ", " + std::to_string(field.max) + "]";
+    case FieldKind::name_set: {
+      std::string names;
+      for (std::string_view c : field.choices)
+        names += (names.empty() ? "" : ", ") + std::string(c);
+      return "a comma-separated set of: " + names + " (or none)";
+    }
+  }
+  return "a valid value";
+}
+
+bool parse_field_text(const ConfigField& field, std::string_view text, Config& config,
+                      Diagnostics& diagnostics, std::string_view reported_name) {
+  const auto fail = [&](const std::string& what) {
+    diagnostics.error(std::string(reported_name), what + ": expected " + allowed_values(field));
+    return false;
+  };
+  switch (field.kind) {
+    case FieldKind::integer: {
+      std::int64_t value = 0;
+      if (!parse_integer(text, value)) return fail(quoted_prefix(text) + " is not an integer");
+      if (value < field.min || value > field.max) {
+        return fail(std::to_string(value) + " is out of range");
+      }
+      *field.integer(config) = value;
+      return true;
+    }
+    case FieldKind::boolean:
+      if (text == "1" || text == "true") {
+        *field.boolean(config) = true;
+      } else if (text == "0" || text == "false") {
+        *field.boolean(config) = false;
+      } else {
+        return fail(quoted_prefix(text) + " is not a boolean");
+      }
+      return true;
+    case FieldKind::text:
+      if (static_cast<std::int64_t>(text.size()) > field.max_text_length) {
+        return fail("the text is " + std::to_string(text.size()) + " characters long");
+      }
+      if (!is_clean_text(text)) {
+        return fail("the text contains a control character or is not valid UTF-8");
+      }
+      *field.text(config) = std::string(text);
+      return true;
+    case FieldKind::choice:
+      for (std::size_t i = 0; i < field.choices.size(); ++i) {
+        if (field.choices[i] == text) {
+          field.set_choice(config, static_cast<int>(i));
+          return true;
+        }
+      }
+      return fail(quoted_prefix(text) + " is not a known name");
+    case FieldKind::integer_list: {
+      std::vector<std::int64_t> values;
+      std::string_view rest = text;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        std::int64_t value = 0;
+        if (!parse_integer(item, value)) return fail(quoted_prefix(item) + " is not an integer");
+        if (value < field.min || value > field.max) {
+          return fail(std::to_string(value) + " is out of range");
+        }
+        if (static_cast<std::int64_t>(values.size()) >= field.max_list_length) {
+          return fail("the list is too long");
+        }
+        values.push_back(value);
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+        if (rest.empty()) return fail("the list ends with a comma");
+      }
+      *field.integer_list(config) = std::move(values);
+      return true;
+    }
+    case FieldKind::number: {
+      // Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces. An exponent may
+      // carry a sign: builds before the fixed-point formatting wrote 10 as "1e+01" in links.
+      bool plain = !text.empty() && text.size() <= 32;
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool exponent_sign = c == '+' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E');
+        plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' ||
+                          exponent_sign);
+      }
+      if (!plain) return fail(quoted_prefix(text) + " is not a decimal number");
+      const std::string copy(text);
+      char* end = nullptr;
+      const double value = std::strtod(copy.c_str(), &end);
+      if (end != copy.c_str() + copy.size() || !std::isfinite(value)) {
+        return fail(quoted_prefix(text) + " is not a decimal number");
+      }
+      if (value < static_cast<double>(field.min) || value > static_cast<double>(field.max)) {
+        return fail(quoted_prefix(text) + " is out of range");
+      }
+      *field.number(config) = value;
+      return true;
+    }
+    case FieldKind::name_set: {
+      std::uint32_t bits = 0;
+      if (text != "none") {
+        for (std::string_view rest = text;;) {
+          const auto comma = rest.find(',');
+          const std::string_view name = rest.substr(0, comma);
+          std::size_t index = 0;
+          while (index < field.choices.size() && field.choices[index] != name) ++index;
+          if (index == field.choices.size())
+            return fail(quoted_prefix(name) + " is not a known name");
+          bits |= std::uint32_t{1} << index;
+          if (comma == std::string_view::npos) break;
+          rest.remove_prefix(comma + 1);
+        }
+      }
+      *field.bits(config) = bits;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string format_field_text(const ConfigField& field, const Config& config) {
+  Config& c = readable(config);
+  switch (field.kind) {
+    case FieldKind::integer:
+      return std::to_string(*field.integer(c));
+    case FieldKind::boolean:
+      return *field.boolean(c) ? "1" : "0";
+    case FieldKind::text:
+      return *field.text(c);
+    case FieldKind::choice: {
+      const int index = field.get_choice(config);
+      return index >= 0 && static_cast<std::size_t>(index) < field.choices.size()
+                 ? std::string(field.choices[static_cast<std::size_t>(index)])
+                 : std::string("?");
+    }
+    case FieldKind::integer_list: {
+      std::string out;
+      for (std::int64_t v : *field.integer_list(c)) {
+        out += (out.empty() ? "" : ",") + std::to_string(v);
+      }
+      return out;
+    }
+    case FieldKind::number: {
+      // The shortest fixed-point text that reads back to the same double ("10", "1.25"; never
+      // "1e+01", found by fuzzing). Numbers fields are bounded, so fixed point stays short.
+      const double value = *field.number(c);
+      char buffer[400];
+      for (int decimals = 0; decimals <= 20; ++decimals) {
+        std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+        if (std::strtod(buffer, nullptr) == value) return buffer;
+      }
+      std::snprintf(buffer, sizeof buffer, "%.17g", value);
+      return buffer;
+    }
+    case FieldKind::name_set: {
+      std::string out;
+      const std::uint32_t bits = *field.bits(c);
+      for (std::size_t i = 0; i < field.choices.size(); ++i) {
+        if (bits & (std::uint32_t{1} << i))
+          out += (out.empty() ? "" : ",") + std::string(field.choices[i]);
+      }
+      return out.empty() ? "none" : out;
+    }
+  }
+  return {};
+}
+
+bool field_equals(const ConfigField& field, const Config& a, const Config& b) {
+  Config& x = readable(a);
+  Config& y = readable(b);
+  switch (field.kind) {
+    case FieldKind::integer:
+      return *field.integer(x) == *field.integer(y);
+    case FieldKind::boolean:
+      return *field.boolean(x) == *field.boolean(y);
+    case FieldKind::text:
+      return *field.text(x) == *field.text(y);
+    case FieldKind::choice:
+      return field.get_choice(a) == field.get_choice(b);
+    case FieldKind::integer_list:
+      return *field.integer_list(x) == *field.integer_list(y);
+    case FieldKind::number:
+      return *field.number(x) == *field.number(y);
+    case FieldKind::name_set:
+      return *field.bits(x) == *field.bits(y);
+  }
+  return false;
+}
+
+void check_references(const Config& config, Diagnostics& diagnostics, std::string_view prefix,
+                      bool by_path) {
+  const auto name = [&](std::string_view key) {
+    const ConfigField* field = find_field_by_key(key);
+    return std::string(prefix) + std::string(by_path ? field->path : field->key);
+  };
+  if (!config.custom_model.empty()) {
+    DecodedModel decoded = model_from_text(config.custom_model, name("custom"));
+    for (auto& e : decoded.diagnostics.errors)
+      diagnostics.error(std::move(e.field), std::move(e.message));
+  } else if (!find_preset(config.model)) {
+    std::string names;
+    for (std::string_view n : preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    diagnostics.error(name("model"), "unknown preset '" + config.model.substr(0, 64) +
+                                         "': expected one of: " + names);
+  }
+  if (!config.device.preset.empty() && !find_device(config.device.preset)) {
+    std::string names;
+    for (const DevicePreset& device : device_presets()) {
+      names += (names.empty() ? "" : ", ") + std::string(device.name);
+    }
+    diagnostics.error(name("device"), "unknown device '" + config.device.preset.substr(0, 64) +
+                                          "': expected one of: " + names);
+  }
+}
+
+}  // namespace stagemem

@@ -1,0 +1,182 @@
+#include "config/url_fragment.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "config/config_fields.h"
+#include "config/measurement_text.h"
+
+namespace stagemem {
+namespace {
+
+constexpr std::size_t max_fragment_length = 16384;
+
+bool needs_escape(unsigned char c) {
+  return c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '`' || c == '#' ||
+         c == '%' || c == '&';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string shown(std::string_view text) {
+  constexpr std::size_t limit = 32;
+  return std::string(text.substr(0, limit)) + (text.size() > limit ? "..." : "");
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view text) {
+  constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (needs_escape(byte)) {
+      out += '%';
+      out += digits[byte >> 4];
+      out += digits[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return false;
+    const int high = hex_value(text[i + 1]);
+    const int low = hex_value(text[i + 2]);
+    if (high < 0 || low < 0) return false;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return true;
+}
+
+std::string encode_fragment(const Config& config) {
+  const Config defaults;
+  std::string out = "v=" + std::to_string(url_format_version);
+  for (const ConfigField& field : config_fields()) {
+    if (field_equals(field, config, defaults)) continue;
+    out += '&';
+    out += field.key;
+    out += '=';
+    out += percent_encode(format_field_text(field, config));
+  }
+  for (const Measurement& m : config.measurements)
+    out += "&measured=" + percent_encode(measurement_text(m));
+  for (const GapEntry& g : config.gaps) out += "&gap=" + percent_encode(gap_text(g));
+  return out;
+}
+
+DecodedFragment decode_fragment(std::string_view text) {
+  return decode_fragment(text, Config{});
+}
+
+DecodedFragment decode_fragment(std::string_view text, const Config& base) {
+  DecodedFragment result{.config = base, .diagnostics = {}};
+  std::size_t measurements_seen = 0;
+  std::size_t gaps_seen = 0;
+  Diagnostics& d = result.diagnostics;
+  if (const auto hash = text.find('#'); hash != std::string_view::npos)
+    text.remove_prefix(hash + 1);
+  if (text.size() > max_fragment_length) {
+    // Nothing is applied (a cut link would be half a configuration): `base` stays as it was.
+    d.error("url", "the fragment is " + std::to_string(text.size()) +
+                       " characters long; the limit is " + std::to_string(max_fragment_length) +
+                       " (16 KiB), so none of it was applied and the configuration is unchanged");
+    return result;
+  }
+  bool saw_version = false;
+  std::string value;
+  // Each key once (measured= and gap= repeat by design): a second pp= would silently win.
+  std::vector<std::pair<std::string_view, std::string>> seen;
+  while (!text.empty()) {
+    const auto amp = text.find('&');
+    const std::string_view pair = text.substr(0, amp);
+    text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      d.error("url", "'" + shown(pair) + "' is not a key=value pair");
+      continue;
+    }
+    const std::string_view key = pair.substr(0, eq);
+    const std::string reported = "url." + shown(key);
+    if (!percent_decode(pair.substr(eq + 1), value)) {
+      d.error(reported, "a '%' must be followed by two hexadecimal digits");
+      continue;
+    }
+    if (key != "measured" && key != "gap" && key != "snapshot") {
+      const auto earlier = std::find_if(seen.begin(), seen.end(),
+                                        [&](const auto& entry) { return entry.first == key; });
+      if (earlier != seen.end()) {
+        d.error(reported, "the key is given twice, first '" + earlier->second + "', then '" +
+                              shown(value) + "'; give each key once");
+        continue;
+      }
+      seen.emplace_back(key, shown(value));
+    }
+    if (key == "v") {
+      saw_version = true;
+      if (value != std::to_string(url_format_version)) {
+        d.error("url.v", "format version '" + shown(value) +
+                             "' is not supported; this build reads " + "version " +
+                             std::to_string(url_format_version));
+        return result;
+      }
+      continue;
+    }
+    if (key == "measured" || key == "gap") {
+      // The n-th occurrence of a key is item [n]; the first occurrence replaces base's list.
+      const bool measured = key == "measured";
+      std::size_t& occurrences = measured ? measurements_seen : gaps_seen;
+      if (occurrences == 0) {
+        if (measured)
+          result.config.measurements.clear();
+        else
+          result.config.gaps.clear();
+      }
+      const std::string item = reported + "[" + std::to_string(occurrences) + "]";
+      if (++occurrences > max_measurements) {
+        if (occurrences == max_measurements + 1) {
+          d.error(reported, "at most " + std::to_string(max_measurements) + " are read");
+        }
+      } else if (measured) {
+        if (auto m = parse_measurement_text(value, d, item))
+          result.config.measurements.push_back(*m);
+      } else if (auto g = parse_gap_text(value, d, item)) {
+        result.config.gaps.push_back(*g);
+      }
+    } else if (key == "snapshot") {
+      // An allocator snapshot's summary (snapshot_link.h): measured figures for the front end's
+      // comparison, never configuration; decode_snapshot_link reads them.
+    } else if (const ConfigField* field = find_field_by_key(key)) {
+      parse_field_text(*field, value, result.config, d, reported);
+    } else if (!key.starts_with("view.") && !key.starts_with("plan_")) {
+      // view.* (the app's open tab and sweep axes) and plan_* (its Plan tab's bounds) are the
+      // browser app's own state in a shared link, not configuration: skipped without a word.
+      d.warn(reported, "unknown key ignored (a link from a newer stagemem?)");
+    }
+  }
+  check_references(result.config, d, "url.", /*by_path=*/false);
+  if (!saw_version && !d.errors.empty()) return result;
+  if (!saw_version && result.config != base) {
+    d.warn("url.v", "no format version; read as version " + std::to_string(url_format_version));
+  }
+  return result;
+}
+
+}  // namespace stagemem

@@ -1,0 +1,280 @@
+// Stored activations of the MLP half of a decoder layer: the MLP norm and a dense MLP (SwiGLU or
+// GeLU) or an MoE block (router, permuted tokens, expert GEMMs, combine, latent projections,
+// shared experts), with Megatron's alltoall token dispatcher and current (core >= 0.13)
+// probability handling: the weighted SwiGLU applies the routing probabilities.
+#include <cmath>
+
+#include "memory/activation_pieces.h"
+
+namespace stagemem {
+namespace {
+
+constexpr TermInfo term_mlp_norm_input_residual_stream_after_attention{
+    "MLP norm input (residual stream after attention)", "S/CP, B, h (/TP with SP)"};
+constexpr TermInfo term_mlp_norm_output_mlp_input{"MLP norm output (MLP input)",
+                                                  "S/CP, B, h (/TP with SP)"};
+constexpr TermInfo term_fc1_output_gate_and_up_halves_swiglu_input{
+    "fc1 output, gate and up halves (SwiGLU input)", "S/CP, B, intermediate/TP"};
+constexpr TermInfo term_swiglu_output_fc2_input{"SwiGLU output (fc2 input)",
+                                                "S/CP, B, intermediate/TP"};
+constexpr TermInfo term_fc1_output_gelu_input{"fc1 output (GeLU input)",
+                                              "S/CP, B, intermediate/TP"};
+constexpr TermInfo term_gelu_output_fc2_input{"GeLU output (fc2 input)",
+                                              "S/CP, B, intermediate/TP"};
+constexpr TermInfo term_router_scores_fp32{"router scores (fp32)",
+                                           "S/CP, B (/TP with SP), experts"};
+constexpr TermInfo term_latent_down_projection_output_latent_norm_input{
+    "latent down-projection output (latent norm input)", "S/CP, B (/TP with SP), latent"};
+constexpr TermInfo term_combined_latent_latent_up_projection_input{
+    "combined latent (latent up-projection input)", "S/CP, B (/TP with SP), latent"};
+constexpr TermInfo term_dispatched_tokens_expert_fc1_input{
+    "dispatched tokens (expert fc1 input)", "S/CP, B (/TP with SP), top-k, expert width"};
+constexpr TermInfo term_expert_fc1_output_gate_and_up_halves{
+    "expert fc1 output, gate and up halves", "S/CP, B (/TP with SP), top-k, expert intermediate"};
+constexpr TermInfo term_expert_activation_output_expert_fc2_input{
+    "expert activation output (expert fc2 input)",
+    "S/CP, B (/TP with SP), top-k, expert intermediate"};
+constexpr TermInfo term_expert_outputs_before_probability_weighting_comb{
+    "expert outputs before probability weighting (combine input, legacy unpermute with probs)",
+    "S/CP, B (/TP with SP), top-k, expert width"};
+constexpr TermInfo term_routing_probabilities_legacy{
+    "routing probabilities of the local token copies (legacy unpermute with probs)",
+    "S/CP, B (/TP with SP), top-k"};
+constexpr TermInfo term_routing_probabilities_received{
+    "routing probabilities of the received tokens (saved by the weighted SwiGLU)",
+    "S/CP, B (/TP with SP), top-k"};
+constexpr TermInfo term_mlp_backward{
+    "MLP backward working set of one layer (gradients of the fc1 and activation outputs)",
+    "S/CP, B, intermediate/TP", TermText::generic, true};
+constexpr TermInfo term_moe_backward{
+    "MoE backward working set of one layer (gradients of the expert fc1 and activation outputs "
+    "and of the dispatched tokens)",
+    "S/CP, B (/TP with SP), top-k, expert intermediate", TermText::generic, true};
+constexpr TermInfo term_shared_experts_fc1_output_gate_and_up_halves{
+    "shared experts fc1 output, gate and up halves", "S/CP, B, shared intermediate/TP"};
+constexpr TermInfo term_shared_experts_activation_output_fc2_input{
+    "shared experts activation output (fc2 input)", "S/CP, B, shared intermediate/TP"};
+constexpr TermInfo term_mlp_output_dropout_mask{"MLP output dropout mask",
+                                                "S/CP, B, h (/TP with SP)"};
+
+constexpr std::int64_t bf16 = 2;
+constexpr std::int64_t fp32 = 4;
+
+// Tokens of one rank before dispatch: its sequence-parallel shard (Megatron requires sequence
+// parallelism for MoE with TP > 1), or all n without TP.
+Formula local_tokens(const TokenShape& s) {
+  Formula f;
+  f.times(label_id("S/CP"), s.sequence).times(label_id("B"), s.micro_batch);
+  if (s.sequence_parallel && s.tensor_parallel > 1) f.per(label_id("TP (SP)"), s.tensor_parallel);
+  return f;
+}
+
+// The dense MLP's norm is fused into fc1 (TE LayerNormColumnParallelLinear): `mlp` recompute,
+// which checkpoints the whole MLP from its input, drops it; `layernorm` cannot reach it. The MoE
+// layer's pre-MLP norm is a stand-alone module: `layernorm` drops its output, while `moe` keeps it
+// (it is the checkpointed block's input).
+void add_mlp_norm(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
+                  MlpKind kind) {
+  out.push_back(
+      make_piece(term_mlp_norm_input_residual_stream_after_attention,
+                 hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_mlp_norm_output_mlp_input,
+                           hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
+                           mlp_norm_fused(kind) ? module_bits({RecomputeModule::mlp})
+                                                : module_bits({RecomputeModule::layernorm})));
+}
+
+void add_dense(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s) {
+  const DenseMlpShape& d = m.dense_mlp;
+  const std::uint32_t whole = module_bits({RecomputeModule::mlp});
+  if (d.activation == MlpActivation::swiglu) {
+    out.push_back(make_piece(term_fc1_output_gate_and_up_halves_swiglu_input,
+                             split_tokens(s, 2 * d.intermediate, label_id("2 x intermediate"))
+                                 .bytes(bf16, label_id("bf16")),
+                             whole));
+    out.push_back(make_piece(
+        term_swiglu_output_fc2_input,
+        split_tokens(s, d.intermediate, label_id("intermediate")).bytes(bf16, label_id("bf16")),
+        whole));
+  } else {
+    out.push_back(make_piece(
+        term_fc1_output_gelu_input,
+        split_tokens(s, d.intermediate, label_id("intermediate")).bytes(bf16, label_id("bf16")),
+        whole));
+    out.push_back(make_piece(
+        term_gelu_output_fc2_input,
+        split_tokens(s, d.intermediate, label_id("intermediate")).bytes(bf16, label_id("bf16")),
+        whole));
+  }
+}
+
+void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
+             const TrainingConfig& t, const ParallelLayout& layout) {
+  const MoeShape& e = m.moe;
+  const std::uint32_t whole = module_bits({RecomputeModule::moe});
+  const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : m.hidden;
+  const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
+  // Router: RouterGatingLinearFunction saves its input and weight, not the logits; the sigmoid
+  // (or an aux-loss softmax) over logits.float() saves its fp32 [n_l, experts] output.
+  out.push_back(make_piece(term_router_scores_fp32,
+                           Formula(local_tokens(s))
+                               .times(label_id("experts"), e.routed_experts)
+                               .bytes(fp32, label_id("fp32")),
+                           whole));
+  if (e.latent_hidden > 0) {
+    // The down-projection output goes straight to the dispatcher's permute, whose backward needs
+    // only indices: nobody saves it, unless the users' latent norm sits in between (it saves its
+    // input; its own output is the unsaved dispatch input).
+    if (e.latent_norm) {
+      out.push_back(make_piece(term_latent_down_projection_output_latent_norm_input,
+                               Formula(local_tokens(s))
+                                   .times(label_id("latent"), e.latent_hidden)
+                                   .bytes(bf16, label_id("bf16")),
+                               whole));
+    }
+    out.push_back(make_piece(term_combined_latent_latent_up_projection_input,
+                             Formula(local_tokens(s))
+                                 .times(label_id("latent"), e.latent_hidden)
+                                 .bytes(bf16, label_id("bf16")),
+                             whole));
+  }
+  // Tokens an expert rank processes: every local token goes to top-k experts; with balanced
+  // routing each EP rank receives as many copies as it sends; ETP gathers them over ETP.
+  const auto routed = [&] {
+    Formula f = local_tokens(s);
+    f.times(label_id("top-k"), e.top_k);
+    if (etp > 1) f.times(label_id("ETP (token gather)"), etp);
+    return f;
+  };
+  // The imbalance scenario multiplies the busiest rank's tokens, rounded up to whole tokens.
+  const double imbalance = t.routing_imbalance;
+  const auto with_imbalance = [&](ActivationPiece p, std::int64_t per_token_bytes) {
+    if (imbalance > 1.0) {
+      p.formula.imbalance(imbalance, per_token_bytes);
+      p.bytes = p.formula.value();
+    }
+    return p;
+  };
+  out.push_back(with_imbalance(
+      make_piece(term_dispatched_tokens_expert_fc1_input,
+                 routed().times(label_id("expert width"), width).bytes(bf16, label_id("bf16")),
+                 whole),
+      width * bf16));
+  out.push_back(with_imbalance(make_piece(term_expert_fc1_output_gate_and_up_halves,
+                                          routed()
+                                              .times(label_id("2 x expert intermediate/ETP"),
+                                                     2 * e.expert_intermediate / etp)
+                                              .bytes(bf16, label_id("bf16")),
+                                          whole),
+                               2 * e.expert_intermediate / etp * bf16));
+  out.push_back(with_imbalance(
+      make_piece(term_expert_activation_output_expert_fc2_input,
+                 routed()
+                     .times(label_id("expert intermediate/ETP"), e.expert_intermediate / etp)
+                     .bytes(bf16, label_id("bf16")),
+                 whole | module_bits({RecomputeModule::moe_act})),
+      e.expert_intermediate / etp * bf16));
+  const bool legacy = t.kernels.moe_unpermute == MoeUnpermute::legacy_unpermute_with_probs;
+  const bool fp32_probs = t.kernels.router_dtype == RouterDtype::fp32;
+  const std::int64_t prob_bytes = fp32_probs ? fp32 : bf16;
+  const Label prob_dtype = fp32_probs ? label_id("fp32") : label_id("bf16");
+  if (legacy) {
+    // Megatron core <= 0.12: unpermute multiplies the all-to-all output by the probabilities and
+    // saves both operands (the product is promoted to fp32 with an fp32 router dtype).
+    out.push_back(with_imbalance(make_piece(term_expert_outputs_before_probability_weighting_comb,
+                                            routed()
+                                                .times(label_id("expert width"), width)
+                                                .bytes(fp32_probs ? fp32 : bf16, prob_dtype),
+                                            whole),
+                                 width * prob_bytes));
+    out.push_back(make_piece(
+        term_routing_probabilities_legacy,
+        Formula(local_tokens(s)).times(label_id("top-k"), e.top_k).bytes(prob_bytes, prob_dtype),
+        whole));
+  } else {
+    // Current Megatron: WeightedSwiGLUFunction saves the received permuted_probs [T_recv, 1].
+    out.push_back(with_imbalance(
+        make_piece(term_routing_probabilities_received,
+                   routed().times(label_id("1 (probability)"), 1).bytes(prob_bytes, prob_dtype),
+                   whole),
+        prob_bytes));
+  }
+  if (e.shared_experts > 0) {
+    const std::uint32_t shared = whole | module_bits({RecomputeModule::shared_experts});
+    const std::int64_t inter = e.shared_experts * e.shared_intermediate;
+    out.push_back(make_piece(term_shared_experts_fc1_output_gate_and_up_halves,
+                             split_tokens(s, 2 * inter, label_id("2 x shared intermediate"))
+                                 .bytes(bf16, label_id("bf16")),
+                             shared));
+    out.push_back(make_piece(
+        term_shared_experts_activation_output_fc2_input,
+        split_tokens(s, inter, label_id("shared intermediate")).bytes(bf16, label_id("bf16")),
+        shared));
+  }
+}
+
+}  // namespace
+
+bool mlp_norm_fused(MlpKind kind) {
+  return kind == MlpKind::dense;
+}
+
+ActivationPiece mlp_backward_piece(const Model& m, MlpKind kind, const TokenShape& s,
+                                   const TrainingConfig& t, const ParallelLayout& layout) {
+  if (kind == MlpKind::dense) {
+    // fc2's dgrad gives grad(activation output) [n, I/TP]; the activation's backward then gives
+    // grad(fc1 output) [n, 2I/TP] (SwiGLU) or [n, I/TP] (GeLU) while both saved tensors are alive.
+    // Weight gradients accumulate into main_grad (gradient-accumulation fusion).
+    const DenseMlpShape& d = m.dense_mlp;
+    const bool swiglu = d.activation == MlpActivation::swiglu;
+    return make_piece(term_mlp_backward, split_tokens(s, (swiglu ? 3 : 2) * d.intermediate,
+                                                      swiglu ? label_id("3 x intermediate")
+                                                             : label_id("2 x intermediate"))
+                                             .bytes(bf16, label_id("bf16")));
+  }
+  // TEGroupedMLP: grad(activation output) [T_recv, I/ETP] and grad(fc1 output) [T_recv, 2I/ETP],
+  // then fc1's dgrad [T_recv, w] (the dispatched-token gradient sent back through the combine).
+  const MoeShape& e = m.moe;
+  const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : m.hidden;
+  const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
+  Formula f = local_tokens(s);
+  f.times(label_id("top-k"), e.top_k);
+  if (etp > 1) f.times(label_id("ETP (token gather)"), etp);
+  const std::int64_t per_token = 3 * e.expert_intermediate / etp + width;
+  f.times(label_id("3 x expert intermediate/ETP + expert width"), per_token)
+      .bytes(bf16, label_id("bf16"));
+  ActivationPiece p = make_piece(term_moe_backward, f);
+  if (t.routing_imbalance > 1.0) {
+    p.formula.imbalance(t.routing_imbalance, per_token * bf16);
+    p.bytes = p.formula.value();
+  }
+  return p;
+}
+
+std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const TokenShape& shape,
+                                        const TrainingConfig& training,
+                                        const ParallelLayout& layout) {
+  std::vector<ActivationPiece> out;
+  mlp_pieces_into(out, model, kind, shape, training, layout);
+  return out;
+}
+
+void mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model, MlpKind kind,
+                     const TokenShape& shape, const TrainingConfig& training,
+                     const ParallelLayout& layout) {
+  out.clear();
+  out.reserve(20);
+  add_mlp_norm(out, model, shape, kind);
+  if (kind == MlpKind::dense) {
+    add_dense(out, model, shape);
+  } else {
+    add_moe(out, model, shape, training, layout);
+  }
+  if (training.dropout) {
+    out.push_back(
+        make_piece(term_mlp_output_dropout_mask,
+                   hidden_tokens(shape, model.hidden, label_id("h")).bytes(1, label_id("uint8"))));
+  }
+}
+
+}  // namespace stagemem

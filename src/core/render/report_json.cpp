@@ -1,0 +1,188 @@
+#include "render/report_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "memory/timeline.h"
+#include "render/cross_check_text.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
+
+namespace stagemem {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json messages(const std::vector<FieldMessage>& list) {
+  json out = json::array();
+  for (const FieldMessage& m : list) out.push_back({{"field", m.field}, {"message", m.message}});
+  return out;
+}
+
+json term_json(const Term& t, const Config& config) {
+  json term = {{"name", term_name(t)},
+               {"family", std::string(family_name(t.family))},
+               {"bytes", t.bytes},
+               {"formula", term_formula(t)},
+               {"scaling", term_scaling(t)},
+               {"tag", std::string(tag_name(t.tag))},
+               {"allocated_at", std::string(allocation_point_name(t.allocated_at))},
+               {"counts_in_peak", t.counts_in_peak}};
+  const std::string_view source = term_source(t, config);
+  if (!source.empty()) term["source"] = std::string(source);
+  return term;
+}
+
+std::string_view phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::forward:
+      return "forward";
+    case StepPhase::backward:
+      return "backward";
+    case StepPhase::optimizer_step:
+      return "optimizer-step";
+  }
+  return "unknown";
+}
+
+json term_name_or_null(const StageReport& s, std::int64_t i) {
+  if (i < 0 || i >= static_cast<std::int64_t>(s.terms.size())) return nullptr;
+  return term_name(s.terms[static_cast<std::size_t>(i)]);
+}
+
+json moment_json(const StageReport& s, const PeakMoment& m) {
+  const bool step = m.phase == StepPhase::optimizer_step;
+  return {{"name", moment_name(s, m)},
+          {"phase", std::string(phase_name(m.phase))},
+          {"micro_batch", step ? json(nullptr) : json(m.micro_batch)},
+          {"chunk", step ? json(nullptr) : json(m.chunk)},
+          {"transient", term_name_or_null(s, m.transient)},
+          {"inside", term_name_or_null(s, m.enclosing)}};
+}
+
+json stage_json(const StageReport& s, const Report& report, const Config& config) {
+  json layers = json::array();
+  for (const LayerRange& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
+  json terms = json::array();
+  for (const Term& t : s.terms) terms.push_back(term_json(t, config));
+  json co_live = nullptr;
+  if (!s.optimizer_phase_binds && s.largest_transient >= 0 &&
+      s.largest_transient < static_cast<std::int64_t>(s.terms.size())) {
+    co_live = term_name(s.terms[static_cast<std::size_t>(s.largest_transient)]);
+  }
+  json stage = {
+      {"index", s.index},
+      {"layers", layers},
+      {"layer_count", s.layer_count},
+      {"parameters_per_rank", s.parameters_per_rank},
+      {"binding_phase", s.optimizer_phase_binds ? "optimizer-step" : "forward-backward"},
+      {"resident_bytes", s.resident_bytes},
+      {"gap_bytes", s.gap_bytes},
+      {"stored_activation_bytes", s.activation_bytes},
+      {"co_live_transient_bytes", s.largest_transient_bytes},
+      {"co_live_transient", co_live},
+      {"optimizer_step_transient_bytes", s.optimizer_transient_bytes},
+      {"in_flight_per_chunk", s.in_flight_per_chunk},
+      {"peak_moment", moment_json(s, peak_moment(s))},
+      {"non_parameter_bytes", s.non_parameter_bytes},
+      {"peak_bytes", s.peak_bytes},
+      {"terms", terms},
+  };
+  if (report.device.bytes > 0) stage["headroom_bytes"] = s.headroom_bytes;
+  if (report.flat_headroom_bytes > 0) stage["flat_headroom_margin_bytes"] = s.flat_headroom_margin;
+  return stage;
+}
+
+}  // namespace
+
+std::string report_json(const Report& report, const Config& config, std::string_view link,
+                        const Diagnostics& input_warnings) {
+  json out;
+  out["schema_version"] = report_schema_version;
+  if (!link.empty()) out["link"] = std::string(link);
+  out["model"] = report.model;
+  out["total_parameters"] = report.total_parameters;
+  out["data_parallel"] = report.data_parallel;
+  out["expert_data_parallel"] = report.expert_data_parallel;
+  out["micro_batches"] = report.micro_batches;
+  out["schedule"] = pipeline_schedule_name(report.schedule);
+  out["device"] = {{"name", report.device.name},
+                   {"bytes", report.device.bytes},
+                   {"source", std::string(report.device.source)}};
+  out["device_bytes"] = report.device.bytes;
+  out["flat_headroom_bytes"] = report.flat_headroom_bytes;
+  json stages = json::array();
+  for (const StageReport& s : report.stages) stages.push_back(stage_json(s, report, config));
+  out["stages"] = stages;
+  out["binding_stage"] = report.binding_stage;
+  json checks = json::array();
+  for (const CrossCheck& c : report.cross_checks) {
+    const StageReport* stage = cross_check_stage(report, c);
+    json check = {
+        {"point", std::string(measurement_point_name(c.measurement.point))},
+        {"stage", c.measurement.stage},
+        {"source", c.measurement.source},
+        {"measured_bytes", c.measurement.bytes},
+        {"derived_bytes", c.derived_bytes},
+        {"gap_bytes", c.gap_bytes},
+        {"ratio", c.has_ratio ? json(c.ratio) : json(nullptr)},
+        {"alive_terms", stage ? cross_check_alive_names(c, *stage) : std::vector<std::string>{}},
+        {"explanations", stage ? cross_check_explanations(c, *stage) : std::vector<std::string>{}}};
+    if (!c.measurement.term.empty()) check["term"] = c.measurement.term;
+    if (c.measurement.rank >= 0) check["rank"] = c.measurement.rank;
+    if (c.measurement.figure != MemoryFigure::unspecified)
+      check["figure"] = std::string(memory_figure_name(c.measurement.figure));
+    checks.push_back(check);
+  }
+  out["cross_checks"] = checks;
+  out["errors"] = messages(report.diagnostics.errors);
+  json warnings = messages(report.diagnostics.warnings);
+  for (const FieldMessage& w : input_warnings.warnings) {
+    warnings.push_back({{"field", w.field}, {"message", w.message}});
+  }
+  out["warnings"] = warnings;
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string timeline_json(const Report& report, std::string_view link) {
+  json out;
+  out["schema_version"] = report_schema_version;
+  out["kind"] = "timeline";
+  if (!link.empty()) out["link"] = std::string(link);
+  out["model"] = report.model;
+  out["micro_batches"] = report.micro_batches;
+  out["schedule"] = pipeline_schedule_name(report.schedule);
+  json stages = json::array();
+  for (const StageReport& s : report.stages) {
+    const StageTimeline t = stage_timeline(report, s);
+    json events = json::array();
+    for (std::size_t e = 0; e < t.events.size(); ++e) {
+      const TimelineEvent& ev = t.events[e];
+      const bool step = ev.phase == StepPhase::optimizer_step;
+      const auto first =
+          t.alive.begin() + static_cast<std::ptrdiff_t>(e * static_cast<std::size_t>(t.chunks));
+      events.push_back({
+          {"phase", std::string(phase_name(ev.phase))},
+          {"micro_batch", step ? json(nullptr) : json(ev.micro_batch)},
+          {"chunk", step ? json(nullptr) : json(ev.chunk)},
+          {"alive_per_chunk",
+           std::vector<std::int64_t>(first, first + static_cast<std::ptrdiff_t>(t.chunks))},
+          {"resident_bytes", ev.live_by_family[static_cast<std::size_t>(Family::resident)]},
+          {"activation_bytes", ev.live_by_family[static_cast<std::size_t>(Family::activation)]},
+          {"transient_bytes", ev.live_by_family[static_cast<std::size_t>(Family::transient)]},
+          {"gap_bytes", ev.live_by_family[static_cast<std::size_t>(Family::gap)]},
+          {"live_bytes", ev.live_bytes},
+          {"transient", term_name_or_null(s, ev.transient)},
+          {"inside", term_name_or_null(s, ev.enclosing)},
+      });
+    }
+    stages.push_back({{"index", s.index},
+                      {"peak_bytes", s.peak_bytes},
+                      {"peak_event", t.peak_event},
+                      {"peak_moment", moment_json(s, peak_moment(s))},
+                      {"events", events}});
+  }
+  out["stages"] = stages;
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace stagemem

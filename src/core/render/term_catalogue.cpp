@@ -1,0 +1,96 @@
+#include "render/term_catalogue.h"
+
+#include <string_view>
+
+#include "estimate/estimate.h"
+#include "render/term_text.h"
+
+namespace stagemem {
+namespace {
+
+// Every layer kind once, every feature on: 6 layers, AttnRes blocks of 2, one MTP layer.
+constexpr std::string_view catalogue_model =
+    "name:catalogue;h:1024;v:32000;gqa:8,4,128,qknorm;mla:8,256,128,64,32,64,gate;"
+    "kda:8,64,4;mlp:4096,swiglu;moe:16,4,512,1,512,bias,latent=512,lnorm;mtp:1,me;ar:2,2;"
+    "layers:gd,ge,md,me,kd,ke";
+
+struct Variant {
+  std::string_view label;
+  void (*apply)(Config&);
+};
+
+constexpr Variant variants[] = {
+    {"default options", [](Config&) {}},
+    {"optimizer=distributed-muon",
+     [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_muon; }},
+    {"optimizer=distributed-adam",
+     [](Config& c) { c.optimizer.kind = OptimizerKind::distributed_adam; }},
+    {"weights=fp8-block",
+     [](Config& c) { c.precision.dense_weights = WeightDtype::fp8_block_scaled; }},
+    {"expert_weights=mxfp4", [](Config& c) { c.precision.expert_weights = WeightDtype::mxfp4; }},
+    {"cast_copy=all", [](Config& c) { c.optimizer.cast_copy = CastCopy::all; }},
+    {"recompute=selective",
+     [](Config& c) {
+       c.training.recompute.policy = RecomputePolicy::selective;
+       c.training.recompute.modules = (1u << recompute_module_count) - 1;
+     }},
+    {"recompute=full", [](Config& c) { c.training.recompute.policy = RecomputePolicy::full; }},
+    {"kda_backend=eager", [](Config& c) { c.training.kernels.kda = KdaBackend::eager; }},
+    {"attention_kernel=materialized, dropout",
+     [](Config& c) {
+       c.training.kernels.attention = AttentionKernel::materialized;
+       c.training.dropout = true;
+     }},
+    {"cross_entropy=fused-chunked",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::fused_chunked; }},
+    {"cp=2", [](Config& c) { c.parallel.context_parallel = 2; }},
+    {"cp=2, cp_comm_type=a2a",
+     [](Config& c) {
+       c.parallel.context_parallel = 2;
+       c.training.kernels.cp_comm_type = CpCommType::a2a;
+     }},
+    {"kda_backend=disable-recompute",
+     [](Config& c) { c.training.kernels.kda = KdaBackend::disable_recompute; }},
+    {"fla_version=0.4.0", [](Config& c) { c.training.kernels.fla_version = FlaVersion::v0_4_0; }},
+    {"moe_unpermute=legacy-unpermute-with-probs",
+     [](Config& c) {
+       c.training.kernels.moe_unpermute = MoeUnpermute::legacy_unpermute_with_probs;
+     }},
+    {"cross_entropy=te-fused",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::te_fused; }},
+    {"cross_entropy=native-fused",
+     [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::native_fused; }},
+};
+
+}  // namespace
+
+std::vector<CatalogueEntry> term_catalogue() {
+  std::vector<CatalogueEntry> out;
+  for (const Variant& variant : variants) {
+    Config config;
+    config.custom_model = std::string(catalogue_model);
+    config.parallel.pipeline_parallel = 2;
+    config.parallel.data_parallel = 4;
+    config.training.global_batch = 64;
+    variant.apply(config);
+    const Report report = estimate(config);
+    for (const StageReport& stage : report.stages) {
+      for (const Term& term : stage.terms) {
+        const std::string name = term_name(term);
+        bool known = false;
+        for (const CatalogueEntry& e : out) known = known || e.name == name;
+        if (known) continue;
+        out.push_back({.name = name,
+                       .family = term.family,
+                       .tag = term.tag,
+                       .allocated_at = term.allocated_at,
+                       .scaling = term_scaling(term),
+                       .example_formula = term_formula(term),
+                       .brought_in_by = std::string(variant.label)});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace stagemem
