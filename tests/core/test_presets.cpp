@@ -1,8 +1,10 @@
-// Tests of presets.h: every built-in model imports and counts exactly its published total.
+// Tests of model/presets.h: every built-in model is its embedded config.json, imports and counts
+// exactly its published total.
 #include <string>
 
 #include "catch.h"
 #include "config/production_layouts.h"
+#include "corpus.h"
 #include "model/parameters.h"
 #include "model/presets.h"
 
@@ -29,6 +31,17 @@ TEST_CASE("Every preset name is a file stem and imports without error") {
     CHECK(total_parameters(*m) > 0);
   }
   CHECK(!find_preset("Llama-3.1-8B").has_value());  // names are lowercase and exact
+}
+
+TEST_CASE("Each preset is its config.json file, embedded verbatim (without the final newline)") {
+  for (std::string_view name : preset_names()) {
+    INFO(std::string(name));
+    const std::string file = stagemem_tests::read_whole_file(
+        stagemem_tests::corpus_path("../src/core/model/presets/" + std::string(name) + ".json"));
+    REQUIRE(file.ends_with("}\n"));
+    CHECK(preset_hf_config(name) == std::string_view(file).substr(0, file.size() - 1));
+  }
+  CHECK(!preset_hf_config("no-such-model").has_value());
 }
 
 TEST_CASE("Llama 3.1 totals equal the HF safetensors totals") {
