@@ -214,7 +214,7 @@ void edit_integer(AppState& state, FieldEditor& editor, const ConfigField& field
 void edit_choice(AppState& state, FieldEditor& editor, const ConfigField& field) {
   const int index = field.get_choice(state.config);
   const auto count = static_cast<int>(field.choices.size());
-  // The names are string literals (option_names.h, config_fields.cpp): NUL-terminated.
+  // The names are string literals (each enum's list, base/enum_names.h): NUL-terminated.
   const char* preview =
       index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data() : "?";
   if (ImGui::BeginCombo("##value", preview)) {

@@ -8,7 +8,6 @@
 
 #include "app.h"
 #include "base/units.h"
-#include "config/option_names.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 
@@ -18,15 +17,16 @@ constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
 constexpr ImGuiTableFlags table_flags =
     ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
 
-// `names` are string literals (option_names.h): NUL-terminated.
-template <std::size_t N>
-void name_combo(const char* id, const std::array<std::string_view, N>& names, auto& value) {
+// An enum's names (base/enum_names.h) are string literals: NUL-terminated.
+template <typename Enum>
+void name_combo(const char* id, Enum& value) {
+  const std::span<const std::string_view> names = stagemem::enum_names<Enum>;
   const auto index = static_cast<std::size_t>(value);
   ImGui::SetNextItemWidth(-1.0f);
-  if (ImGui::BeginCombo(id, index < N ? names[index].data() : "?")) {
-    for (std::size_t i = 0; i < N; ++i) {
+  if (ImGui::BeginCombo(id, index < names.size() ? names[index].data() : "?")) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
       if (ImGui::Selectable(names[i].data(), i == index)) {
-        value = static_cast<std::remove_reference_t<decltype(value)>>(i);
+        value = static_cast<Enum>(i);
       }
     }
     ImGui::EndCombo();
@@ -83,7 +83,7 @@ void measurements_table(AppState& state) {
       ImGui::PushID(static_cast<int>(i));
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      name_combo("##point", stagemem::measurement_point_names, m.point);
+      name_combo("##point", m.point);
       ImGui::TableNextColumn();
       stage_cell(m.stage, 0);
       ImGui::TableNextColumn();
@@ -126,7 +126,7 @@ void gaps_table(AppState& state) {
       ImGui::PushID(static_cast<int>(i));
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      name_combo("##kind", stagemem::gap_kind_names, g.kind);
+      name_combo("##kind", g.kind);
       ImGui::TableNextColumn();
       stage_cell(g.stage, -1);
       ImGui::SetItemTooltip("-1: the same reading applies to every stage");

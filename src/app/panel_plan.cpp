@@ -10,7 +10,6 @@
 
 #include "app.h"
 #include "base/units.h"
-#include "config/option_names.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 
@@ -21,13 +20,13 @@ constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
 std::string summary(const stagemem::PlanEntry& e) {
   const auto& c = e.candidate;
   char line[256];
-  std::snprintf(
-      line, sizeof line,
-      "%lld GPUs: TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, DP %lld, mbs %lld, %s",
-      static_cast<long long>(e.gpus), static_cast<long long>(c.tp), static_cast<long long>(c.pp),
-      static_cast<long long>(c.vpp), static_cast<long long>(c.cp), static_cast<long long>(c.ep),
-      static_cast<long long>(c.dp), static_cast<long long>(c.mbs),
-      std::string(stagemem::recompute_policy_names[static_cast<std::size_t>(c.recompute)]).c_str());
+  std::snprintf(line, sizeof line,
+                "%lld GPUs: TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, DP %lld, mbs %lld, %s",
+                static_cast<long long>(e.gpus), static_cast<long long>(c.tp),
+                static_cast<long long>(c.pp), static_cast<long long>(c.vpp),
+                static_cast<long long>(c.cp), static_cast<long long>(c.ep),
+                static_cast<long long>(c.dp), static_cast<long long>(c.mbs),
+                stagemem::enum_name(c.recompute).data());
   return line;
 }
 
@@ -232,8 +231,7 @@ void draw_table(AppState& state) {
       ImGui::Text("%lld", static_cast<long long>(v));
     }
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(
-        stagemem::recompute_policy_names[static_cast<std::size_t>(c.recompute)].data());
+    ImGui::TextUnformatted(stagemem::enum_name(c.recompute).data());
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.bubble_fraction);
     ImGui::TableNextColumn();

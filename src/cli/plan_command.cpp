@@ -12,7 +12,6 @@
 #include "base/text_escaping.h"
 #include "base/units.h"
 #include "config/config_json.h"
-#include "config/option_names.h"
 #include "config/url_fragment.h"
 #include "config_sources.h"
 #include "plan/layout_advisor.h"
@@ -132,7 +131,7 @@ std::optional<std::int64_t> int_option(const stagemem_cli::CommandLine& line, st
 }
 
 std::string recompute_name(stagemem::RecomputePolicy policy) {
-  return std::string(stagemem::recompute_policy_names[static_cast<std::size_t>(policy)]);
+  return std::string(stagemem::enum_name(policy));
 }
 
 struct Shown {

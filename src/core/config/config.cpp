@@ -4,34 +4,12 @@
 #include <array>
 
 #include "config/devices.h"
-#include "config/option_names.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 #include "parallel/schedule.h"
 
 namespace stagemem {
 namespace {
-
-template <typename Enum, std::size_t N>
-std::string_view name_of(const std::array<std::string_view, N>& names, Enum value) {
-  const auto index = static_cast<std::size_t>(value);
-  return index < N ? names[index] : std::string_view("unknown");
-}
-
-template <typename Enum, std::size_t N>
-std::optional<Enum> parse(const std::array<std::string_view, N>& names, std::string_view text) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == text) return static_cast<Enum>(i);
-  }
-  return std::nullopt;
-}
-
-template <std::size_t N>
-std::string one_of(const std::array<std::string_view, N>& names) {
-  std::string out = "one of: ";
-  for (std::size_t i = 0; i < N; ++i) out += (i == 0 ? "" : ", ") + std::string(names[i]);
-  return out;
-}
 
 bool in_range(std::int64_t value, std::int64_t low, std::int64_t high) {
   return value >= low && value <= high;
@@ -47,35 +25,35 @@ void check_source(Diagnostics& d, const std::string& field, const std::string& s
 void validate_training(const Config& config, Diagnostics& d) {
   const auto& p = config.precision;
   if (static_cast<std::size_t>(p.dense_weights) >= weight_dtype_count) {
-    d.error("precision.dense_weights", one_of(weight_dtype_names));
+    d.error("precision.dense_weights", one_of(enum_names<WeightDtype>));
   }
   if (static_cast<std::size_t>(p.expert_weights) >= weight_dtype_count) {
-    d.error("precision.expert_weights", one_of(weight_dtype_names));
+    d.error("precision.expert_weights", one_of(enum_names<WeightDtype>));
   }
-  if (static_cast<std::size_t>(p.grads) >= grad_dtype_names.size()) {
-    d.error("precision.grads", one_of(grad_dtype_names));
+  if (static_cast<std::size_t>(p.grads) >= enum_names<GradDtype>.size()) {
+    d.error("precision.grads", one_of(enum_names<GradDtype>));
   }
-  if (static_cast<std::size_t>(p.fp8_recipe) >= fp8_recipe_names.size()) {
-    d.error("precision.fp8_recipe", one_of(fp8_recipe_names));
+  if (static_cast<std::size_t>(p.fp8_recipe) >= enum_names<Fp8Recipe>.size()) {
+    d.error("precision.fp8_recipe", one_of(enum_names<Fp8Recipe>));
   }
   const auto& o = config.optimizer;
-  if (static_cast<std::size_t>(o.kind) >= optimizer_kind_names.size()) {
-    d.error("optimizer.kind", one_of(optimizer_kind_names));
+  if (static_cast<std::size_t>(o.kind) >= enum_names<OptimizerKind>.size()) {
+    d.error("optimizer.kind", one_of(enum_names<OptimizerKind>));
   }
-  if (static_cast<std::size_t>(o.master_weights) >= master_dtype_names.size()) {
-    d.error("optimizer.master_weights", one_of(master_dtype_names));
+  if (static_cast<std::size_t>(o.master_weights) >= enum_names<MasterDtype>.size()) {
+    d.error("optimizer.master_weights", one_of(enum_names<MasterDtype>));
   }
-  if (static_cast<std::size_t>(o.moments) >= moment_dtype_names.size()) {
-    d.error("optimizer.moments", one_of(moment_dtype_names));
+  if (static_cast<std::size_t>(o.moments) >= enum_names<MomentDtype>.size()) {
+    d.error("optimizer.moments", one_of(enum_names<MomentDtype>));
   }
-  if (static_cast<std::size_t>(o.cast_copy) >= cast_copy_names.size()) {
-    d.error("optimizer.cast_copy", one_of(cast_copy_names));
+  if (static_cast<std::size_t>(o.cast_copy) >= enum_names<CastCopy>.size()) {
+    d.error("optimizer.cast_copy", one_of(enum_names<CastCopy>));
   }
-  if (static_cast<std::size_t>(o.param_gather) >= param_gather_names.size()) {
-    d.error("optimizer.param_gather", one_of(param_gather_names));
+  if (static_cast<std::size_t>(o.param_gather) >= enum_names<ParamGather>.size()) {
+    d.error("optimizer.param_gather", one_of(enum_names<ParamGather>));
   }
-  if (static_cast<std::size_t>(o.muon_tp_mode) >= muon_tp_mode_names.size()) {
-    d.error("optimizer.muon_tp_mode", one_of(muon_tp_mode_names));
+  if (static_cast<std::size_t>(o.muon_tp_mode) >= enum_names<MuonTpMode>.size()) {
+    d.error("optimizer.muon_tp_mode", one_of(enum_names<MuonTpMode>));
   }
   if (o.cast_copy == CastCopy::muon_group &&
       !(o.kind == OptimizerKind::muon || o.kind == OptimizerKind::distributed_muon)) {
@@ -104,7 +82,7 @@ void validate_training(const Config& config, Diagnostics& d) {
     const Measurement& m = config.measurements[i];
     const std::string field = "measurements[" + std::to_string(i) + "]";
     if (static_cast<std::size_t>(m.point) >= measurement_point_count) {
-      d.error(field + ".point", one_of(measurement_point_names));
+      d.error(field + ".point", one_of(enum_names<MeasurementPoint>));
     }
     if (!in_range(m.stage, 0, stages - 1)) {
       d.error(field + ".stage", "must be an integer in [0, " + std::to_string(stages - 1) +
@@ -116,7 +94,7 @@ void validate_training(const Config& config, Diagnostics& d) {
     }
     check_source(d, field + ".source", m.source);
     if (static_cast<std::size_t>(m.figure) >= memory_figure_count) {
-      d.error(field + ".figure", one_of(memory_figure_names));
+      d.error(field + ".figure", one_of(enum_names<MemoryFigure>));
     }
     if (m.rank != -1) {
       // Megatron orders ranks tp-cp-(ep)-dp-pp: the pipeline coordinate is the slowest.
@@ -148,7 +126,7 @@ void validate_training(const Config& config, Diagnostics& d) {
     const GapEntry& g = config.gaps[i];
     const std::string field = "gaps[" + std::to_string(i) + "]";
     if (static_cast<std::size_t>(g.kind) >= gap_kind_count) {
-      d.error(field + ".kind", one_of(gap_kind_names));
+      d.error(field + ".kind", one_of(enum_names<GapKind>));
     }
     if (!in_range(g.stage, -1, stages - 1)) {
       d.error(field + ".stage", "must be -1 (every stage) or an integer in [0, " +
@@ -178,77 +156,6 @@ void validate_training(const Config& config, Diagnostics& d) {
 
 }  // namespace
 
-std::string_view weight_dtype_name(WeightDtype d) {
-  return name_of(weight_dtype_names, d);
-}
-std::string_view grad_dtype_name(GradDtype d) {
-  return name_of(grad_dtype_names, d);
-}
-std::string_view optimizer_kind_name(OptimizerKind k) {
-  return name_of(optimizer_kind_names, k);
-}
-std::string_view master_dtype_name(MasterDtype d) {
-  return name_of(master_dtype_names, d);
-}
-std::string_view moment_dtype_name(MomentDtype d) {
-  return name_of(moment_dtype_names, d);
-}
-std::string_view cast_copy_name(CastCopy c) {
-  return name_of(cast_copy_names, c);
-}
-std::string_view param_gather_name(ParamGather g) {
-  return name_of(param_gather_names, g);
-}
-std::string_view fp8_recipe_name(Fp8Recipe r) {
-  return name_of(fp8_recipe_names, r);
-}
-std::string_view muon_tp_mode_name(MuonTpMode m) {
-  return name_of(muon_tp_mode_names, m);
-}
-std::string_view measurement_point_name(MeasurementPoint p) {
-  return name_of(measurement_point_names, p);
-}
-std::string_view memory_figure_name(MemoryFigure f) {
-  return name_of(memory_figure_names, f);
-}
-std::string_view gap_kind_name(GapKind k) {
-  return name_of(gap_kind_names, k);
-}
-
-std::optional<WeightDtype> parse_weight_dtype(std::string_view s) {
-  return parse<WeightDtype>(weight_dtype_names, s);
-}
-std::optional<GradDtype> parse_grad_dtype(std::string_view s) {
-  return parse<GradDtype>(grad_dtype_names, s);
-}
-std::optional<OptimizerKind> parse_optimizer_kind(std::string_view s) {
-  return parse<OptimizerKind>(optimizer_kind_names, s);
-}
-std::optional<MasterDtype> parse_master_dtype(std::string_view s) {
-  return parse<MasterDtype>(master_dtype_names, s);
-}
-std::optional<MomentDtype> parse_moment_dtype(std::string_view s) {
-  return parse<MomentDtype>(moment_dtype_names, s);
-}
-std::optional<CastCopy> parse_cast_copy(std::string_view s) {
-  return parse<CastCopy>(cast_copy_names, s);
-}
-std::optional<ParamGather> parse_param_gather(std::string_view s) {
-  return parse<ParamGather>(param_gather_names, s);
-}
-std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view s) {
-  return parse<MuonTpMode>(muon_tp_mode_names, s);
-}
-std::optional<MeasurementPoint> parse_measurement_point(std::string_view s) {
-  return parse<MeasurementPoint>(measurement_point_names, s);
-}
-std::optional<MemoryFigure> parse_memory_figure(std::string_view s) {
-  return parse<MemoryFigure>(memory_figure_names, s);
-}
-std::optional<GapKind> parse_gap_kind(std::string_view s) {
-  return parse<GapKind>(gap_kind_names, s);
-}
-
 namespace {
 
 // Sequence, batch, recompute and kernel options; the layout's sizes are checked by validate_layout.
@@ -269,8 +176,8 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
   range("training.micro_batch", t.micro_batch, 1, 65536);
   range("training.global_batch", t.global_batch, 1, std::int64_t{1} << 30);
   range("kernels.kda_chunk", t.kernels.kda_chunk, 16, 1024);
-  if (static_cast<std::size_t>(t.kernels.gemm_workspaces) >= gemm_workspace_names.size()) {
-    d.error("training.kernels.gemm_workspaces", one_of(gemm_workspace_names));
+  if (static_cast<std::size_t>(t.kernels.gemm_workspaces) >= enum_names<GemmWorkspaces>.size()) {
+    d.error("training.kernels.gemm_workspaces", one_of(enum_names<GemmWorkspaces>));
   }
   range("kernels.cross_entropy_chunk", t.kernels.cross_entropy_chunk, 1, std::int64_t{1} << 24);
   range("kernels.attn_res_live_temporaries", t.kernels.attn_res_live_temporaries, 0, 64);

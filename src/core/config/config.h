@@ -32,6 +32,7 @@
 // Limitations: one model per configuration (no vision towers).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "base/diagnostics.h"
+#include "base/enum_names.h"
 #include "config/training.h"
 #include "parallel/layout.h"
 
@@ -53,19 +55,56 @@ enum class WeightDtype : std::uint8_t {
   mxfp8,              // fp8 e4m3 values, one e8m0 (1 B) scale per 32 values (OCP MX)
   mxfp4,              // fp4 e2m1 values (0.5 B), one e8m0 (1 B) scale per 32 values (OCP MX)
 };
-inline constexpr int weight_dtype_count = 6;
+template <>
+struct EnumNames<WeightDtype> {
+  static constexpr std::array<std::string_view, 6> names = {"bf16",      "fp32",  "fp8-tensor",
+                                                            "fp8-block", "mxfp8", "mxfp4"};
+};
+static_assert(names_end_at<WeightDtype::mxfp4>());
+inline constexpr int weight_dtype_count = static_cast<int>(enum_count<WeightDtype>);
 
 enum class GradDtype : std::uint8_t { fp32, bf16 };
+template <>
+struct EnumNames<GradDtype> {
+  static constexpr std::array<std::string_view, 2> names = {"fp32", "bf16"};
+};
+static_assert(names_end_at<GradDtype::bf16>());
 // TransformerEngine's fp8 compute recipe for the linear layers (none: bf16 compute):
 //  - tensor: per-tensor scaling (delayed or current), Hopper GEMM layouts: a weight is used
 //    row-wise in forward and column-wise (its transpose) in backward;
 //  - mxfp8: MXFP8 block scaling (e8m0 scale per 32 values), row- and column-wise copies;
 //  - block: fp8 block scaling (fp32 scale per 128 x 128 weight block), row- and column-wise.
 enum class Fp8Recipe : std::uint8_t { none, tensor, mxfp8, block };
+template <>
+struct EnumNames<Fp8Recipe> {
+  static constexpr std::array<std::string_view, 4> names = {"none", "tensor", "mxfp8", "block"};
+};
+static_assert(names_end_at<Fp8Recipe::block>());
 enum class OptimizerKind : std::uint8_t { adam, distributed_adam, muon, distributed_muon };
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr std::array<std::string_view, 4> names = {"adam", "distributed-adam", "muon",
+                                                            "distributed-muon"};
+};
+static_assert(names_end_at<OptimizerKind::distributed_muon>());
 enum class MasterDtype : std::uint8_t { fp32, fp16 };
+template <>
+struct EnumNames<MasterDtype> {
+  static constexpr std::array<std::string_view, 2> names = {"fp32", "fp16"};
+};
+static_assert(names_end_at<MasterDtype::fp16>());
 enum class MomentDtype : std::uint8_t { fp32, bf16, fp16, fp8 };
+template <>
+struct EnumNames<MomentDtype> {
+  static constexpr std::array<std::string_view, 4> names = {"fp32", "bf16", "fp16", "fp8"};
+};
+static_assert(names_end_at<MomentDtype::fp8>());
 enum class CastCopy : std::uint8_t { none, muon_group, all };
+template <>
+struct EnumNames<CastCopy> {
+  static constexpr std::array<std::string_view, 3> names = {"none", "muon-group", "all"};
+};
+static_assert(names_end_at<CastCopy::all>());
 // How a distributed optimizer brings the updated parameters back to every rank after step():
 //  - buffer: Megatron's bucketed all-gather in place into the bf16 parameter buffer (distributed
 //    Adam always; distributed Muon with `use_buffer_param_sync`, current Megatron): no extra bytes;
@@ -76,30 +115,76 @@ enum class CastCopy : std::uint8_t { none, muon_group, all };
 //    received into a slot for the own rank: (1 + 1/D) x the group.
 // Only distributed Muon offers a choice; distributed Adam always gathers in place.
 enum class ParamGather : std::uint8_t { buffer, layer_wise, layer_wise_2026_01 };
+template <>
+struct EnumNames<ParamGather> {
+  static constexpr std::array<std::string_view, 3> names = {"buffer", "layer-wise",
+                                                            "layer-wise-2026-01"};
+};
+static_assert(names_end_at<ParamGather::layer_wise_2026_01>());
 // Megatron's `--muon-tp-mode`: how Muon orthogonalises a tensor-parallel weight.
 //  - duplicated (Megatron's default): all-gather the fp32 shards, concatenate, Newton-Schulz on
 //    the full matrix on every rank;
 //  - blockwise: Newton-Schulz on the local shard only;
 //  - distributed: Newton-Schulz on the shard with X X^T all-reduced over TP.
 enum class MuonTpMode : std::uint8_t { duplicated, blockwise, distributed };
+template <>
+struct EnumNames<MuonTpMode> {
+  static constexpr std::array<std::string_view, 3> names = {"duplicated", "blockwise",
+                                                            "distributed"};
+};
+static_assert(names_end_at<MuonTpMode::distributed>());
 
-std::string_view weight_dtype_name(WeightDtype dtype);  // "bf16", "fp8-tensor", "mxfp4", ...
-std::string_view grad_dtype_name(GradDtype dtype);
-std::string_view optimizer_kind_name(OptimizerKind kind);  // "distributed-muon", ...
-std::string_view master_dtype_name(MasterDtype dtype);
-std::string_view moment_dtype_name(MomentDtype dtype);
-std::string_view cast_copy_name(CastCopy copy);
-std::string_view param_gather_name(ParamGather gather);
-std::string_view fp8_recipe_name(Fp8Recipe recipe);
-std::string_view muon_tp_mode_name(MuonTpMode mode);
-std::optional<WeightDtype> parse_weight_dtype(std::string_view name);
-std::optional<GradDtype> parse_grad_dtype(std::string_view name);
-std::optional<OptimizerKind> parse_optimizer_kind(std::string_view name);
-std::optional<MasterDtype> parse_master_dtype(std::string_view name);
-std::optional<MomentDtype> parse_moment_dtype(std::string_view name);
-std::optional<CastCopy> parse_cast_copy(std::string_view name);
-std::optional<ParamGather> parse_param_gather(std::string_view name);
-std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view name);
+inline std::string_view weight_dtype_name(WeightDtype dtype) {
+  return enum_name(dtype);
+}  // "bf16", "fp8-tensor", "mxfp4", ...
+inline std::string_view grad_dtype_name(GradDtype dtype) {
+  return enum_name(dtype);
+}
+inline std::string_view optimizer_kind_name(OptimizerKind kind) {
+  return enum_name(kind);
+}  // "distributed-muon", ...
+inline std::string_view master_dtype_name(MasterDtype dtype) {
+  return enum_name(dtype);
+}
+inline std::string_view moment_dtype_name(MomentDtype dtype) {
+  return enum_name(dtype);
+}
+inline std::string_view cast_copy_name(CastCopy copy) {
+  return enum_name(copy);
+}
+inline std::string_view param_gather_name(ParamGather gather) {
+  return enum_name(gather);
+}
+inline std::string_view fp8_recipe_name(Fp8Recipe recipe) {
+  return enum_name(recipe);
+}
+inline std::string_view muon_tp_mode_name(MuonTpMode mode) {
+  return enum_name(mode);
+}
+inline std::optional<WeightDtype> parse_weight_dtype(std::string_view name) {
+  return parse_enum<WeightDtype>(name);
+}
+inline std::optional<GradDtype> parse_grad_dtype(std::string_view name) {
+  return parse_enum<GradDtype>(name);
+}
+inline std::optional<OptimizerKind> parse_optimizer_kind(std::string_view name) {
+  return parse_enum<OptimizerKind>(name);
+}
+inline std::optional<MasterDtype> parse_master_dtype(std::string_view name) {
+  return parse_enum<MasterDtype>(name);
+}
+inline std::optional<MomentDtype> parse_moment_dtype(std::string_view name) {
+  return parse_enum<MomentDtype>(name);
+}
+inline std::optional<CastCopy> parse_cast_copy(std::string_view name) {
+  return parse_enum<CastCopy>(name);
+}
+inline std::optional<ParamGather> parse_param_gather(std::string_view name) {
+  return parse_enum<ParamGather>(name);
+}
+inline std::optional<MuonTpMode> parse_muon_tp_mode(std::string_view name) {
+  return parse_enum<MuonTpMode>(name);
+}
 
 struct Precision {
   WeightDtype dense_weights = WeightDtype::bf16;   // linear-layer matrices outside routed experts
@@ -144,9 +229,19 @@ enum class MeasurementPoint : std::uint8_t {
   steady_state_peak,  // per-rank peak of a steady-state step (resident + activations + transients)
   term,               // one named term of the report
 };
-inline constexpr int measurement_point_count = 5;
-std::string_view measurement_point_name(MeasurementPoint point);  // "after-optimizer-init", ...
-std::optional<MeasurementPoint> parse_measurement_point(std::string_view name);
+template <>
+struct EnumNames<MeasurementPoint> {
+  static constexpr std::array<std::string_view, 5> names = {
+      "after-model-init", "after-optimizer-init", "after-first-step", "steady-state-peak", "term"};
+};
+static_assert(names_end_at<MeasurementPoint::term>());
+inline constexpr int measurement_point_count = static_cast<int>(enum_count<MeasurementPoint>);
+inline std::string_view measurement_point_name(MeasurementPoint point) {
+  return enum_name(point);
+}  // "after-optimizer-init", ...
+inline std::optional<MeasurementPoint> parse_measurement_point(std::string_view name) {
+  return parse_enum<MeasurementPoint>(name);
+}
 
 // Which of PyTorch's allocator figures a reading is: torch.cuda.memory_allocated,
 // max_memory_allocated, memory_reserved or max_memory_reserved (what Megatron's memory report
@@ -158,9 +253,19 @@ enum class MemoryFigure : std::uint8_t {
   reserved,
   max_reserved
 };
-inline constexpr int memory_figure_count = 5;
-std::string_view memory_figure_name(MemoryFigure figure);  // "unspecified", "max-allocated", ...
-std::optional<MemoryFigure> parse_memory_figure(std::string_view name);
+template <>
+struct EnumNames<MemoryFigure> {
+  static constexpr std::array<std::string_view, 5> names = {
+      "unspecified", "allocated", "max-allocated", "reserved", "max-reserved"};
+};
+static_assert(names_end_at<MemoryFigure::max_reserved>());
+inline constexpr int memory_figure_count = static_cast<int>(enum_count<MemoryFigure>);
+inline std::string_view memory_figure_name(MemoryFigure figure) {
+  return enum_name(figure);
+}  // "unspecified", "max-allocated", ...
+inline std::optional<MemoryFigure> parse_memory_figure(std::string_view name) {
+  return parse_enum<MemoryFigure>(name);
+}
 
 struct Measurement {
   MeasurementPoint point = MeasurementPoint::steady_state_peak;
@@ -183,9 +288,20 @@ enum class GapKind : std::uint8_t {
   runtime_context,
   math_library_workspaces,
 };
-inline constexpr int gap_kind_count = 4;
-std::string_view gap_kind_name(GapKind kind);  // "allocator-fragmentation", ...
-std::optional<GapKind> parse_gap_kind(std::string_view name);
+template <>
+struct EnumNames<GapKind> {
+  static constexpr std::array<std::string_view, 4> names = {
+      "allocator-fragmentation", "communication-buffers", "runtime-context",
+      "math-library-workspaces"};
+};
+static_assert(names_end_at<GapKind::math_library_workspaces>());
+inline constexpr int gap_kind_count = static_cast<int>(enum_count<GapKind>);
+inline std::string_view gap_kind_name(GapKind kind) {
+  return enum_name(kind);
+}  // "allocator-fragmentation", ...
+inline std::optional<GapKind> parse_gap_kind(std::string_view name) {
+  return parse_enum<GapKind>(name);
+}
 
 struct GapEntry {
   GapKind kind = GapKind::allocator_fragmentation;

@@ -7,7 +7,6 @@
 
 #include "base/json_reader.h"
 #include "config/measurement_text.h"
-#include "config/option_names.h"
 #include "model/hf_config.h"
 #include "model/model_text.h"
 
@@ -224,7 +223,7 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
                             : std::nullopt;
     if (!parsed) {
       std::string names;
-      for (std::string_view n : measurement_point_names)
+      for (std::string_view n : enum_names<MeasurementPoint>)
         names += (names.empty() ? "" : ", ") + std::string(n);
       d.error(item + ".point", "expected one of: " + names);
       ok = false;
@@ -300,7 +299,7 @@ void read_gaps(const json& value, Config& config, Diagnostics& d) {
                             : std::nullopt;
     if (!parsed) {
       std::string names;
-      for (std::string_view n : gap_kind_names)
+      for (std::string_view n : enum_names<GapKind>)
         names += (names.empty() ? "" : ", ") + std::string(n);
       d.error(item + ".kind", "expected one of: " + names);
       ok = false;

@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "config/option_names.h"
-
 namespace stagemem {
 namespace {
 
@@ -89,11 +87,12 @@ bool split_parts(std::string_view text, std::string_view form, Parts& out, Diagn
   return true;
 }
 
-template <std::size_t N>
-std::string names_of(const std::array<std::string_view, N>& names, std::size_t count) {
+// The first `count` names, comma-separated.
+std::string names_of(std::span<const std::string_view> names, std::size_t count) {
   std::string out;
-  for (std::size_t i = 0; i < count && i < N; ++i)
+  for (std::size_t i = 0; i < count && i < names.size(); ++i) {
     out += (i == 0 ? "" : ", ") + std::string(names[i]);
+  }
   return out;
 }
 
@@ -260,9 +259,10 @@ std::optional<Measurement> parse_measurement_text(std::string_view text, Diagnos
   }
   const auto point = parse_measurement_point(parts.head);
   if (!point || *point == MeasurementPoint::term) {
-    d.error(field + ".point", shown(parts.head) + " is not a measurement point: expected one of: " +
-                                  names_of(measurement_point_names, measurement_point_count - 1) +
-                                  ", term:NAME");
+    d.error(field + ".point",
+            shown(parts.head) + " is not a measurement point: expected one of: " +
+                names_of(enum_names<MeasurementPoint>, enum_count<MeasurementPoint> - 1) +
+                ", term:NAME");
     return std::nullopt;
   }
   m.point = *point;
@@ -276,7 +276,7 @@ std::optional<GapEntry> parse_gap_text(std::string_view text, Diagnostics& d,
   const auto kind = parse_gap_kind(parts.head);
   if (!kind) {
     d.error(field + ".kind", shown(parts.head) + " is not a gap kind: expected one of: " +
-                                 names_of(gap_kind_names, gap_kind_count));
+                                 names_of(enum_names<GapKind>, enum_count<GapKind>));
     return std::nullopt;
   }
   return GapEntry{.kind = *kind,

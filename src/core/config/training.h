@@ -17,11 +17,20 @@
 // Limitations: one micro-batch size for every stage; no sequence packing.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
+
+#include "base/enum_names.h"
 
 namespace stagemem {
 
 enum class RecomputePolicy : std::uint8_t { none, selective, full };
+template <>
+struct EnumNames<RecomputePolicy> {
+  static constexpr std::array<std::string_view, 3> names = {"none", "selective", "full"};
+};
+static_assert(names_end_at<RecomputePolicy::full>());
 // Megatron's --recompute-modules names, in this order (bit i of RecomputeConfig::modules).
 enum class RecomputeModule : std::uint8_t {
   core_attn,       // attention core: softmax statistics / scores; q, k, v stay as checkpoint inputs
@@ -32,12 +41,33 @@ enum class RecomputeModule : std::uint8_t {
   moe,             // the whole MoE block; only its input stays
   shared_experts,  // shared experts' internals; their input stays
 };
-inline constexpr int recompute_module_count = 7;
+template <>
+struct EnumNames<RecomputeModule> {
+  static constexpr std::array<std::string_view, 7> names = {
+      "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+};
+static_assert(names_end_at<RecomputeModule::shared_experts>());
+inline constexpr int recompute_module_count = static_cast<int>(enum_count<RecomputeModule>);
 enum class FullRecomputeMethod : std::uint8_t { uniform, block };
+template <>
+struct EnumNames<FullRecomputeMethod> {
+  static constexpr std::array<std::string_view, 2> names = {"uniform", "block"};
+};
+static_assert(names_end_at<FullRecomputeMethod::block>());
 enum class AttentionKernel : std::uint8_t { flash, materialized };
+template <>
+struct EnumNames<AttentionKernel> {
+  static constexpr std::array<std::string_view, 2> names = {"flash", "materialized"};
+};
+static_assert(names_end_at<AttentionKernel::materialized>());
 // fused: fla's chunk_kda (recomputes its intermediates in backward); eager: fla's naive_chunk_kda
 // under autograd; disable_recompute: chunk_kda with disable_recompute=True (keeps them, bf16).
 enum class KdaBackend : std::uint8_t { fused, eager, disable_recompute };
+template <>
+struct EnumNames<KdaBackend> {
+  static constexpr std::array<std::string_view, 3> names = {"fused", "eager", "disable-recompute"};
+};
+static_assert(names_end_at<KdaBackend::disable_recompute>());
 // Megatron's loss paths (vocab_parallel, te_fused, native_fused) all keep an fp32 [S/CP, B, V/TP]
 // tensor; fused_chunked is an external fused linear + cross-entropy kernel (Liger-style).
 enum class CrossEntropyKernel : std::uint8_t {
@@ -46,19 +76,46 @@ enum class CrossEntropyKernel : std::uint8_t {
   te_fused,
   native_fused
 };
+template <>
+struct EnumNames<CrossEntropyKernel> {
+  static constexpr std::array<std::string_view, 4> names = {"vocab-parallel", "fused-chunked",
+                                                            "te-fused", "native-fused"};
+};
+static_assert(names_end_at<CrossEntropyKernel::native_fused>());
 // fla releases whose saved tensors differ: since_0_4_1 (use_gate_in_kernel; no fp32 gate; bf16
 // Aqk/Akk) and v0_4_0 (the first KDA release: one fp32 chunk-local cumsum; fp32 Aqk/Akk).
 enum class FlaVersion : std::uint8_t { since_0_4_1, v0_4_0 };
+template <>
+struct EnumNames<FlaVersion> {
+  static constexpr std::array<std::string_view, 2> names = {"since-0.4.1", "0.4.0"};
+};
+static_assert(names_end_at<FlaVersion::v0_4_0>());
 // Megatron's MoE unpermute: probs_in_activation (core >= 0.13: the weighted SwiGLU applies the
 // probabilities, the combine input is not saved); legacy_unpermute_with_probs (core <= 0.12:
 // unpermute multiplies by the probabilities and saves the combine input).
 enum class MoeUnpermute : std::uint8_t { probs_in_activation, legacy_unpermute_with_probs };
+template <>
+struct EnumNames<MoeUnpermute> {
+  static constexpr std::array<std::string_view, 2> names = {"probs-in-activation",
+                                                            "legacy-unpermute-with-probs"};
+};
+static_assert(names_end_at<MoeUnpermute::legacy_unpermute_with_probs>());
 // Megatron's --moe-router-dtype: the routing probabilities in the activation dtype (default) or
 // fp32.
 enum class RouterDtype : std::uint8_t { activation, fp32 };
+template <>
+struct EnumNames<RouterDtype> {
+  static constexpr std::array<std::string_view, 2> names = {"activation", "fp32"};
+};
+static_assert(names_end_at<RouterDtype::fp32>());
 // Megatron's --cp-comm-type (TransformerEngine's context-parallel attention): p2p ring,
 // all-to-all over heads, or all-to-all inside and p2p ring across (hierarchical).
 enum class CpCommType : std::uint8_t { p2p, a2a, a2a_p2p };
+template <>
+struct EnumNames<CpCommType> {
+  static constexpr std::array<std::string_view, 3> names = {"p2p", "a2a", "a2a+p2p"};
+};
+static_assert(names_end_at<CpCommType::a2a_p2p>());
 // The GEMM workspaces the math libraries allocate through PyTorch's caching allocator (so they
 // count in torch.cuda.max_memory_allocated), as documented library constants:
 //  - sm90 (compute capability >= 9, CUDA): TE's GEMM workspace 32 MiB + 1 KiB
@@ -71,8 +128,13 @@ enum class CpCommType : std::uint8_t { p2p, a2a, a2a_p2p };
 //  - none: not derived; the "math-library workspaces" gap row alone (e.g. ROCm).
 // A MEASURED "math-library workspaces" gap row of a stage replaces these constants there.
 enum class GemmWorkspaces : std::uint8_t { sm90, sm80, none };
+template <>
+struct EnumNames<GemmWorkspaces> {
+  static constexpr std::array<std::string_view, 3> names = {"sm90", "sm80", "none"};
+};
+static_assert(names_end_at<GemmWorkspaces::none>());
 
-// The spelling of each option value is in option_names.h.
+// The spelling of each option value is its enum's EnumNames list above (base/enum_names.h).
 
 constexpr std::uint32_t module_bit(RecomputeModule module) {
   return std::uint32_t{1} << static_cast<int>(module);

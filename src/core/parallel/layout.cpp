@@ -355,22 +355,6 @@ void add_embedding_replica(StageParameters& stage, Component component, const Mo
 
 }  // namespace
 
-std::string_view stage_assignment_name(StageAssignment assignment) {
-  switch (assignment) {
-    case StageAssignment::even:
-      return "even";
-    case StageAssignment::explicit_list:
-      return "explicit";
-    case StageAssignment::first_last:
-      return "first-last";
-    case StageAssignment::attn_res_aligned:
-      return "attnres-aligned";
-    case StageAssignment::layout_string:
-      return "layout-string";
-  }
-  return "unknown";
-}
-
 std::vector<std::int64_t> even_split(std::int64_t layers, std::int64_t stages) {
   std::vector<std::int64_t> out;
   if (stages <= 0 || layers < 0) return out;

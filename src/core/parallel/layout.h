@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/diagnostics.h"
+#include "base/enum_names.h"
 #include "model/model.h"
 #include "model/parameters.h"
 #include "parallel/schedule.h"
@@ -47,7 +48,15 @@ enum class StageAssignment : std::uint8_t {
   attn_res_aligned,  // whole AttnRes blocks per stage, earlier stages take extras
   layout_string,     // Megatron --pipeline-model-parallel-layout
 };
-std::string_view stage_assignment_name(StageAssignment assignment);
+template <>
+struct EnumNames<StageAssignment> {
+  static constexpr std::array<std::string_view, 5> names = {"even", "explicit", "first-last",
+                                                            "attnres-aligned", "layout-string"};
+};
+static_assert(names_end_at<StageAssignment::layout_string>());
+inline std::string_view stage_assignment_name(StageAssignment assignment) {
+  return enum_name(assignment);
+}
 
 struct ParallelLayout {
   std::int64_t tensor_parallel = 1;

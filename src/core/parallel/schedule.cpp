@@ -5,10 +5,6 @@
 
 namespace stagemem {
 
-const char* pipeline_schedule_name(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::dualpipev ? "dualpipev" : "1f1b";
-}
-
 DualPipeVPhases dualpipev_phases(std::int64_t pipeline_ranks, std::int64_t rank,
                                  std::int64_t micro_batches) {
   if (pipeline_ranks < 1 || rank < 0 || rank >= pipeline_ranks ||

@@ -45,18 +45,28 @@
 // refuses it (config.cpp says so).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "base/diagnostics.h"
+#include "base/enum_names.h"
 
 namespace stagemem {
 
 // The pipeline schedule of a step. one_f_one_b is Megatron's 1F1B, interleaved when a rank holds
 // more than one virtual chunk; dualpipev is DeepSeek's DualPipeV.
 enum class PipelineSchedule : std::uint8_t { one_f_one_b, dualpipev };
-inline constexpr std::int64_t dualpipev_chunks = 2;             // DualPipeV's two modules per rank
-const char* pipeline_schedule_name(PipelineSchedule schedule);  // "1f1b", "dualpipev"
+template <>
+struct EnumNames<PipelineSchedule> {
+  static constexpr std::array<std::string_view, 2> names = {"1f1b", "dualpipev"};
+};
+static_assert(names_end_at<PipelineSchedule::dualpipev>());
+inline constexpr std::int64_t dualpipev_chunks = 2;  // DualPipeV's two modules per rank
+inline const char* pipeline_schedule_name(PipelineSchedule schedule) {
+  return enum_name(schedule).data();  // the names are string literals
+}  // "1f1b", "dualpipev"
 
 // M = global batch / (micro-batch x DP); errors name the fields when it does not divide.
 // Micro-batches per step and DP rank that stagemem models (the schedule is walked pass by pass).

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "config/devices.h"
-#include "config/option_names.h"
 #include "estimate/estimate.h"
 #include "model/parameters.h"
 #include "parallel/layout.h"
@@ -689,7 +688,7 @@ std::string megatron_arguments(const Config& config, const Model& model) {
     out += " --recompute-granularity selective --recompute-modules";
     for (int i = 0; i < recompute_module_count; ++i) {
       if (rc.modules & (std::uint32_t{1} << i))
-        out += " " + std::string(recompute_module_names[static_cast<std::size_t>(i)]);
+        out += " " + std::string(enum_names<RecomputeModule>[static_cast<std::size_t>(i)]);
     }
   }
   const OptimizerKind kind = config.optimizer.kind;
