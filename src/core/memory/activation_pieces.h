@@ -3,8 +3,8 @@
 //
 // Purpose: the physics of activation memory, piece by piece, each with the tensor it is, its
 // shape and dtype as formula factors (formula.h), and the recompute modules that drop it. Files by
-// physics: activations_attention.cpp (GQA, MLA, KDA), activations_mlp.cpp (dense MLP, MoE),
-// activations_model.cpp (embedding, final norm, logits and loss, MTP, AttnRes, pipeline and
+// physics: memory/attention_pieces.cpp (GQA, MLA, KDA), memory/mlp_pieces.cpp (dense MLP, MoE),
+// memory/model_pieces.cpp (embedding, final norm, logits and loss, MTP, AttnRes, pipeline and
 // context-parallel buffers). The stage-level sums (layers x micro-batches in flight) live in
 // activation_terms.cpp.
 //

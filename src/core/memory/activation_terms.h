@@ -1,6 +1,6 @@
 // activation_terms.h — a pipeline rank's activation and transient terms for one training step.
 //
-// Purpose: sums the per-micro-batch pieces (activation_pieces.h, activation_model.h) over the
+// Purpose: sums the per-micro-batch pieces (activation_pieces.h, memory/model_pieces.h) over the
 // rank's layers, its virtual chunks and the micro-batches each chunk holds at the peak
 // (schedule.h), under the recompute policy, and lists the transients that sit on top.
 //

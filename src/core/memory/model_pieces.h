@@ -1,6 +1,6 @@
-// activation_model.h — activation pieces and transients outside the decoder layers' own tensors:
+// memory/model_pieces.h — activation pieces and transients outside the decoder layers' own tensors:
 // embedding, final norm, logits and loss, MTP, Block Attention Residuals, pipeline buffers and
-// context-parallel exchange. Implemented in activations_model.cpp.
+// context-parallel exchange. Implemented in memory/model_pieces.cpp.
 //
 // AttnRes conventions (the users' planning model; block size B_r layers):
 //  - a new residual slot starts at layers 0, B_r, 2 B_r, ...; before position l (l layers done)

@@ -1,21 +1,22 @@
-// report.h — the per-stage memory report: named terms per rank of each pipeline stage.
+// report.h — the report schema: named terms per rank of each pipeline stage, as numbers.
 //
-// Purpose: what every front end shows. A term is one named piece of device memory, held as
-// numbers: a pointer into the static term catalogue (term_info.h: name, scaling, formula
-// template), its bytes, the numeric factors of its formula (formula.h: label ids and int64
-// values), its tag, allocation point and whether it is live at the peak. Text is rendered on
-// demand (term_text.h); the estimate builds none.
+// Purpose: what every front end shows, and nothing else: types only. estimate/estimate.h fills a
+// Report; render/ turns it into text (JSON, Markdown, CSV, plain text), on demand.
+// A term is one named piece of device memory, held as numbers: a pointer into the static term
+// catalogue (report/term_info.h: name, scaling, formula template), its bytes, the numeric factors
+// of its formula (report/formula.h: label ids and int64 values), its tag, allocation point and
+// whether it is live at the peak. The estimate builds no text.
 // Terms come in families: resident (lives across steps), activation (stored for backward, per
 // micro-batch in flight), transient (alive only at its moment: MoE dispatch, AttnRes mix, logits,
 // recompute, pipeline buffers, optimizer step) and gap (memory shapes cannot derive: zero unless
 // measured).
 // Peak of a stage = resident + measured gaps + the larger of two phases: forward/backward (the
-// largest moment of the step timeline, timeline.h: stored activations of the micro-batches alive
-// then + the transients alive then) and the optimizer step (its transients). The terms with
+// largest moment of the step timeline, memory/timeline.h: stored activations of the micro-batches
+// alive then + the transients alive then) and the optimizer step (its transients). The terms with
 // counts_in_peak set sum exactly to the peak; PeakMoment says when it happens.
 // Units: bytes (int64) per rank, every product and sum overflow-checked: a report that would pass
 // 2^63 - 1 bytes is an error naming the fields that drive it. Display units are the front end's.
-// Limitations: the report keeps the peak moment only; timeline.h rebuilds the whole step. A
+// Limitations: the report keeps the peak moment only; memory/timeline.h rebuilds the whole step. A
 // MEASURED term references its source text in the Config it was estimated from: keep that Config.
 #pragma once
 
@@ -46,12 +47,12 @@ enum class AllocationPoint : std::uint8_t {
   optimizer_step,  // exists only while the optimizer steps
 };
 
-// What a term is: an entry of the static term catalogue (term_info.cpp). Its text is rendered on
-// demand from the entry and the term's numbers (term_text.h).
-struct TermInfo;
 
 // One named piece of device memory: a compact value (no heap memory).
 struct Term {
+  // What the term is: a static catalogue entry (report/term_info.h), defined next to the physics
+  // that produces the term (memory/*.cpp); its text is rendered from the entry and the numbers
+  // below (report/term_names.h, render/term_text.h).
   const TermInfo* info = nullptr;  // never null in a report
   std::int64_t bytes = 0;
   // Stored activations: layer-micro-batches alive at the peak (the formula's last factor); 0 for

@@ -1,4 +1,4 @@
-// Tests of activation_model.h: the users' worked AttnRes numbers, logits and loss, pipeline and
+// Tests of memory/model_pieces.h: the users' worked AttnRes numbers, logits and loss, pipeline and
 // context-parallel buffers.
 #include "base/units.h"
 #include "catch.h"

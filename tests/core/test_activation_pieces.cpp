@@ -1,6 +1,6 @@
-// Tests of activation_pieces.h (activations_attention.cpp, activations_mlp.cpp): the per-layer
-// tensors against the closed forms of Korthikanti et al. 2022 (arXiv 2205.05198) and hand-worked
-// KDA, MLA and MoE pieces.
+// Tests of memory/activation_pieces.h (memory/attention_pieces.cpp, memory/mlp_pieces.cpp): the
+// per-layer tensors against the closed forms of Korthikanti et al. 2022 (arXiv 2205.05198) and
+// hand-worked KDA, MLA and MoE pieces.
 #include "catch.h"
 #include "memory/activation_pieces.h"
 #include "model/presets.h"
