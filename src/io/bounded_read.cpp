@@ -33,10 +33,11 @@ struct OwnedDescriptor {
   }
 };
 
-// Reads into pieces that never move once filled: each byte is written to memory once while
-// reading (no reallocation copies), so an endless input costs limit + 1 bytes of memory written
-// once. The first piece is the result's string, sized up front to what is expected (a regular
-// file's size); only an input that outgrew it is joined into one string at the end.
+// Reads into pieces that never move once filled (no reallocation copies while reading), so an
+// endless input costs limit + 1 bytes of memory, each written by read(2) once. The first piece is
+// the result's string, sized up front to what is expected (a regular file's size; its zero fill
+// costs far less than the page faults of reading into it); only an input that outgrew it is
+// joined into one string at the end.
 class Reader {
  public:
   Reader(int descriptor, ReadResult& result) : descriptor_(descriptor), result_(result) {}
