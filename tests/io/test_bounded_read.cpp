@@ -180,7 +180,7 @@ TEST_CASE("Standard input is read like any descriptor") {
         "after 1501 bytes");
 }
 
-TEST_CASE("A missing file cannot be opened; a directory cannot be read") {
+TEST_CASE("A missing file cannot be opened, a directory cannot be read") {
   const ReadResult missing = stagemem_io::read_file("/nonexistent/stagemem/x.json", 100);
   CHECK(missing.status == ReadStatus::cannot_open);
   CHECK(stagemem_io::failure_text(missing,
