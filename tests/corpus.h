@@ -4,8 +4,10 @@
 // are skipped. Entries may spell awkward bytes as escapes: \t \n \r \\ \xNN.
 #pragma once
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,16 @@ inline std::string corpus_path(const std::string& relative) {
   return std::string(STAGEMEM_TESTS_DIR) + "/" + relative;
 }
 
+// The whole file. A file that cannot be opened or read throws (std::runtime_error or
+// std::filesystem::filesystem_error, naming it), so a test over a missing corpus fails instead of
+// reading nothing.
 inline std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
   std::ostringstream text;
-  text << in.rdbuf();
+  // Nothing copied is an error unless the file is empty (file_size throws for a directory).
+  if (!(text << in.rdbuf()) && std::filesystem::file_size(path) != 0)
+    throw std::runtime_error("cannot read " + path);
   return text.str();
 }
 

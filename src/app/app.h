@@ -3,6 +3,7 @@
 // implement the platform services declared at the end.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,13 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
 // .pickle or .pkl, or it starts with pickle's PROTO opcode) is read with the core's decoder and
 // opens the Snapshot tab; anything else goes to load_text. Returns the toolbar's message.
 std::string load_file(AppState& state, std::string_view name, std::string_view bytes);
+// The most bytes load_file takes from a file named `name` that starts with `head` (its first
+// bytes, as the platform reads them): an allocator snapshot's limit (PickleLimits), else the
+// largest limit of the texts it loads (a Megatron memory log's, memory_log.h).
+std::size_t file_limit(std::string_view name, std::string_view head);
+// A file the platform could not read (missing, unreadable, over file_limit): `problem` is shown
+// in the banner under its name, nothing is loaded. Returns the toolbar's message.
+std::string refuse_file(AppState& state, std::string_view name, std::string problem);
 // The snapshot's summary in a link (snapshot_link.h), "" when none is loaded.
 std::string snapshot_link_part(const AppState& state);
 // Applies a link's snapshot= entries: a summary replaces the loaded snapshot, a link without

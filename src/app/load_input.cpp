@@ -160,6 +160,19 @@ std::string load_file(AppState& state, std::string_view name, std::string_view b
   return load_text(state, name, bytes);
 }
 
+std::size_t file_limit(std::string_view name, std::string_view head) {
+  // load_text's kinds: a link, a stagemem or Hugging Face JSON (1 MiB, 4 MiB) or a memory log.
+  constexpr std::size_t text_limit = std::max(
+      {stagemem::max_log_bytes, stagemem::max_config_json_bytes, stagemem::max_hf_config_bytes});
+  return looks_like_pickle(name, head) ? stagemem::PickleLimits{}.max_input_bytes : text_limit;
+}
+
+std::string refuse_file(AppState& state, std::string_view name, std::string problem) {
+  const std::string from(name);
+  show_problems(state, "Nothing was loaded:", {{from, std::move(problem)}});
+  return "Nothing loaded from " + from;
+}
+
 std::string snapshot_link_part(const AppState& state) {
   if (!state.snapshot.loaded) return {};
   return stagemem::snapshot_fragment(stagemem::snapshot_link_entries(

@@ -15,6 +15,7 @@
 #include "app.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
+#include "bounded_read.h"
 #include "config/url_fragment.h"
 #include "gl_api.h"
 #include "imgui.h"
@@ -119,22 +120,22 @@ void platform_push_link(AppState&) {}
 namespace {
 
 // A file dropped onto the window: read it and load it like a pasted text, or as an allocator
-// snapshot (load_file tells them apart).
+// snapshot (load_file tells them apart). It is read within the limit of what it is (file_limit:
+// by its name and first bytes), so a huge file or a device costs at most that limit.
 void on_drop(GLFWwindow* window, int count, const char** paths) {
   auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
   if (state == nullptr || count < 1) return;
-  std::ifstream file(paths[0], std::ios::binary);
-  std::string text;
-  // What the pickle reader accepts at most (PickleLimits), one byte more so it can say so.
-  constexpr std::size_t limit = (std::size_t{1} << 30) + 1;
-  file.seekg(0, std::ios::end);
-  const std::streamoff size = file.tellg();
-  file.seekg(0, std::ios::beg);
-  text.resize(std::min(limit, static_cast<std::size_t>(std::max<std::streamoff>(size, 0))));
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(file.gcount()));
-  const std::string_view path(paths[0]);
-  show_message(*state, load_file(*state, path.substr(path.find_last_of("/\\") + 1), text));
+  const std::string path(paths[0]);
+  const std::string_view name = std::string_view(path).substr(path.find_last_of("/\\") + 1);
+  const stagemem_io::ReadResult read = stagemem_io::read_file(
+      path, [name](std::string_view head) { return file_limit(name, head); });
+  if (read.status != stagemem_io::ReadStatus::ok) {
+    show_message(
+        *state,
+        refuse_file(*state, name, stagemem_io::failure_text(read, stagemem_io::quoted_path(path))));
+    return;
+  }
+  show_message(*state, load_file(*state, name, read.bytes));
 }
 
 // Input callbacks installed before ImGui's backend, which chains to them: they only wake the

@@ -2,10 +2,8 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
+#include "bounded_read.h"
 #include "config/config_json.h"
 #include "config/measurement_text.h"
 #include "config/production_layouts.h"
@@ -184,15 +182,13 @@ void print_diagnostics(const Diagnostics& d) {
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string_view flag,
-                                          Diagnostics& d) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    d.error(std::string(flag), "cannot open '" + path.substr(0, 200) + "'");
+                                          std::size_t limit, Diagnostics& d) {
+  stagemem_io::ReadResult read = stagemem_io::read_file(path, limit);
+  if (read.status != stagemem_io::ReadStatus::ok) {
+    d.error(std::string(flag), stagemem_io::failure_text(read, stagemem_io::quoted_path(path)));
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return std::move(read.bytes);
 }
 
 std::string command_options_help(std::span<const CommandOption> options) {
@@ -240,11 +236,14 @@ void add_memory_logs(const std::vector<std::string>& paths, Config& config, Diag
         continue;
       }
       stdin_read = true;
-      std::ostringstream in;
-      in << std::cin.rdbuf();
-      text = in.str();
+      stagemem_io::ReadResult read = stagemem_io::read_descriptor(0, stagemem::max_log_bytes);
+      if (read.status == stagemem_io::ReadStatus::ok) {
+        text = std::move(read.bytes);
+      } else {
+        d.error("--memory-log", stagemem_io::failure_text(read, "standard input (-)"));
+      }
     } else {
-      text = read_text_file(path, "--memory-log", d);
+      text = read_text_file(path, "--memory-log", stagemem::max_log_bytes, d);
     }
     if (!text) continue;
     const std::string name = path == "-" ? "stdin" : path.substr(path.rfind('/') + 1);
@@ -351,7 +350,8 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
     if (name == "config") {
       const auto path = next_value();
       if (!path) continue;
-      if (const auto text = read_text_file(std::string(*path), flag, d)) {
+      if (const auto text =
+              read_text_file(std::string(*path), flag, stagemem::max_config_json_bytes, d)) {
         stagemem::DecodedConfig decoded = stagemem::config_from_json(*text, config);
         if (decoded.diagnostics.ok()) config = std::move(decoded.config);
         append(d, std::move(decoded.diagnostics));
@@ -380,7 +380,8 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
     } else if (name == "hf_config") {
       const auto path = next_value();
       if (!path) continue;
-      if (const auto text = read_text_file(std::string(*path), flag, d)) {
+      if (const auto text =
+              read_text_file(std::string(*path), flag, stagemem::max_hf_config_bytes, d)) {
         stagemem::HfImport imported = stagemem::import_hf_config(*text);
         if (imported.model) config.custom_model = stagemem::model_to_text(*imported.model);
         append(d, std::move(imported.diagnostics));

@@ -14,6 +14,7 @@
 // Every error names the flag as typed and the allowed values.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -68,8 +69,11 @@ std::string configuration_flags_help();
 std::string command_options_help(std::span<const CommandOption> options);
 
 void print_diagnostics(const stagemem::Diagnostics& diagnostics);  // to stderr
-// On failure: an error naming `flag`.
+// A file's whole contents, read with the bounded reader (src/io/bounded_read.h): at most `limit`
+// bytes, the limit of the kind of input it is (e.g. stagemem::max_config_json_bytes). On failure
+// (cannot open or read it, or more than `limit` bytes: reading stops at limit + 1) nullopt and an
+// error naming `flag` with the path, and the limit in bytes and in a binary unit.
 std::optional<std::string> read_text_file(const std::string& path, std::string_view flag,
-                                          stagemem::Diagnostics& diagnostics);
+                                          std::size_t limit, stagemem::Diagnostics& diagnostics);
 
 }  // namespace stagemem_cli

@@ -201,7 +201,8 @@ int run_snapshot(const std::vector<std::string_view>& args) {
     summary = std::move(from_link->summary);
   } else {
     path = line.positional[0];
-    const std::optional<std::string> bytes = stagemem_cli::read_text_file(path, "FILE", d);
+    const std::optional<std::string> bytes =
+        stagemem_cli::read_text_file(path, "FILE", stagemem::PickleLimits{}.max_input_bytes, d);
     if (!bytes) {
       stagemem_cli::print_diagnostics(d);
       return exit_bad_input;

@@ -15,7 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::size_t max_json_length = 1 << 20;
 // A configuration nests 3 levels ("training.recompute.modules"); an inline hf_config a few more.
 // Anything deeper is refused before it is walked (read_object recurses).
 constexpr int max_json_depth = 32;
@@ -403,7 +402,7 @@ DecodedConfig config_from_json(std::string_view text, const Config& base) {
   DecodedConfig result{.config = base, .diagnostics = {}};
   Diagnostics& d = result.diagnostics;
   const std::optional<json> parsed = parse_json_bounded(
-      text, {.max_bytes = max_json_length, .max_depth = max_json_depth}, "json", d);
+      text, {.max_bytes = max_config_json_bytes, .max_depth = max_json_depth}, "json", d);
   if (!parsed) return result;
   const json& document = *parsed;
   if (!document.is_object()) {

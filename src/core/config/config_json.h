@@ -29,6 +29,7 @@
 // Limitations: an unknown key is one warning, whatever it holds (its contents are not read).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,8 @@
 namespace stagemem {
 
 inline constexpr int config_json_version = 1;
+// The most JSON text config_from_json reads (1 MiB); front ends read files up to it.
+inline constexpr std::size_t max_config_json_bytes = std::size_t{1} << 20;
 
 std::string config_to_json(const Config& config);  // pretty-printed, 2-space indent
 DecodedConfig config_from_json(std::string_view text);

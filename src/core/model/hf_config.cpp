@@ -29,7 +29,6 @@ constexpr std::int64_t max_experts = 16'384;
 constexpr std::int64_t max_rank = 131'072;
 constexpr std::int64_t max_positions = 4'194'304;
 constexpr std::int64_t max_mtp_layers = 16;
-constexpr std::size_t max_config_bytes = 4 * 1024 * 1024;
 constexpr double max_total_parameters = 4.0e18;  // below 2^62: sums of shards cannot overflow
 
 std::string text(std::int64_t value) {
@@ -503,14 +502,14 @@ std::vector<std::string_view> supported_hf_model_types() {
 HfImport import_hf_config(std::string_view json_text) {
   HfImport result;
   Diagnostics& d = result.diagnostics;
-  if (json_text.size() > max_config_bytes) {
-    d.error("hf", "the config is larger than " + text(static_cast<std::int64_t>(max_config_bytes)) +
-                      " bytes");
+  if (json_text.size() > max_hf_config_bytes) {
+    d.error("hf", "the config is larger than " +
+                      text(static_cast<std::int64_t>(max_hf_config_bytes)) + " bytes");
     return result;
   }
   // Real configs nest 3 or 4 levels (text_config.rope_scaling, quantization_config...).
   const std::optional<json> parsed =
-      parse_json_bounded(json_text, {.max_bytes = max_config_bytes, .max_depth = 32}, "hf", d);
+      parse_json_bounded(json_text, {.max_bytes = max_hf_config_bytes, .max_depth = 32}, "hf", d);
   if (!parsed) return result;
   const json& root = *parsed;
   if (!root.is_object()) {

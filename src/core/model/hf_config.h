@@ -20,6 +20,7 @@
 // field as `hf.<key>` (`hf.text_config.<key>` inside the wrapper) with the allowed range.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@
 #include "model/model.h"
 
 namespace stagemem {
+
+// The most text import_hf_config reads (4 MiB: real configs are a few KB); front ends read files
+// up to it.
+inline constexpr std::size_t max_hf_config_bytes = std::size_t{4} << 20;
 
 struct HfImport {
   std::optional<Model> model;  // present when diagnostics.ok()
