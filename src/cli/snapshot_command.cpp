@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "bounded_read.h"
 #include "config_sources.h"
 #include "estimate/estimate.h"
 #include "measured/snapshot.h"
@@ -201,13 +202,26 @@ int run_snapshot(const std::vector<std::string_view>& args) {
     summary = std::move(from_link->summary);
   } else {
     path = line.positional[0];
-    const std::optional<std::string> bytes =
-        stagemem_cli::read_text_file(path, "FILE", stagemem::PickleLimits{}.max_input_bytes, d);
-    if (!bytes) {
+    // A pickle of protocol 2 to 5 starts with PROTO (0x80) and the protocol: an input that does
+    // not (a JSON file given by mistake, /dev/zero) is refused after its first bytes with the
+    // decoder's own error, not read up to the 1 GiB a snapshot may have.
+    std::string head;
+    stagemem_io::ReadResult read = stagemem_io::read_file(path, [&](std::string_view first) {
+      head = std::string(first);
+      const bool pickle = first.size() < 2 || (static_cast<unsigned char>(first[0]) == 0x80 &&
+                                               first[1] >= 2 && first[1] <= 5);
+      return pickle ? stagemem::PickleLimits{}.max_input_bytes : first.size();
+    });
+    if (read.status == stagemem_io::ReadStatus::over_limit && read.limit == head.size()) {
+      read.status = stagemem_io::ReadStatus::ok;
+      read.bytes = head;  // only its head: the decoder names what is wrong with it
+    }
+    if (read.status != stagemem_io::ReadStatus::ok) {
+      d.error("FILE", stagemem_io::failure_text(read, stagemem_io::quoted_path(path)));
       stagemem_cli::print_diagnostics(d);
       return exit_bad_input;
     }
-    const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(*bytes);
+    const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(read.bytes);
     if (!decoded.snapshot) {
       d.error(path.substr(0, 200), decoded.error);
       stagemem_cli::print_diagnostics(d);
