@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/text_escaping.h"
 #include "config/config_json.h"
 #include "config/option_names.h"
 #include "config/url_fragment.h"
@@ -640,7 +641,8 @@ int run_plan(const std::vector<std::string_view>& args) {
     shown.insert(shown.end(), rows.begin(), rows.end());
     if (format == "markdown") {
       std::printf(
-          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n", model->name.c_str(),
+          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
+          stagemem::markdown_cell(model->name).c_str(),
           thousands(result.configurations_searched).c_str(),
           thousands(result.configurations_fitting).c_str(),
           minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str() : "none");
@@ -711,8 +713,10 @@ int run_layout(const std::vector<std::string_view>& args) {
     return 0;
   }
   const bool md = format == "markdown";
-  std::printf("%slayout advice for %s (PP %lld x VPP %lld)%s\n\n", md ? "**" : "",
-              model->name.c_str(), static_cast<long long>(line.config.parallel.pipeline_parallel),
+  // A custom model's name is the user's text: a cell's escaping keeps it inert in Markdown.
+  const std::string name = md ? stagemem::markdown_cell(model->name) : model->name;
+  std::printf("%slayout advice for %s (PP %lld x VPP %lld)%s\n\n", md ? "**" : "", name.c_str(),
+              static_cast<long long>(line.config.parallel.pipeline_parallel),
               static_cast<long long>(line.config.parallel.virtual_stages), md ? "**" : "");
   std::printf("%seven split:  %s%s\n", md ? "- " : "", advice.even_layout.c_str(), "");
   std::printf("%sadvised:     %s\n", md ? "- " : "", advice.layout.c_str());
