@@ -15,7 +15,6 @@
 #include <string>
 
 #include "app.h"
-#include "base/units.h"
 #include "config/config_fields.h"
 #include "config/devices.h"
 #include "imgui.h"
@@ -23,6 +22,7 @@
 #include "model/hf_config.h"
 #include "model/model_text.h"
 #include "model/presets.h"
+#include "render/vocabulary.h"
 
 namespace {
 
@@ -207,7 +207,7 @@ void edit_integer(AppState& state, FieldEditor& editor, const ConfigField& field
   if (widgets.plus != Widget::count) record_widget_rect(state, widgets.plus);
   trailing_label(editor, field);
   if (bytes && value > 0) {
-    ImGui::TextDisabled("= %.2f GiB", static_cast<double>(value) / stagemem::bytes_per_gib);
+    ImGui::TextDisabled("= %s", stagemem::format_gib(value).c_str());
   }
 }
 
@@ -351,9 +351,8 @@ void edit_device_preset(AppState& state, FieldEditor& editor, const ConfigField&
       if (ImGui::Selectable(device.name.data(), preset == device.name)) {
         preset = std::string(device.name);
       }
-      ImGui::SetItemTooltip("%.*s: %.2f GiB (%.*s)", static_cast<int>(device.display_name.size()),
-                            device.display_name.data(),
-                            static_cast<double>(device.bytes) / stagemem::bytes_per_gib,
+      ImGui::SetItemTooltip("%.*s: %s (%.*s)", static_cast<int>(device.display_name.size()),
+                            device.display_name.data(), stagemem::format_gib(device.bytes).c_str(),
                             static_cast<int>(device.source.size()), device.source.data());
     }
     ImGui::EndCombo();

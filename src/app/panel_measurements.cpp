@@ -7,9 +7,9 @@
 #include <type_traits>
 
 #include "app.h"
-#include "base/units.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
+#include "render/vocabulary.h"
 
 namespace {
 
@@ -40,8 +40,8 @@ void bytes_cell(std::int64_t& bytes) {
       shown <= stagemem::max_config_bytes) {
     bytes = shown;
   }
-  ImGui::SetItemTooltip("%.3f GiB (%.3f GB)", static_cast<double>(bytes) / stagemem::bytes_per_gib,
-                        static_cast<double>(bytes) / stagemem::bytes_per_gb);
+  ImGui::SetItemTooltip("%s (%s)", stagemem::format_gib(bytes, 3).c_str(),
+                        stagemem::format_gb(bytes, 3).c_str());
 }
 
 void stage_cell(std::int64_t& stage, std::int64_t lowest) {

@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "app.h"
-#include "base/units.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
+#include "render/vocabulary.h"
 
 namespace {
 
@@ -237,7 +237,7 @@ void draw_table(AppState& state) {
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.recompute_overhead);
     ImGui::TableNextColumn();
-    ImGui::Text("%.2f", static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib);
+    ImGui::TextUnformatted(stagemem::gib_number(e.headroom_bytes).c_str());
     ImGui::TableNextColumn();
     std::string ranks;
     if (e.ranks & stagemem::rank_bubble) ranks += "bubble ";

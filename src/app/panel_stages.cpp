@@ -85,12 +85,7 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
       ImGui::TableNextColumn();
       text_view(stagemem::allocation_point_name(term.allocated_at));
       ImGui::TableNextColumn();
-      const bool in_peak =
-          term.family == stagemem::Family::resident ||
-          (term.family == stagemem::Family::gap && term.bytes > 0) ||
-          (term.family == stagemem::Family::activation && !stage.optimizer_phase_binds) ||
-          (term.family == stagemem::Family::transient && term.counts_in_peak);
-      ImGui::TextUnformatted(in_peak ? "yes" : "-");
+      text_view(stagemem::in_peak_text(term));
     }
   }
   ImGui::EndTable();

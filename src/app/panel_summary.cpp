@@ -6,10 +6,9 @@
 #include <algorithm>
 
 #include "app.h"
-#include "base/units.h"
 #include "imgui.h"
 #include "parallel/layout.h"
-#include "render/report_markdown.h"
+#include "render/vocabulary.h"
 
 namespace {
 

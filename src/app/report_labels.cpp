@@ -1,15 +1,13 @@
 #include "report_labels.h"
 
-#include "render/cross_check_text.h"
-#include "render/term_text.h"
-
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <numeric>
 
-#include "base/units.h"
 #include "imgui.h"
+#include "render/cross_check_text.h"
+#include "render/term_text.h"
+#include "render/vocabulary.h"
 
 namespace {
 
@@ -37,14 +35,6 @@ ImU32 family_colour(stagemem::Family family, std::size_t rank, std::size_t count
   float r = 0, g = 0, b = 0;
   ImGui::ColorConvertHSVtoRGB(hue, saturation, value, r, g, b);
   return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 1.0f));
-}
-
-std::string both_units(std::int64_t bytes) {
-  return stagemem::format_gib(bytes) + " (" + stagemem::group_digits(bytes) + " B)";
-}
-
-std::string signed_gib(std::int64_t bytes) {
-  return (bytes > 0 ? "+" : "") + stagemem::format_gib(bytes);
 }
 
 // Bottom to top: resident, measured gaps, then the phase that binds (stored activations and the
@@ -127,9 +117,8 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
   labels.stages.reserve(report.stages.size());
   for (const auto& stage : report.stages) {
     StageLabels& out = labels.stages.emplace_back();
-    const std::int64_t last_layer = stage.first_layer + stage.layer_count - 1;
-    out.title = "Stage " + std::to_string(stage.index) + ": layers " +
-                std::to_string(stage.first_layer) + "-" + std::to_string(last_layer);
+    out.title =
+        "Stage " + std::to_string(stage.index) + ": layers " + stagemem::stage_layers_text(stage);
     out.axis = "stage " + std::to_string(stage.index);
     out.peak_gib = stagemem::format_gib(stage.peak_bytes);
     out.peak_bytes = stagemem::group_digits(stage.peak_bytes) + " B";
@@ -138,13 +127,13 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
                        ? stagemem::format_gib(stage.headroom_bytes) + " (does not fit)"
                        : stagemem::format_gib(stage.headroom_bytes);
     out.non_parameter = stagemem::format_gib(stage.non_parameter_bytes);
-    out.phase = stage.optimizer_phase_binds ? "optimizer step" : "forward/backward";
+    out.phase = stagemem::binding_phase_name(stage);
     for (const std::int64_t n : stage.in_flight_per_chunk) {
       out.in_flight += (out.in_flight.empty() ? "" : ", ") + std::to_string(n);
     }
     if (report.flat_headroom_bytes > 0) {
       out.flat_margin =
-          signed_gib(stage.flat_headroom_margin) +
+          stagemem::signed_gib_text(stage.flat_headroom_margin) +
           (stage.flat_headroom_margin < 0 ? " (flat under-provisions)" : " (flat over-provisions)");
     }
     for (const auto& term : stage.terms) {
@@ -168,20 +157,11 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
   for (const auto& check : report.cross_checks) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;
-    out.title = (m.figure == stagemem::MemoryFigure::unspecified
-                     ? std::string()
-                     : std::string(stagemem::memory_figure_name(m.figure)) + " at ") +
-                std::string(stagemem::measurement_point_name(m.point)) + ", stage " +
-                std::to_string(m.stage) +
-                (m.rank >= 0 ? ", rank " + std::to_string(m.rank) : std::string()) +
-                (m.point == stagemem::MeasurementPoint::term ? ": " + m.term : std::string());
-    out.measured = both_units(m.bytes);
-    out.derived = both_units(check.derived_bytes);
-    out.gap = signed_gib(check.gap_bytes) + " (" + (check.gap_bytes > 0 ? "+" : "") +
-              stagemem::group_digits(check.gap_bytes) + " B)";
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "x%.3f", check.ratio);
-    out.ratio = check.has_ratio ? std::string(ratio) : "n/a (nothing derived)";
+    out.title = stagemem::measurement_title(m);
+    out.measured = stagemem::bytes_text(m.bytes);
+    out.derived = stagemem::bytes_text(check.derived_bytes);
+    out.gap = stagemem::bytes_text(check.gap_bytes);
+    out.ratio = stagemem::ratio_text(check);
     if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
       out.explanations = stagemem::cross_check_explanations(check, *stage);
       out.alive_terms = stagemem::cross_check_alive_names(check, *stage);

@@ -32,13 +32,13 @@ struct BarSegment {
 };
 
 struct StageLabels {
-  std::string title;              // "Stage 3: layers 12-15" (table heading, tooltip first line)
+  std::string title;              // "Stage 3: layers 12-15,36-39" (table heading, tooltip)
   std::string axis;               // "stage 3" (under the bar)
   std::string peak_gib;           // above the bar
   std::string peak_bytes;         // exact
   std::string headroom;           // "12.40 GiB" or "-3.10 GiB (does not fit)" or "no device"
   std::string non_parameter;      // "62.10 GiB"
-  std::string phase;              // "forward/backward" or "optimizer step"
+  std::string phase;              // binding_phase_name: "forward-backward" / "optimizer-step"
   std::string in_flight;          // "8" or "4, 3" (per VPP chunk)
   std::string flat_margin;        // "+4.20 GiB (over-provisions)" / "-1.10 GiB (under)" / ""
   std::vector<TermLabels> terms;  // parallel to StageReport::terms
@@ -47,11 +47,12 @@ struct StageLabels {
 };
 
 struct CrossCheckLabels {
-  std::string title;     // "after-first-step, stage 0" (+ the term for point `term`)
-  std::string measured;  // "141.10 GiB (151,502,187,725 B)"
+  // vocabulary.h's words, as the CLI prints them:
+  std::string title;     // measurement_title: "max-allocated at steady-state-peak, stage 1, rank 4"
+  std::string measured;  // bytes_text: "151,502,187,725 B (141.10 GiB)"
   std::string derived;
-  std::string gap;                        // signed
-  std::string ratio;                      // "x1.12" or "n/a (nothing derived)"
+  std::string gap;    // measured - derived (negative: "-1,024 B (-0.00 GiB)")
+  std::string ratio;  // ratio_text: "x1.123" or "n/a (nothing derived is alive)"
   std::vector<std::string> explanations;  // render/cross_check_text.h
   std::vector<std::string> alive_terms;   // the names of the terms summed
 };

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "base/units.h"
 #include "config/config_fields.h"
 #include "estimate/estimate.h"
 #include "parallel/layout.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace {
@@ -224,10 +224,9 @@ std::string sweep_cell_detail(const Sweep& sweep, std::size_t index) {
   if (!cell.valid) return where + "\n" + cell.error;
   const bool device = sweep.device_bytes > 0;
   return where + "\nbinding stage " + std::to_string(cell.binding_stage) + ": peak " +
-         stagemem::format_gib(cell.peak_bytes) + " (" + stagemem::group_digits(cell.peak_bytes) +
-         " B)" +
-         (device ? "\nheadroom " + stagemem::format_gib(cell.headroom_bytes) + " (" +
-                       stagemem::group_digits(cell.headroom_bytes) + " B) on " + sweep.device_name
+         stagemem::bytes_text(cell.peak_bytes) +
+         (device ? "\nheadroom " + stagemem::bytes_text(cell.headroom_bytes) + " on " +
+                       sweep.device_name
                  : std::string("\nno device chosen: coloured by peak")) +
          "\nclick to apply these values";
 }

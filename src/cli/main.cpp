@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "base/units.h"
 #include "check_command.h"
 #include "config/devices.h"
 #include "model/presets.h"
 #include "params_command.h"
 #include "plan_command.h"
+#include "render/vocabulary.h"
 #include "report_command.h"
 #include "snapshot_command.h"
 #include "sweep_command.h"
@@ -85,9 +85,8 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "devices") {
     for (const auto& device : stagemem::device_presets()) {
-      std::printf("%-10s %s B (%s)  %s\n  source: %s\n", std::string(device.name).c_str(),
-                  stagemem::group_digits(device.bytes).c_str(),
-                  stagemem::format_gib(device.bytes).c_str(),
+      std::printf("%-10s %s  %s\n  source: %s\n", std::string(device.name).c_str(),
+                  stagemem::bytes_text(device.bytes).c_str(),
                   std::string(device.display_name).c_str(), std::string(device.source).c_str());
     }
     return 0;

@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/units.h"
 #include "config/config.h"
 #include "config_sources.h"
 #include "model/parameters.h"
 #include "model/presets.h"
 #include "parallel/layout.h"
+#include "render/vocabulary.h"
 
 namespace {
 
@@ -29,11 +29,7 @@ constexpr std::array<stagemem_cli::CommandOption, 1> params_options = {{
 std::string chunk_layers(const stagemem::VirtualStage& v) {
   std::string out;
   if (v.embedding) out += "E ";
-  if (v.layer_count > 0) {
-    out += std::to_string(v.first_layer) + "-" + std::to_string(v.first_layer + v.layer_count - 1);
-  } else {
-    out += "-";
-  }
+  out += stagemem::layer_range_text(v.first_layer, v.layer_count);
   if (v.mtp_layers > 0) out += " +" + std::to_string(v.mtp_layers) + "mtp";
   if (v.head) out += " L";
   return out;
@@ -183,7 +179,8 @@ int run_params(const std::vector<std::string_view>& args) {
               "params/rank", "dense/rank", "expert/rank", "padding+copies");
   for (const auto& s : stages) {
     std::string layers;
-    for (const auto& v : s.chunks) layers += (layers.empty() ? "" : ", ") + chunk_layers(v);
+    // Chunks as a report's stage spells its layers (vocabulary.h): "E 0-2,33-34 L".
+    for (const auto& v : s.chunks) layers += (layers.empty() ? "" : ",") + chunk_layers(v);
     const auto& split = s.per_rank_split;
     std::printf("%-5lld %-24s %18s %18s %18s %18s %16s\n", static_cast<long long>(s.pipeline_rank),
                 layers.c_str(), group_digits(s.logical.total()).c_str(),

@@ -10,19 +10,18 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escaping.h"
-#include "base/units.h"
 #include "config/config_json.h"
 #include "config/url_fragment.h"
 #include "config_sources.h"
 #include "plan/layout_advisor.h"
 #include "plan/plan.h"
+#include "render/table.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace {
 
 using json = nlohmann::ordered_json;
-using stagemem::csv_field;
-using stagemem::markdown_cell;
 using stagemem_cli::exit_bad_input;
 
 constexpr int exit_nothing_fits = 1;
@@ -85,13 +84,6 @@ std::string normalized(std::string_view flag) {
   std::string out(flag.substr(2));
   for (char& c : out) c = c == '-' ? '_' : c;
   return out;
-}
-
-std::string gib(std::int64_t bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f",
-                static_cast<double>(bytes) / stagemem::bytes_per_gib);
-  return buffer;
 }
 
 std::string fraction(double value) {
@@ -257,29 +249,29 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
           std::string(stagemem::optimizer_kind_name(c.optimizer)),
           fraction(e.bubble_fraction),
           fraction(e.recompute_overhead),
-          bytes ? n(e.peak_bytes) : gib(e.peak_bytes),
-          bytes ? n(e.headroom_bytes) : gib(e.headroom_bytes),
+          bytes ? n(e.peak_bytes) : stagemem::gib_number(e.peak_bytes),
+          bytes ? n(e.headroom_bytes) : stagemem::gib_number(e.headroom_bytes),
           n(e.binding_stage),
           e.fits() ? "yes" : "no",
           ranks_text(e.ranks)};
 }
 
-void print_aligned(const std::vector<std::vector<std::string>>& rows) {
-  if (rows.empty()) return;
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+// A table of the plan's columns (`header`: table_header's names as the format spells them):
+// counts, fractions and amounts are numbers (written as they are in CSV), the link and the
+// Megatron arguments code (in Markdown), the rest text. Left-aligned, as the text always was.
+stagemem::Table plan_table(const std::vector<std::string>& header) {
+  constexpr std::array<std::string_view, 6> text = {"entry",     "sp",   "recompute",
+                                                    "optimizer", "fits", "ranked_by"};
+  stagemem::Table table;
+  for (const std::string& h : header) {
+    const bool code = h == "link" || h == "megatron_args";
+    const bool is_text = code || std::find(text.begin(), text.end(), h) != text.end();
+    table.columns.push_back({h, stagemem::Align::left,
+                             code      ? stagemem::CellKind::code
+                             : is_text ? stagemem::CellKind::text
+                                       : stagemem::CellKind::number});
   }
-  for (const auto& row : rows) {
-    std::string out;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      std::string cell = row[c];
-      if (c + 1 < row.size()) cell.resize(widths[c], ' ');
-      out += (c ? "  " : "") + cell;
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    std::printf("%s\n", out.c_str());
-  }
+  return table;
 }
 
 struct Timing {
@@ -353,14 +345,14 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
         "(GiB)\n",
         static_cast<long long>(top));
   }
-  std::vector<std::vector<std::string>> table = {table_header};
-  table.front().insert(table.front().begin(), "#");
+  std::vector<std::string> header = table_header;
+  header.insert(header.begin(), "#");
+  stagemem::Table table = plan_table(header);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    table.push_back(table_row(context, rows[i], false));
-    table.back().insert(table.back().begin(), std::to_string(i + 1));
+    table.rows.push_back(table_row(context, rows[i], false));
+    table.rows.back().insert(table.rows.back().begin(), std::to_string(i + 1));
   }
-  print_aligned(table);
-  std::printf("\n");
+  std::printf("%s\n", stagemem::text_table(table).c_str());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::printf("%zu  %s\n   %s\n", i + 1, rows[i].link.c_str(), rows[i].megatron.c_str());
   }
@@ -373,22 +365,10 @@ void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows,
   header.insert(header.begin(), "entry");
   header.push_back("link");
   header.push_back("megatron_args");
-  if (csv) {
-    for (std::size_t c = 0; c < header.size(); ++c) {
-      std::string h = header[c];
-      if (h == "peak" || h == "headroom") h += "_bytes";
-      std::printf("%s%s", c ? "," : "", h.c_str());
-    }
-    std::printf("\n");
-  } else {
-    std::string line = "|", rule = "|";
-    for (std::string h : header) {
-      if (h == "peak" || h == "headroom") h += " GiB";
-      line += " " + markdown_cell(h) + " |";
-      rule += "---|";
-    }
-    std::printf("%s\n%s\n", line.c_str(), rule.c_str());
+  for (std::string& h : header) {
+    if (h == "peak" || h == "headroom") h += csv ? "_bytes" : " GiB";
   }
+  stagemem::Table table = plan_table(header);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Shown& s = rows[i];
     std::vector<std::string> row = table_row(context, s, csv);
@@ -397,20 +377,10 @@ void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows,
                                                        : "frontier");
     row.push_back(s.link);
     row.push_back(s.megatron);
-    if (csv) {
-      for (std::size_t c = 0; c < row.size(); ++c)
-        std::printf("%s%s", c ? "," : "", csv_field(row[c]).c_str());
-      std::printf("\n");
-    } else {
-      std::string out = "|";
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        // Links and arguments read best as code in a wiki table.
-        const bool code = c + 2 >= row.size();
-        out += " " + (code ? "`" + markdown_cell(row[c]) + "`" : markdown_cell(row[c])) + " |";
-      }
-      std::printf("%s\n", out.c_str());
-    }
+    table.rows.push_back(std::move(row));
   }
+  std::fputs(csv ? stagemem::csv_table(table).c_str() : stagemem::markdown_table(table).c_str(),
+             stdout);
 }
 
 // Was one of `spellings` typed as a flag?
@@ -670,7 +640,8 @@ int run_plan(const std::vector<std::string_view>& args) {
     shown.insert(shown.end(), rows.begin(), rows.end());
     if (format == "markdown") {
       std::printf(
-          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n", model->name.c_str(),
+          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
+          stagemem::markdown_cell(model->name).c_str(),
           thousands(result.configurations_searched).c_str(),
           thousands(result.configurations_fitting).c_str(),
           minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str() : "none");
@@ -741,18 +712,19 @@ int run_layout(const std::vector<std::string_view>& args) {
     return 0;
   }
   const bool md = format == "markdown";
-  std::printf("%slayout advice for %s (PP %lld x VPP %lld)%s\n\n", md ? "**" : "",
-              model->name.c_str(), static_cast<long long>(line.config.parallel.pipeline_parallel),
+  // A custom model's name is the user's text: a cell's escaping keeps it inert in Markdown.
+  const std::string name = md ? stagemem::markdown_cell(model->name) : model->name;
+  std::printf("%slayout advice for %s (PP %lld x VPP %lld)%s\n\n", md ? "**" : "", name.c_str(),
+              static_cast<long long>(line.config.parallel.pipeline_parallel),
               static_cast<long long>(line.config.parallel.virtual_stages), md ? "**" : "");
   std::printf("%seven split:  %s%s\n", md ? "- " : "", advice.even_layout.c_str(), "");
   std::printf("%sadvised:     %s\n", md ? "- " : "", advice.layout.c_str());
-  std::printf(
-      "%sworst stage peak: even %s (stage %lld) -> advised %s (stage %lld): gain %s (%s B)\n",
-      md ? "- " : "", stagemem::format_gib(advice.even_worst_peak).c_str(),
-      static_cast<long long>(advice.even_binding_stage),
-      stagemem::format_gib(advice.worst_peak).c_str(), static_cast<long long>(advice.binding_stage),
-      stagemem::format_gib(advice.gain_bytes).c_str(),
-      stagemem::group_digits(advice.gain_bytes).c_str());
+  std::printf("%sworst stage peak: even %s (stage %lld) -> advised %s (stage %lld): gain %s\n",
+              md ? "- " : "", stagemem::format_gib(advice.even_worst_peak).c_str(),
+              static_cast<long long>(advice.even_binding_stage),
+              stagemem::format_gib(advice.worst_peak).c_str(),
+              static_cast<long long>(advice.binding_stage),
+              stagemem::bytes_text(advice.gain_bytes).c_str());
   if (advice.device_bytes > 0) {
     std::printf("%sdevice %s: headroom even %s, advised %s\n", md ? "- " : "",
                 stagemem::format_gib(advice.device_bytes).c_str(),
@@ -762,24 +734,19 @@ int run_layout(const std::vector<std::string_view>& args) {
   std::printf("%sAttnRes blocks split by stage boundaries: %lld; %lld moves, %lld estimates\n\n",
               md ? "- " : "", static_cast<long long>(advice.attn_res_blocks_split),
               static_cast<long long>(advice.moves), static_cast<long long>(advice.estimates));
-  std::vector<std::vector<std::string>> table = {
-      {"stage", "even GiB", "advised GiB", "change GiB"}};
+  constexpr auto number = stagemem::CellKind::number;
+  stagemem::Table table{.columns = {{"stage", stagemem::Align::left, number},
+                                    {"even GiB", stagemem::Align::left, number},
+                                    {"advised GiB", stagemem::Align::left, number},
+                                    {"change GiB", stagemem::Align::left, number}}};
   for (std::size_t s = 0; s < advice.stage_peaks.size(); ++s) {
     const std::int64_t even = s < advice.even_stage_peaks.size() ? advice.even_stage_peaks[s] : 0;
-    table.push_back({std::to_string(s), gib(even), gib(advice.stage_peaks[s]),
-                     gib(advice.stage_peaks[s] - even)});
+    table.rows.push_back({std::to_string(s), stagemem::gib_number(even),
+                          stagemem::gib_number(advice.stage_peaks[s]),
+                          stagemem::gib_number(advice.stage_peaks[s] - even)});
   }
-  if (md) {
-    std::printf("| stage | even GiB | advised GiB | change GiB |\n|---|---|---|---|\n");
-    for (std::size_t r = 1; r < table.size(); ++r) {
-      std::printf("| %s | %s | %s | %s |\n", table[r][0].c_str(), table[r][1].c_str(),
-                  table[r][2].c_str(), table[r][3].c_str());
-    }
-    std::printf("\n");
-  } else {
-    print_aligned(table);
-    std::printf("\n");
-  }
+  std::printf("%s\n",
+              md ? stagemem::markdown_table(table).c_str() : stagemem::text_table(table).c_str());
   std::printf("%slink: %s\n%smegatron: %s\n", md ? "- " : "", link.c_str(), md ? "- " : "",
               megatron.c_str());
   return 0;

@@ -9,15 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escaping.h"
-#include "base/units.h"
 #include "config_sources.h"
 #include "estimate/estimate.h"
+#include "render/table.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace {
 
 using stagemem::csv_field;
-using stagemem::markdown_cell;
 using stagemem_cli::exit_bad_input;
 
 // Enough for any grid a person reads; each point is a full estimate (microseconds each).
@@ -42,10 +42,7 @@ struct Point {
 };
 
 std::string gib(std::int64_t bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f",
-                static_cast<double>(bytes) / stagemem::bytes_per_gib);
-  return buffer;
+  return stagemem::gib_number(bytes);
 }
 
 std::string fits_text(const Point& p) {
@@ -111,17 +108,9 @@ void print_table(const std::vector<stagemem_cli::SweepAxis>& axes, const std::ve
     return;
   }
   if (format == "markdown") {
-    std::string line = "|", rule = "|";
-    for (const auto& h : header) {
-      line += " " + markdown_cell(h) + " |";
-      rule += "---|";
-    }
-    std::printf("%s\n%s\n", line.c_str(), rule.c_str());
-    for (const auto& row : rows) {
-      std::string out = "|";
-      for (const auto& cell : row) out += " " + markdown_cell(cell) + " |";
-      std::printf("%s\n", out.c_str());
-    }
+    stagemem::Table table{.rows = rows};
+    for (const auto& h : header) table.columns.push_back({h});
+    std::fputs(stagemem::markdown_table(table).c_str(), stdout);
     return;
   }
   std::vector<std::size_t> widths(header.size());

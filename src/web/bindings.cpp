@@ -5,10 +5,10 @@
 //   Module.getConfig()                  the whole configuration: config_to_json's document, parsed
 //   Module.setConfigValue(key, value)   edit one field by its config_fields.h key (value: number,
 //                                       boolean or its text form); "" or an error naming the field
-//   Module.getReport()                  {model, totalParameters, bindingStage, deviceBytes,
-//                                       flatHeadroomBytes, microBatches, stages[], crossChecks[],
-//                                       errors[]}; each stage has its peak, headroom, phases and
-//                                       terms[] of {name, bytes, tag, family, countsInPeak}
+//   Module.getReport()                  the report JSON document (docs/report-schema.md; the
+//                                       text of getReportJson(), parsed) plus `app`: {valid,
+//                                       stale, errors[{field, message}] of the configuration on
+//                                       screen, verdict, world_size, stacked_bytes[] per stage}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, sweeps, heatMapDraws}: the Sweep
@@ -47,7 +47,7 @@
 //   Module.getIdleStats()               {framesDrawn, idleCallbacks}: frames drawn and animation
 //                                       frames that drew nothing (idle costs nothing)
 //   Module.getHistory()                 {undo, redo}: steps available
-//   Module.getReportJson()              what "Download JSON" saves
+//   Module.getReportJson()              what "Download JSON" saves (report_json.h)
 //   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
 //                                       hoveredTransient}: the Timeline tab's stage as drawn
@@ -73,9 +73,7 @@
 #include "measured/snapshot.h"
 #include "measured/snapshot_link.h"
 #include "parallel/layout.h"
-#include "render/cross_check_text.h"
 #include "render/report_json.h"
-#include "render/report_markdown.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
 #include "state.h"
@@ -148,92 +146,33 @@ std::string set_config_value(const std::string& key, val value) {
   return "";
 }
 
+// The report on screen as the one JSON document (the bytes getReportJson() returns), so the
+// page and the tests read the documented schema; the app's own state rides beside it.
+std::string report_json_text(const AppState& state) {
+  return stagemem::report_json(state.report, state.reported_config,
+                               "#" + stagemem::encode_fragment(state.reported_config), {});
+}
+
 val get_report() {
-  val out = val::object();
-  if (!app_state) return out;
+  if (!app_state) return val::object();
   refresh_report(*app_state);
-  const stagemem::Report& r = app_state->report;
-  out.set("model", r.model);
-  out.set("totalParameters", static_cast<double>(r.total_parameters));
-  out.set("bindingStage", static_cast<double>(r.binding_stage));
-  out.set("deviceName", r.device.name);
-  out.set("deviceBytes", static_cast<double>(r.device.bytes));
-  out.set("flatHeadroomBytes", static_cast<double>(r.flat_headroom_bytes));
-  out.set("microBatches", static_cast<double>(r.micro_batches));
-  out.set("dataParallel", static_cast<double>(r.data_parallel));
-  // The configuration on screen's errors; `stages` are then the last valid report's (stale).
-  out.set("errors", field_messages(app_state->diagnostics.errors));
-  out.set("stale", report_stale(*app_state));
-  out.set("valid", app_state->report_valid);
-  out.set("verdict", stagemem::verdict_text(r));
-  out.set("worldSize", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
-  val checks = val::array();
-  for (const auto& c : r.cross_checks) {
-    val check = val::object();
-    check.set("point", std::string(stagemem::measurement_point_name(c.measurement.point)));
-    check.set("stage", static_cast<double>(c.measurement.stage));
-    check.set("measuredBytes", static_cast<double>(c.measurement.bytes));
-    check.set("rank", static_cast<double>(c.measurement.rank));
-    check.set("figure", std::string(stagemem::memory_figure_name(c.measurement.figure)));
-    check.set("derivedBytes", static_cast<double>(c.derived_bytes));
-    check.set("gapBytes", static_cast<double>(c.gap_bytes));
-    check.set("ratio", c.has_ratio ? val(c.ratio) : val::null());
-    const stagemem::StageReport* stage = stagemem::cross_check_stage(r, c);
-    val alive = val::array();
-    val explanations = val::array();
-    if (stage != nullptr) {
-      for (const auto& name : stagemem::cross_check_alive_names(c, *stage)) {
-        alive.call<void>("push", name);
-      }
-      for (const auto& text : stagemem::cross_check_explanations(c, *stage)) {
-        explanations.call<void>("push", text);
-      }
-    }
-    check.set("aliveTerms", alive);
-    check.set("explanations", explanations);
-    checks.call<void>("push", check);
+  val out = val::global("JSON").call<val>("parse", report_json_text(*app_state));
+  // Not part of the report: the state of the app around it. While the configuration on screen
+  // has errors, the document is the last valid configuration's report (stale).
+  val app = val::object();
+  app.set("valid", app_state->report_valid);
+  app.set("stale", report_stale(*app_state));
+  app.set("errors", field_messages(app_state->diagnostics.errors));
+  app.set("verdict", stagemem::verdict_text(app_state->report));
+  app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
+  // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
+  val stacked = val::array();
+  for (const StageLabels& labels : app_state->report_labels.stages) {
+    stacked.call<void>(
+        "push", labels.segments.empty() ? 0.0 : static_cast<double>(labels.segments.back().top));
   }
-  out.set("crossChecks", checks);
-  val stages = val::array();
-  for (const auto& s : r.stages) {
-    val stage = val::object();
-    stage.set("index", static_cast<double>(s.index));
-    stage.set("firstLayer", static_cast<double>(s.first_layer));
-    stage.set("layerCount", static_cast<double>(s.layer_count));
-    stage.set("parametersPerRank", static_cast<double>(s.parameters_per_rank));
-    stage.set("peakBytes", static_cast<double>(s.peak_bytes));
-    stage.set("residentBytes", static_cast<double>(s.resident_bytes));
-    stage.set("gapBytes", static_cast<double>(s.gap_bytes));
-    stage.set("activationBytes", static_cast<double>(s.activation_bytes));
-    stage.set("largestTransientBytes", static_cast<double>(s.largest_transient_bytes));
-    stage.set("optimizerTransientBytes", static_cast<double>(s.optimizer_transient_bytes));
-    stage.set("optimizerPhaseBinds", s.optimizer_phase_binds);
-    stage.set("headroomBytes", static_cast<double>(s.headroom_bytes));
-    stage.set("nonParameterBytes", static_cast<double>(s.non_parameter_bytes));
-    stage.set("flatHeadroomMargin", static_cast<double>(s.flat_headroom_margin));
-    val in_flight = val::array();
-    for (const auto n : s.in_flight_per_chunk) in_flight.call<void>("push", static_cast<double>(n));
-    stage.set("inFlightPerChunk", in_flight);
-    // The top of the stage's stacked bar as drawn (report_labels.h): it must equal the peak.
-    const auto& labels = app_state->report_labels.stages;
-    const auto index = static_cast<std::size_t>(s.index);
-    stage.set("stackedBytes", index < labels.size() && !labels[index].segments.empty()
-                                  ? static_cast<double>(labels[index].segments.back().top)
-                                  : 0.0);
-    val terms = val::array();
-    for (const auto& t : s.terms) {
-      val term = val::object();
-      term.set("name", stagemem::term_name(t));
-      term.set("bytes", static_cast<double>(t.bytes));
-      term.set("tag", std::string(stagemem::tag_name(t.tag)));
-      term.set("family", std::string(stagemem::family_name(t.family)));
-      term.set("countsInPeak", t.counts_in_peak);
-      terms.call<void>("push", term);
-    }
-    stage.set("terms", terms);
-    stages.call<void>("push", stage);
-  }
-  out.set("stages", stages);
+  app.set("stacked_bytes", stacked);
+  out.set("app", app);
   return out;
 }
 
@@ -484,11 +423,10 @@ val get_timeline() {
   out.set("peakBytes",
           built ? static_cast<double>(stages[static_cast<std::size_t>(view.built_stage)].peak_bytes)
                 : 0.0);
-  constexpr const char* phases[] = {"forward", "backward", "optimizer-step"};
   val events = val::array();
   for (const stagemem::TimelineEvent& e : t.events) {
     val item = val::object();
-    item.set("phase", std::string(phases[static_cast<std::size_t>(e.phase)]));
+    item.set("phase", std::string(stagemem::phase_name(e.phase)));
     item.set("liveBytes", static_cast<double>(e.live_bytes));
     events.call<void>("push", item);
   }
@@ -601,8 +539,7 @@ std::string get_markdown_table() {
 std::string get_report_json() {
   if (!app_state) return "";
   refresh_report(*app_state);
-  return stagemem::report_json(app_state->report, app_state->reported_config,
-                               "#" + stagemem::encode_fragment(app_state->reported_config), {});
+  return report_json_text(*app_state);
 }
 
 }  // namespace

@@ -42,22 +42,22 @@ describe("stagemem in headless Chromium", () => {
     // embedding 128,256 x 4,096 / 2 = 262,668,288 (128,256 is already a multiple of 256)
     // -> 698,908,672 params per rank -> 1,397,817,344 B in bf16.
     const report = await page.evaluate(() => Module.getReport());
-    assert.equal(report.totalParameters, 8_030_261_248);
+    assert.equal(report.total_parameters, 8_030_261_248);
     assert.equal(report.stages.length, 8);
-    assert.equal(report.errors.length, 0);
+    assert.equal(report.app.errors.length, 0);
     const weights = report.stages[0].terms.find((term) => term.name === "weights (bf16)");
     assert.equal(weights?.bytes, 1_397_817_344);
     // The peak is resident memory plus the largest phase peak: never above the sum of all terms.
     for (const stage of report.stages) {
       const sum = stage.terms.reduce((total, term) => total + term.bytes, 0);
-      assert.ok(stage.peakBytes >= weights.bytes && stage.peakBytes <= sum,
-                `stage ${stage.index}: peak ${stage.peakBytes} outside [weights, sum of terms ${sum}]`);
+      assert.ok(stage.peak_bytes >= weights.bytes && stage.peak_bytes <= sum,
+                `stage ${stage.index}: peak ${stage.peak_bytes} outside [weights, sum of terms ${sum}]`);
     }
     // The binding stage has the least headroom: on one device type, the largest peak. (Which
     // stage that is moves as the core models more terms: weights alone made it the LM-head
     // stage 7, 1F1B's in-flight activations make it stage 0.)
-    const largestPeak = Math.max(...report.stages.map((stage) => stage.peakBytes));
-    assert.equal(report.stages[report.bindingStage].peakBytes, largestPeak);
+    const largestPeak = Math.max(...report.stages.map((stage) => stage.peak_bytes));
+    assert.equal(report.stages[report.binding_stage].peak_bytes, largestPeak);
 
     // Our own shader (shaders/stage_heat.frag) really ran.
     assert.ok(await page.evaluate(() => Module.heatStripDraws()) > 0);

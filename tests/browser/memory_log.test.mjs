@@ -26,19 +26,19 @@ test("pasted Megatron memory report lines cross-check every rank on its stage", 
   await page.keyboard.down("Control");
   await page.keyboard.press("v");
   await page.keyboard.up("Control");
-  await waitUntil(page, async () => (await page.evaluate(() => Module.getReport())).crossChecks.length > 0,
+  await waitUntil(page, async () => (await page.evaluate(() => Module.getReport())).cross_checks.length > 0,
                   { what: "the pasted log's readings are cross-checked" });
   const report = await page.evaluate(() => Module.getReport());
   // 4 ranks x 4 figures (allocated, max allocated, reserved, max reserved).
-  assert.equal(report.crossChecks.length, 16);
-  const ranks = [...new Set(report.crossChecks.map((c) => c.rank))];
+  assert.equal(report.cross_checks.length, 16);
+  const ranks = [...new Set(report.cross_checks.map((c) => c.rank))];
   assert.deepEqual(ranks, [0, 1, 4, 5]);
-  for (const c of report.crossChecks) assert.equal(c.stage, c.rank >= 4 ? 1 : 0, `rank ${c.rank}`);
-  const peak = report.crossChecks.find((c) => c.rank === 4 && c.figure === "max-allocated");
+  for (const c of report.cross_checks) assert.equal(c.stage, c.rank >= 4 ? 1 : 0, `rank ${c.rank}`);
+  const peak = report.cross_checks.find((c) => c.rank === 4 && c.figure === "max-allocated");
   assert.equal(peak.point, "steady-state-peak");
-  assert.equal(peak.measuredBytes, 47000 * 2 ** 20);  // Megatron's MB is MiB
-  assert.equal(peak.derivedBytes, report.stages[1].peakBytes);
-  assert.equal(peak.gapBytes, peak.measuredBytes - peak.derivedBytes);
+  assert.equal(peak.measured_bytes, 47000 * 2 ** 20);  // Megatron's MB is MiB
+  assert.equal(peak.derived_bytes, report.stages[1].peak_bytes);
+  assert.equal(peak.gap_bytes, peak.measured_bytes - peak.derived_bytes);
   await waitFrames(page, 3);
   assert.equal((await page.evaluate(() => Module.getUiState())).mainTab, "cross_checks");
   // The link holds the readings as measured= entries with their rank and figure.

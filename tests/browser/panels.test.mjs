@@ -60,32 +60,33 @@ describe("stagemem panels on a production link", () => {
 
     const report = await getReport(page);
     assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.app.errors, []);
     assert.equal(report.stages.length, 8);
     // MI355X: 294,912 MiB = 294,912 x 2^20 = 309,237,645,312 B (devices.cpp).
-    assert.equal(report.deviceBytes, 309_237_645_312);
-    assert.equal(report.flatHeadroomBytes, 88_046_829_568);
+    assert.equal(report.device_bytes, 309_237_645_312);
+    assert.equal(report.flat_headroom_bytes, 88_046_829_568);
     // DP is derived from EP 28 (EP x ETP must divide TP x CP x DP = DP): 28; M = 896 / (1 x 28).
-    assert.equal(report.dataParallel, 28);
-    assert.equal(report.microBatches, 32);
+    assert.equal(report.data_parallel, 28);
+    assert.equal(report.micro_batches, 32);
     for (const stage of report.stages) {
       // 1F1B: stage p holds min(P - p, M) = 8 - p micro-batches at its peak.
-      assert.deepEqual(stage.inFlightPerChunk, [8 - stage.index]);
-      assert.equal(stage.headroomBytes, report.deviceBytes - stage.peakBytes);
-      assert.equal(stage.nonParameterBytes, stage.peakBytes - stage.residentBytes - stage.gapBytes);
-      assert.equal(stage.flatHeadroomMargin, report.flatHeadroomBytes - stage.nonParameterBytes);
+      assert.deepEqual(stage.in_flight_per_chunk, [8 - stage.index]);
+      assert.equal(stage.headroom_bytes, report.device_bytes - stage.peak_bytes);
+      assert.equal(stage.non_parameter_bytes, stage.peak_bytes - stage.resident_bytes - stage.gap_bytes);
+      assert.equal(stage.flat_headroom_margin_bytes, report.flat_headroom_bytes - stage.non_parameter_bytes);
       // The stacked bar drawn for the stage ends exactly at its peak.
-      assert.equal(stage.stackedBytes, stage.peakBytes, `stage ${stage.index}: stacked bar`);
+      assert.equal(report.app.stacked_bytes[stage.index], stage.peak_bytes, `stage ${stage.index}: stacked bar`);
     }
     // The binding stage has the least headroom.
-    const least = Math.min(...report.stages.map((s) => s.headroomBytes));
-    assert.equal(report.stages[report.bindingStage].headroomBytes, least);
+    const least = Math.min(...report.stages.map((s) => s.headroom_bytes));
+    assert.equal(report.stages[report.binding_stage].headroom_bytes, least);
     // Hand-derived: 93 layers over 8 stages, the first 5 take 12 (stage 2: layers 24-35). Under
     // full recompute each layer keeps its checkpointed input per micro-batch in flight:
     // S x B x h x 2 B = 8,192 x 1 x 7,168 x 2 = 117,440,512 B, x 12 layers x 6 in flight
     // (8 - 2) = 8,455,716,864 B.
     const stage2 = report.stages[2];
-    assert.equal(stage2.firstLayer, 24);
-    assert.equal(stage2.layerCount, 12);
+    assert.deepEqual(stage2.layers, [{ first: 24, count: 12 }]);
+    assert.equal(stage2.layer_count, 12);
     const checkpoint = stage2.terms.find((term) => term.name.includes("checkpointed group input"));
     assert.equal(checkpoint?.bytes, 8_455_716_864);
 
@@ -153,8 +154,8 @@ describe("stagemem panels on a production link", () => {
     // The cell of the current values (seq 8192, mbs 1) is the report itself.
     const report = await getReport(page);
     const current = sweep.cells.find((c) => c.x === 2 && c.y === 0);
-    assert.equal(current.peak, report.stages[report.bindingStage].peakBytes);
-    assert.equal(current.headroom, report.deviceBytes - current.peak);
+    assert.equal(current.peak, report.stages[report.binding_stage].peak_bytes);
+    assert.equal(current.headroom, report.device_bytes - current.peak);
     t.diagnostic(`one full sweep of ${sweep.cells.length} estimates: ${sweep.sweepMs.toFixed(2)} ms`);
     // Not recomputed while nothing changes.
     await waitFrames(page, 10);
@@ -190,26 +191,26 @@ describe("stagemem panels on a production link", () => {
       return !hash.includes("seq=") && hash.includes("mbs=2");
     }, { what: "link follows the cell" });
     const applied = await getReport(page);
-    assert.equal(applied.stages[applied.bindingStage].peakBytes, target.peak);
-    assert.equal(applied.bindingStage, target.bindingStage);
+    assert.equal(applied.stages[applied.binding_stage].peak_bytes, target.peak);
+    assert.equal(applied.binding_stage, target.bindingStage);
     await context.close();
   });
 
   test("the cross-check panel lists each measurement against the derived terms", async () => {
     const { context, page } = await openApp(production + measured);
     const report = await getReport(page);
-    assert.equal(report.crossChecks.length, 2);
-    const [first, second] = report.crossChecks;
+    assert.equal(report.cross_checks.length, 2);
+    const [first, second] = report.cross_checks;
     assert.equal(first.point, "after-first-step");
     assert.equal(first.stage, 0);
     // 141.1 GiB = 141.1 x 2^30 = 151,504,971,366.4 -> 151,504,971,366 B (rounded to the byte).
-    assert.equal(first.measuredBytes, 151_504_971_366);
-    assert.equal(first.gapBytes, first.measuredBytes - first.derivedBytes);
-    assert.ok(first.aliveTerms.length > 0 && first.explanations.length > 0);
+    assert.equal(first.measured_bytes, 151_504_971_366);
+    assert.equal(first.gap_bytes, first.measured_bytes - first.derived_bytes);
+    assert.ok(first.alive_terms.length > 0 && first.explanations.length > 0);
     assert.equal(second.point, "steady-state-peak");
     // A steady-state peak is compared with the stage's whole peak.
-    assert.equal(second.derivedBytes, report.stages[7].peakBytes);
-    assert.ok(Math.abs(second.ratio - second.measuredBytes / second.derivedBytes) < 1e-9);
+    assert.equal(second.derived_bytes, report.stages[7].peak_bytes);
+    assert.ok(Math.abs(second.ratio - second.measured_bytes / second.derived_bytes) < 1e-9);
     await showTab(page, "cross_checks");
     await page.screenshot({ path: join(artifacts, "browser-cross-checks.png") });
     await context.close();

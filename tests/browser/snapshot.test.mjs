@@ -73,7 +73,7 @@ test("a dropped snapshot is read in the page, compared with the stage, drawn ove
   assert.equal(s.fileBytes, bytesOf("after_step.pickle").length);
   assert.equal((await page.evaluate(() => Module.getUiState())).mainTab, "snapshot");
   // Compared with the stage the timeline shows first: the binding stage.
-  assert.equal(s.stage, report.bindingStage);
+  assert.equal(s.stage, report.binding_stage);
   // test_snapshot.cpp's worked numbers: params 1 MiB + grads 2 MiB; master + 2 Adam moments 6 MiB;
   // 2 layers x (256 KiB attention + 512 KiB MLP) = 1.5 MiB; 1,000 B without frames; the
   // all-gather buffer was freed before the snapshot; 24 MiB reserved; 11,011,048 B active.
@@ -102,8 +102,8 @@ test("a dropped snapshot is read in the page, compared with the stage, drawn ove
   assert.equal(s.peak.event, 21);
   assert.equal(s.peak.liveBytes, 15_205_376);
   assert.equal(s.peak.bucket, "all-gather buffers");
-  assert.equal(s.peak.derivedBytes, stage.peakBytes);
-  assert.equal(s.peak.gapBytes, 15_205_376 - stage.peakBytes);
+  assert.equal(s.peak.derivedBytes, stage.peak_bytes);
+  assert.equal(s.peak.gapBytes, 15_205_376 - stage.peak_bytes);
   assert.match(s.peak.comparison, /^measured peak 15,205,376 B \(14\.5 MiB\) \(event 21 of 24 on device 0, all-gather buffers\) vs derived peak [\d,]+ B \([\d.]+ GiB\) at stage \d, .*: gap \(measured - derived\) -/);
   // Read in the page: not one request since the drop.
   assert.deepEqual(requests, []);

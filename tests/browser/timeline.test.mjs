@@ -29,16 +29,16 @@ test("the timeline tab charts a stage's step; hovering a pass names it and its l
   const report = await page.evaluate(() => Module.getReport());
   let timeline = await page.evaluate(() => Module.getTimeline());
   // The binding stage is shown first; every pass of the step and the optimizer step are events.
-  assert.equal(timeline.stage, report.bindingStage);
-  assert.equal(report.microBatches, 8);
+  assert.equal(timeline.stage, report.binding_stage);
+  assert.equal(report.micro_batches, 8);
   assert.equal(timeline.chunks, 2);
   assert.equal(timeline.events.length, 2 * 8 * 2 + 1);
   assert.equal(timeline.events.at(-1).phase, "optimizer-step");
   // The peak event is the stage's peak, and no event is above it.
   const stage = report.stages[timeline.stage];
-  assert.equal(timeline.peakBytes, stage.peakBytes);
-  assert.equal(timeline.events[timeline.peakEvent].liveBytes, stage.peakBytes);
-  assert.ok(timeline.events.every((e) => e.liveBytes <= stage.peakBytes));
+  assert.equal(timeline.peakBytes, stage.peak_bytes);
+  assert.equal(timeline.events[timeline.peakEvent].liveBytes, stage.peak_bytes);
+  assert.ok(timeline.events.every((e) => e.liveBytes <= stage.peak_bytes));
   assert.match(timeline.peakName, new RegExp(`^stage ${timeline.stage}, (forward|backward) of micro-batch \\d+ on chunk [01]`));
 
   // Hover the peak's column with the mouse: the tooltip's event is the peak.
@@ -65,7 +65,7 @@ test("the timeline tab charts a stage's step; hovering a pass names it and its l
     { what: "the peak column hovered" });
   await waitFrames(page, 20);  // the tooltip appears after ImGui's hover delay
   timeline = await page.evaluate(() => Module.getTimeline());
-  assert.equal(timeline.hoveredLiveBytes, stage.peakBytes);
+  assert.equal(timeline.hoveredLiveBytes, stage.peak_bytes);
   assert.equal(timeline.hoveredName, timeline.peakName);
   await page.screenshot({ path: join(artifacts, "browser-timeline.png") });
 
@@ -76,7 +76,7 @@ test("the timeline tab charts a stage's step; hovering a pass names it and its l
                   { what: "the first column hovered" });
   timeline = await page.evaluate(() => Module.getTimeline());
   assert.match(timeline.hoveredName, new RegExp(`^stage ${timeline.stage}, forward of micro-batch 0 on chunk 0`));
-  assert.ok(timeline.hoveredLiveBytes < stage.peakBytes);
+  assert.ok(timeline.hoveredLiveBytes < stage.peak_bytes);
   assert.deepEqual(consoleErrors, []);
   await context.close();
 });

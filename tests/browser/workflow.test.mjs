@@ -117,7 +117,7 @@ describe("stagemem as a user lives in it", () => {
     await waitUntil(page, async () => (await getConfig(page)).custom_model !== "",
                     { what: "the pasted config.json is the custom model" });
     const report = await getReport(page);
-    assert.equal(report.stages.reduce((n, s) => n + s.layerCount, 0), 40);
+    assert.equal(report.stages.reduce((n, s) => n + s.layer_count, 0), 40);
     assert.equal((await getConfig(page)).parallel.pipeline_parallel, 4);
     await page.screenshot({ path: join(artifacts, "browser-pasted-hf-config.png") });
     await context.close();
@@ -133,7 +133,7 @@ describe("stagemem as a user lives in it", () => {
     }, llamaConfig.replace('"num_hidden_layers": 32', '"num_hidden_layers": 24'));
     await page.dispatchEvent("#canvas", "dragover", { dataTransfer });
     await page.dispatchEvent("#canvas", "drop", { dataTransfer });
-    await waitUntil(page, async () => (await getReport(page)).stages.reduce((n, s) => n + s.layerCount, 0) === 24,
+    await waitUntil(page, async () => (await getReport(page)).stages.reduce((n, s) => n + s.layer_count, 0) === 24,
                     { what: "the dropped config.json's 24 layers" });
     // The picker: a stagemem configuration JSON (what getConfig returns) with PP 8 and a device.
     const saved = await getConfig(page);
@@ -190,16 +190,16 @@ describe("stagemem as a user lives in it", () => {
     assert.equal(config.parallel.pipeline_parallel, 16);
     assert.equal(config.parallel.expert_parallel, 64);
     let report = await getReport(page);
-    assert.deepEqual(report.errors.map((e) => e.field), ["parallel.sequence_parallel"]);
-    assert.equal(report.valid, false);
+    assert.deepEqual(report.app.errors.map((e) => e.field), ["parallel.sequence_parallel"]);
+    assert.equal(report.app.valid, false);
     // The GPU count is on the first screen: EP 64 with TP 2 means DP 32, 1,024 GPUs.
-    assert.equal(report.worldSize, 1024);
+    assert.equal(report.app.world_size, 1024);
     await page.screenshot({ path: join(artifacts, "browser-link-needs-sp.png") });
     await clickWidget(page, "field_fix");
     await waitUntil(page, async () => (await getConfig(page)).parallel.sequence_parallel === true,
                     { what: "Enable sequence parallelism" });
     report = await getReport(page);
-    assert.deepEqual(report.errors, []);
+    assert.deepEqual(report.app.errors, []);
     assert.equal(report.stages.length, 16);
     config = await getConfig(page);
     assert.equal(config.parallel.expert_parallel, 64);
@@ -212,15 +212,15 @@ describe("stagemem as a user lives in it", () => {
     const { context, page } = await openApp("v=1&model=deepseek-v3&tp=1&pp=16&ep=64&device=h200",
                                             { permissions: clipboard });
     const valid = await getReport(page);
-    assert.deepEqual(valid.errors, []);
+    assert.deepEqual(valid.app.errors, []);
     // TP + on an MoE model without sequence parallelism: invalid.
     await clickWidget(page, "tp_plus");
     await waitUntil(page, async () => (await getConfig(page)).parallel.tensor_parallel === 2,
                     { what: "tp = 2" });
     const stale = await getReport(page);
-    assert.equal(stale.stale, true);
-    assert.deepEqual(stale.errors.map((e) => e.field), ["parallel.sequence_parallel"]);
-    assert.deepEqual(stale.stages.map((s) => s.peakBytes), valid.stages.map((s) => s.peakBytes),
+    assert.equal(stale.app.stale, true);
+    assert.deepEqual(stale.app.errors.map((e) => e.field), ["parallel.sequence_parallel"]);
+    assert.deepEqual(stale.stages.map((s) => s.peak_bytes), valid.stages.map((s) => s.peak_bytes),
                      "the last valid report stays on screen");
     await page.screenshot({ path: join(artifacts, "browser-stale.png") });
     // Copy link: exactly the configuration on screen (tp=2), even though it is invalid.
@@ -232,7 +232,7 @@ describe("stagemem as a user lives in it", () => {
     await page.mouse.click(900, 600);
     await pressShortcut(page, "z");
     await waitUntil(page, async () => (await getConfig(page)).parallel.tensor_parallel === 1, { what: "undo" });
-    assert.equal((await getReport(page)).stale, false);
+    assert.equal((await getReport(page)).app.stale, false);
     await page.keyboard.down("Control");
     await page.keyboard.down("Shift");
     await page.keyboard.press("z");
@@ -252,10 +252,10 @@ describe("stagemem as a user lives in it", () => {
     assert.equal(config.model, "llama-3.1-70b");
     assert.equal(config.device.preset, "h100-80gb");
     const report = await getReport(page);
-    assert.deepEqual(report.errors, []);
-    assert.match(report.verdict, /^fits: stage \d+ binds at \d+\.\d of 79\.2 GiB$/);
-    assert.equal(report.worldSize, 64);
-    for (const stage of report.stages) assert.ok(stage.headroomBytes >= 0);
+    assert.deepEqual(report.app.errors, []);
+    assert.match(report.app.verdict, /^fits: stage \d+ binds at \d+\.\d of 79\.2 GiB$/);
+    assert.equal(report.app.world_size, 64);
+    for (const stage of report.stages) assert.ok(stage.headroom_bytes >= 0);
     // The default is written into the link at once, so the page can be shared as it is.
     assert.match(await page.evaluate(() => location.hash), /model=llama-3\.1-70b/);
     // GPUs per node is editable at the top, and the device and layout fields come before training.
@@ -295,7 +295,7 @@ describe("stagemem as a user lives in it", () => {
       await waitUntil(page, async () => (await getReport(page)).stages.length === pp, { what: `${pp} stages` });
       await waitFrames(page, 3);
       const report = await getReport(page);
-      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.app.errors, []);
       const ui = await uiState(page);
       assert.ok(ui.legendTerms >= 5, "a legend of the terms on the chart");
       const rects = [];

@@ -1,9 +1,11 @@
-// Tests of report_markdown.h: the wiki text shared by the CLI and the app's Copy as Markdown.
+// Tests of report_markdown.h: the wiki text shared by the CLI and the app's Copy as Markdown,
+// and `check --format markdown`.
 #include <string>
 
 #include "catch.h"
 #include "estimate/estimate.h"
 #include "render/report_markdown.h"
+#include "render/vocabulary.h"
 
 using namespace stagemem;
 
@@ -73,24 +75,53 @@ TEST_CASE("Markdown: a table cell never breaks the table (model names are escape
   // (HTML and line breaks: markdown_cell's own tests, text_escaping.h.)
 }
 
-TEST_CASE("Verdict line: fits, over, no device") {
+TEST_CASE("Markdown: a report with errors lists them instead of tables") {
   Config c = llama_on_h100();
-  Report r = estimate(c);
-  REQUIRE(r.binding_stage == 0);
-  CHECK(verdict_text(r).starts_with("fits: stage 0 binds at "));
-  CHECK(verdict_text(r).ends_with(" of 79.2 GiB"));
-  c.device.preset.clear();
-  c.device.bytes = std::int64_t{10} << 30;  // 10 GiB: every stage is over
-  r = estimate(c);
-  const std::string over = verdict_text(r);
-  CHECK(over.starts_with("stage 0 is "));
-  CHECK(over.find(" GiB over (peak ") != std::string::npos);
-  CHECK(over.ends_with("; 4 stages do not fit"));
-  c.device.bytes = 0;
-  r = estimate(c);
-  CHECK(verdict_text(r).starts_with("no device chosen: stage 0 peaks at "));
   c.parallel.tensor_parallel = 0;
-  r = estimate(c);
-  CHECK(verdict_text(r).empty());
+  const Report r = estimate(c);
   CHECK(report_markdown(r, c, {}).starts_with("stagemem: the configuration has errors:"));
+}
+
+TEST_CASE("Markdown: the binding phase and the layers as the JSON and the CLI spell them") {
+  // Llama-3.1-8B at PP 2 x VPP 2 (32 layers in 4 virtual stages of 8): rank 0 runs 0-7 and
+  // 16-23, rank 1 8-15 and 24-31; forward/backward binds on both ("forward-backward", the JSON's
+  // `binding_phase`).
+  Config c;
+  c.parallel.pipeline_parallel = 2;
+  c.parallel.virtual_stages = 2;
+  c.training.global_batch = 8;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const std::string md = report_markdown(r, c, {.link = "", .terms = true});
+  CHECK(md.find("| 0 (binding) | 0-7,16-23 | ") != std::string::npos);
+  CHECK(md.find("| 1 | 8-15,24-31 | ") != std::string::npos);
+  CHECK(md.find(" | no device | - | forward-backward | ") != std::string::npos);
+  CHECK(md.find("#### Stage 1 terms (layers 8-15,24-31)\n") != std::string::npos);
+  // Not measured gap rows are 0 B and count in the peak (the JSON's counts_in_peak).
+  CHECK(md.find("| gap: runtime context | 0.00 GiB | 0 | gap | NOT MEASURED | yes |") !=
+        std::string::npos);
+}
+
+TEST_CASE("Markdown: check - the stage table, a stage that does not fit, the result line") {
+  // On 40 GiB (42,949,672,960 B), stage 0 (peak 60,023,768,064 B = 55.90 GiB) is over by
+  // 17,074,095,104 B (15.90 GiB); stages 1 (42.84 GiB) and 3 (46.79 GiB) are over too; stage 2
+  // (38.59 GiB) fits with 1.41 GiB to spare.
+  Config c = llama_on_h100();
+  c.device.preset.clear();
+  c.device.bytes = std::int64_t{40} << 30;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const std::string md = check_markdown(r);
+  CHECK(
+      md.starts_with("**llama-3.1-8b** on **custom**: 42,949,672,960 B (40.00 GiB) per rank\n\n"
+                     "| stage | layers | peak GiB | headroom GiB | fits |\n"
+                     "| ---: | --- | ---: | ---: | --- |\n"
+                     "| 0 | 0-7 | 55.90 | -15.90 | no |\n"));
+  CHECK(md.find("| 2 | 16-23 | 38.59 | 1.41 | yes |\n") != std::string::npos);
+  CHECK(md.find("\n**Stage 0 does not fit**: peak 60,023,768,064 B (55.90 GiB) exceeds custom by "
+                "17,074,095,104 B (15.90 GiB).\nLargest terms:\n\n"
+                "1. Adam exp\\_avg + exp\\_avg\\_sq (fp32): dense parameters (resident): "
+                "18,161,860,608 B (16.91 GiB)\n") != std::string::npos);
+  CHECK(count_of(md, "does not fit**") == 3);
+  CHECK(md.ends_with("\ncheck FAILED: 3 of 4 stages do not fit custom\n"));
 }

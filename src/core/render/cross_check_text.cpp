@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "base/units.h"
 #include "memory/resident_terms.h"
 #include "render/vocabulary.h"
 #include "report/term_names.h"
@@ -15,10 +14,6 @@ std::string number(double value, const char* format) {
   char buffer[48];
   std::snprintf(buffer, sizeof buffer, format, value);
   return buffer;
-}
-
-std::string bytes_text(std::int64_t bytes) {
-  return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
 }
 
 const Term* term_at(const StageReport& stage, std::int64_t index) {

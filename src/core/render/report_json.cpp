@@ -4,6 +4,7 @@
 
 #include "memory/timeline.h"
 #include "render/cross_check_text.h"
+#include "render/report_text.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
 
@@ -30,18 +31,6 @@ json term_json(const Term& t, const Config& config) {
   const std::string_view source = term_source(t, config);
   if (!source.empty()) term["source"] = std::string(source);
   return term;
-}
-
-std::string_view phase_name(StepPhase phase) {
-  switch (phase) {
-    case StepPhase::forward:
-      return "forward";
-    case StepPhase::backward:
-      return "backward";
-    case StepPhase::optimizer_step:
-      return "optimizer-step";
-  }
-  return "unknown";
 }
 
 json term_name_or_null(const StageReport& s, std::int64_t i) {
@@ -74,7 +63,7 @@ json stage_json(const StageReport& s, const Report& report, const Config& config
       {"layers", layers},
       {"layer_count", s.layer_count},
       {"parameters_per_rank", s.parameters_per_rank},
-      {"binding_phase", s.optimizer_phase_binds ? "optimizer-step" : "forward-backward"},
+      {"binding_phase", std::string(binding_phase_name(s))},
       {"resident_bytes", s.resident_bytes},
       {"gap_bytes", s.gap_bytes},
       {"stored_activation_bytes", s.activation_bytes},
@@ -92,10 +81,8 @@ json stage_json(const StageReport& s, const Report& report, const Config& config
   return stage;
 }
 
-}  // namespace
-
-std::string report_json(const Report& report, const Config& config, std::string_view link,
-                        const Diagnostics& input_warnings) {
+json report_document(const Report& report, const Config& config, std::string_view link,
+                     const Diagnostics& input_warnings) {
   json out;
   out["schema_version"] = report_schema_version;
   if (!link.empty()) out["link"] = std::string(link);
@@ -140,7 +127,46 @@ std::string report_json(const Report& report, const Config& config, std::string_
     warnings.push_back({{"field", w.field}, {"message", w.message}});
   }
   out["warnings"] = warnings;
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return out;
+}
+
+std::string text_of(const json& document) {
+  return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string report_json(const Report& report, const Config& config, std::string_view link,
+                        const Diagnostics& input_warnings) {
+  return text_of(report_document(report, config, link, input_warnings));
+}
+
+std::string check_json(const Report& report, const Config& config, std::string_view link,
+                       const Diagnostics& input_warnings) {
+  json stages = json::array();
+  for (const StageReport& s : report.stages) {
+    json terms = json::array();
+    for (const Term* t : largest_terms(s, check_largest_terms)) {
+      terms.push_back({{"name", term_name(*t)},
+                       {"family", std::string(family_name(t->family))},
+                       {"bytes", t->bytes}});
+    }
+    stages.push_back({{"index", s.index},
+                      {"layers", stage_layers_text(s)},
+                      {"peak_bytes", s.peak_bytes},
+                      {"headroom_bytes", s.headroom_bytes},
+                      {"fits", s.headroom_bytes >= 0},
+                      {"largest_terms", terms}});
+  }
+  const json out = {{"schema_version", report_schema_version},
+                    {"kind", "check"},
+                    {"model", report.model},
+                    {"fits", stages_not_fitting(report) == 0},
+                    {"device", {{"name", report.device.name}, {"bytes", report.device.bytes}}},
+                    {"binding_stage", report.binding_stage},
+                    {"stages", stages},
+                    {"report", report_document(report, config, link, input_warnings)}};
+  return text_of(out);
 }
 
 std::string timeline_json(const Report& report, std::string_view link) {
@@ -182,7 +208,7 @@ std::string timeline_json(const Report& report, std::string_view link) {
                       {"events", events}});
   }
   out["stages"] = stages;
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return text_of(out);
 }
 
 }  // namespace stagemem

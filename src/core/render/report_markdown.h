@@ -1,12 +1,13 @@
-// report_markdown.h — the report as Markdown for a wiki page, and the one-line summaries that the
-// app's first screen shows too. One writer: `Copy as Markdown` in the app and
-// `stagemem report --format markdown` in the CLI both call report_markdown.
+// report_markdown.h — the report as Markdown for a wiki page: `stagemem report --format
+// markdown`, the app's Copy as Markdown (Module.getMarkdownTable) and `stagemem check --format
+// markdown` all call these.
 //
 // Purpose: what a reader of a wiki page needs first: a summary (model, parallel layout, GPUs,
 // device, verdict), a per-stage table (stage, layers, peak, headroom, fits, binding phase, the
 // three largest terms) and the link that reproduces it; the full term table only on request.
-// Every value written into the text goes through markdown_cell (text_escaping.h), so a model
-// name or a measurement source can neither become HTML nor break a table.
+// Every table is a Table (table.h) and every value written into the text goes through
+// markdown_cell (text_escaping.h), so a model name or a measurement source can neither become
+// HTML nor break a table. The words are vocabulary.h's.
 // Units: GiB (2^30 B) with two decimals in the text; exact bytes in the term table.
 // Limitations: the link is what the caller passes (the CLI has no site address: it passes the
 // fragment, written as code).
@@ -31,14 +32,12 @@ struct MarkdownOptions {
 std::string report_markdown(const Report& report, const Config& config,
                             const MarkdownOptions& options);
 
-// "fits: stage 1 binds at 224.7 of 288.0 GiB" / "stage 0 is 71.6 GiB over (peak 359.6 of
-// 288.0 GiB)" / "no device chosen: stage 1 peaks at 224.7 GiB"; "" for a report with errors.
-std::string verdict_text(const Report& report);
+// `stagemem check --format markdown`: the device, a table of every stage's peak and headroom
+// (GiB) and whether it fits, each stage that does not fit with its largest terms, and the
+// check's one-line result (check_result_text, report_text.h). `report` has a device.
+std::string check_markdown(const Report& report);
+
 // "TP 8 x PP 4 x CP 1 x DP 2 = 64 GPUs; EP 1, ETP 1, sequence parallel off"
 std::string layout_text(const Config& config);
-// The stage's three largest terms: "weights (bf16) 16.31 GiB; ..." (terms alive at its peak).
-std::string largest_terms_text(const StageReport& stage, std::size_t count = 3);
-// "forward/backward" or "optimizer step".
-std::string_view binding_phase_name(const StageReport& stage);
 
 }  // namespace stagemem

@@ -1,5 +1,7 @@
 #include "render/vocabulary.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "report/term_names.h"
@@ -52,9 +54,127 @@ std::string_view allocation_point_name(AllocationPoint point) {
   return "unknown";
 }
 
+std::string_view phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::forward:
+      return "forward";
+    case StepPhase::backward:
+      return "backward";
+    case StepPhase::optimizer_step:
+      return "optimizer-step";
+  }
+  return "unknown";
+}
+
+std::string_view binding_phase_name(const StageReport& stage) {
+  return stage.optimizer_phase_binds ? "optimizer-step" : "forward-backward";
+}
+
+std::string layer_range_text(std::int64_t first, std::int64_t count) {
+  if (count <= 0) return "-";
+  return std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
 std::string layers_text(std::int64_t first, std::int64_t last) {
+  // The range as layer_range_text spells it, in a sentence (the JSON's peak-moment names).
   if (first == last) return "layer " + std::to_string(first);
   return "layers " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+std::string stage_layers_text(const StageReport& stage) {
+  // A report always lists the chunks; a stage built by hand may give its layers alone.
+  if (stage.chunks.empty()) return layer_range_text(stage.first_layer, stage.layer_count);
+  std::string out;
+  for (const LayerRange& c : stage.chunks) {
+    if (!out.empty()) out += ',';
+    out += layer_range_text(c.first, c.count);
+  }
+  return out;
+}
+
+std::string gib_number(std::int64_t bytes, int decimals) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals,
+                static_cast<double>(bytes) / bytes_per_gib);
+  return buffer;
+}
+
+std::string bytes_text(std::int64_t bytes) {
+  return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
+}
+
+std::string signed_gib_text(std::int64_t bytes) {
+  return (bytes > 0 ? "+" : "") + format_gib(bytes);
+}
+
+std::string_view in_peak_text(const Term& term) {
+  return term.counts_in_peak ? "yes" : "no";
+}
+
+std::vector<const Term*> largest_terms(const StageReport& stage, std::size_t count) {
+  std::vector<const Term*> terms;
+  for (const Term& t : stage.terms) {
+    if (t.bytes > 0 && t.counts_in_peak) terms.push_back(&t);
+  }
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const Term* a, const Term* b) { return a->bytes > b->bytes; });
+  if (terms.size() > count) terms.resize(count);
+  return terms;
+}
+
+std::string largest_terms_text(const StageReport& stage, std::size_t count) {
+  std::string out;
+  for (const Term* t : largest_terms(stage, count)) {
+    out += (out.empty() ? "" : "; ") + term_name(*t) + " " + format_gib(t->bytes);
+  }
+  return out;
+}
+
+std::string ratio_text(const CrossCheck& check) {
+  if (!check.has_ratio) return "n/a (nothing derived is alive)";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "x%.3f", check.ratio);
+  return buffer;
+}
+
+std::string_view fits_text(const StageReport& stage, const Report& report) {
+  if (report.device.bytes <= 0) return "-";
+  return stage.headroom_bytes >= 0 ? "yes" : "no";
+}
+
+std::string measurement_title(const Measurement& m) {
+  std::string out;
+  if (m.figure != MemoryFigure::unspecified)
+    out = std::string(memory_figure_name(m.figure)) + " at ";
+  out += measurement_point_name(m.point);
+  if (m.point == MeasurementPoint::term) out += " " + m.term;
+  out += ", stage " + std::to_string(m.stage);
+  if (m.rank >= 0) out += ", rank " + std::to_string(m.rank);
+  return out;
+}
+
+std::string verdict_text(const Report& report) {
+  if (!report.diagnostics.ok() || report.binding_stage < 0 ||
+      report.binding_stage >= static_cast<std::int64_t>(report.stages.size())) {
+    return "";
+  }
+  // One decimal: the verdict is read at a glance ("224.7 of 288.0 GiB").
+  const auto gib1 = [](std::int64_t bytes) { return gib_number(bytes, 1); };
+  const StageReport& binding = report.stages[static_cast<std::size_t>(report.binding_stage)];
+  const std::string stage = "stage " + std::to_string(binding.index);
+  if (report.device.bytes <= 0) {
+    return "no device chosen: " + stage + " peaks at " + gib1(binding.peak_bytes) + " GiB";
+  }
+  if (binding.headroom_bytes < 0) {
+    std::int64_t over = 0;
+    for (const StageReport& s : report.stages) over += s.headroom_bytes < 0 ? 1 : 0;
+    std::string text = stage + " is " + gib1(-binding.headroom_bytes) + " GiB over (peak " +
+                       gib1(binding.peak_bytes) + " of " + gib1(report.device.bytes) + " GiB)";
+    if (over > 1) text += "; " + std::to_string(over) + " stages do not fit";
+    return text;
+  }
+  return "fits: " + stage + " binds at " + gib1(binding.peak_bytes) + " of " +
+         gib1(report.device.bytes) + " GiB";
 }
 
 std::string moment_name(const StageReport& stage, const PeakMoment& moment) {

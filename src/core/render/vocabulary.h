@@ -1,27 +1,73 @@
 // vocabulary.h — the words of a report, spelled once: families, tags, allocation points, step
-// phases and peak moments, layer ranges, byte amounts with their unit and ratios.
+// phases and the binding phase, layer ranges, byte amounts with their unit, ratios, fits,
+// cross-check titles, the verdict and peak moments.
 //
 // Purpose: the CLI's text and CSV, the Markdown writer, the JSON writer, the app's panels and the
 // browser's API all name the same things; each spelling lives here, so they cannot disagree.
-// Units: bytes in binary units (GiB, MiB) unless a function says GB; every amount is labelled.
-// Limitations: English only.
+// Where the report JSON (report_json.h, pinned byte for byte by the golden test) spells a thing,
+// that spelling is the one every other output uses (e.g. the binding phase "forward-backward").
+// The unit primitives (group_digits, format_gib/mib/gb: "14.96 GiB") are base/units.h's, since
+// tests of the physics below this layer state worked numbers with them; this header includes it,
+// so a front end includes this one header for every word.
+// Units: bytes in binary units (GiB = 2^30 B, MiB) unless a function says GB; every amount
+// written with its unit, except gib_number (for a column whose header names the unit).
+// Limitations: English only; GiB figures are rounded to the decimals asked for (exact bytes are
+// in bytes_text).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "base/units.h"
 #include "memory/timeline.h"
 #include "report/report.h"
 
 namespace stagemem {
 
+// Names. The JSON values of `family`, `tag`, `allocated_at`, `phase` and `binding_phase`.
 std::string_view family_name(Family family);  // "resident", "activation", "transient", "gap"
 std::string_view tag_name(Tag tag);           // "DERIVED", "MEASURED", "NOT MEASURED", ...
 std::string_view allocation_point_name(AllocationPoint point);  // "model init", ...
+std::string_view phase_name(StepPhase phase);  // "forward", "backward", "optimizer-step"
+// The phase whose peak is the stage's: "forward-backward" or "optimizer-step".
+std::string_view binding_phase_name(const StageReport& stage);
 
-// "layer 3" or "layers 3-7" (inclusive).
+// Layers (0-based global indices). A range as a table cell: "3-7" ("5-5" for one layer: a cell
+// is always first-last), "-" for none; in a sentence: "layers 3-7" or "layer 5" (`last`
+// inclusive).
+std::string layer_range_text(std::int64_t first, std::int64_t count);
 std::string layers_text(std::int64_t first, std::int64_t last);
+// A stage's layers, one range per virtual chunk joined by ",": "0-3,24-27", "-,24-31" (an empty
+// chunk), "-" for a stage without layers.
+std::string stage_layers_text(const StageReport& stage);
+
+// Amounts. "14.96 GiB" is format_gib (base/units.h).
+std::string gib_number(std::int64_t bytes, int decimals = 2);  // "14.96" (the header says GiB)
+std::string bytes_text(std::int64_t bytes);                    // "1,397,817,344 B (1.30 GiB)"
+std::string signed_gib_text(std::int64_t bytes);  // "+4.20 GiB", "-1.10 GiB", "0.00 GiB"
+
+// "yes" when the term counts in the stage's peak (Term::counts_in_peak, the JSON's
+// `counts_in_peak`: the terms so marked sum to the peak), else "no".
+std::string_view in_peak_text(const Term& term);
+// The terms that make up the stage's peak with more than 0 B, largest first (equal ones in
+// report order), at most `count`.
+std::vector<const Term*> largest_terms(const StageReport& stage, std::size_t count);
+// "weights (bf16) 16.31 GiB; main gradient buffer (fp32) 8.46 GiB; ..." (largest_terms).
+std::string largest_terms_text(const StageReport& stage, std::size_t count = 3);
+
+// measured / derived of a cross-check: "x1.123", or "n/a (nothing derived is alive)".
+std::string ratio_text(const CrossCheck& check);
+// Does a stage fit: "yes" / "no", or "-" when no device was chosen.
+std::string_view fits_text(const StageReport& stage, const Report& report);
+// Where a measurement was read: "max-allocated at steady-state-peak, stage 1, rank 4",
+// "after-first-step, stage 0", "term AttnRes internal, stage 3".
+std::string measurement_title(const Measurement& measurement);
+// The report's one-line answer: "fits: stage 1 binds at 224.7 of 288.0 GiB" / "stage 0 is
+// 71.6 GiB over (peak 359.6 of 288.0 GiB)" (+ "; 3 stages do not fit") / "no device chosen:
+// stage 1 peaks at 224.7 GiB"; "" for a report with errors.
+std::string verdict_text(const Report& report);
 
 // "stage 3, backward of micro-batch 2 on chunk 1 (layers 36-43), MoE dispatch ..." (the chunk is
 // named only when the rank has more than one; a recompute working set names its layers).

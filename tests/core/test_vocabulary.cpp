@@ -1,0 +1,179 @@
+// Tests of vocabulary.h: every word of a report spelled once, with worked numbers.
+#include <cstdint>
+#include <string>
+
+#include "catch.h"
+#include "estimate/estimate.h"
+#include "render/vocabulary.h"
+
+using namespace stagemem;
+
+namespace {
+
+constexpr std::int64_t gib = std::int64_t{1} << 30;
+
+// Llama-3.1-8B (32 layers) on PP 4, DP 2, H100 80GB: stage 0 holds layers 0-7 and the
+// embedding; its peak, 60,023,768,064 B = 55.90 GiB, is the largest (the binding stage).
+Config llama_on_h100() {
+  Config c;
+  c.parallel.pipeline_parallel = 4;
+  c.parallel.data_parallel = 2;
+  c.device.preset = "h100-80gb";
+  return c;
+}
+
+StageReport stage_with_chunks(std::vector<LayerRange> chunks) {
+  StageReport s;
+  s.chunks = std::move(chunks);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Vocabulary: the JSON's names of families, tags, allocation points and phases") {
+  CHECK(family_name(Family::resident) == "resident");
+  CHECK(family_name(Family::activation) == "activation");
+  CHECK(family_name(Family::transient) == "transient");
+  CHECK(family_name(Family::gap) == "gap");
+  CHECK(tag_name(Tag::derived) == "DERIVED");
+  CHECK(tag_name(Tag::not_measured) == "NOT MEASURED");
+  CHECK(tag_name(Tag::documented) == "DOCUMENTED");
+  CHECK(allocation_point_name(AllocationPoint::first_step) == "first optimizer step");
+  CHECK(allocation_point_name(AllocationPoint::optimizer_step) == "optimizer step");
+  CHECK(phase_name(StepPhase::forward) == "forward");
+  CHECK(phase_name(StepPhase::backward) == "backward");
+  CHECK(phase_name(StepPhase::optimizer_step) == "optimizer-step");
+  StageReport s;
+  CHECK(binding_phase_name(s) == "forward-backward");
+  s.optimizer_phase_binds = true;
+  CHECK(binding_phase_name(s) == "optimizer-step");
+}
+
+TEST_CASE("Vocabulary: layer ranges, one spelling for chunks and for none") {
+  // A cell is first-last (8 layers from 0: 0-7; one layer from 5: 5-5); none is "-".
+  CHECK(layer_range_text(0, 8) == "0-7");
+  CHECK(layer_range_text(5, 1) == "5-5");
+  CHECK(layer_range_text(12, 0) == "-");
+  // In a sentence (the peak moment's name): the word, singular for one layer.
+  CHECK(layers_text(36, 43) == "layers 36-43");
+  CHECK(layers_text(5, 5) == "layer 5");
+  // Virtual chunks joined by ",", an empty chunk as "-".
+  CHECK(stage_layers_text(stage_with_chunks({{0, 4}, {24, 4}})) == "0-3,24-27");
+  CHECK(stage_layers_text(stage_with_chunks({{0, 0}, {24, 8}})) == "-,24-31");
+  CHECK(stage_layers_text(stage_with_chunks({{0, 0}})) == "-");
+  StageReport by_hand;  // no chunks: the stage's own range
+  by_hand.first_layer = 12;
+  by_hand.layer_count = 4;
+  CHECK(stage_layers_text(by_hand) == "12-15");
+  by_hand.layer_count = 0;
+  CHECK(stage_layers_text(by_hand) == "-");
+  // Llama-3.1-8B at PP 2 x VPP 2: 32 layers in 4 virtual stages of 8, rank 0 runs the first
+  // and the third (0-7 and 16-23), rank 1 the second and the fourth.
+  Config c;
+  c.parallel.pipeline_parallel = 2;
+  c.parallel.virtual_stages = 2;
+  c.training.global_batch = 8;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  CHECK(stage_layers_text(r.stages[0]) == "0-7,16-23");
+  CHECK(stage_layers_text(r.stages[1]) == "8-15,24-31");
+}
+
+TEST_CASE("Vocabulary: amounts with their unit") {
+  // 1,397,817,344 B / 2^30 = 1.3018 GiB (Llama-3.1-8B's bf16 weights at PP 8, stage 0).
+  CHECK(bytes_text(1'397'817'344) == "1,397,817,344 B (1.30 GiB)");
+  CHECK(bytes_text(-1'024) == "-1,024 B (-0.00 GiB)");
+  CHECK(bytes_text(0) == "0 B (0.00 GiB)");
+  // The number alone, for a column headed "GiB": 3 x 2^29 B = 1.5 GiB.
+  CHECK(gib_number(gib) == "1.00");
+  CHECK(gib_number(3 * (gib / 2), 1) == "1.5");
+  CHECK(gib_number(-(gib / 2)) == "-0.50");
+  // 4.2 GiB = 4,509,715,660.8 B: 4,509,715,661 B rounds to 4.20.
+  CHECK(signed_gib_text(4'509'715'661) == "+4.20 GiB");
+  CHECK(signed_gib_text(-4'509'715'661) == "-4.20 GiB");
+  CHECK(signed_gib_text(0) == "0.00 GiB");
+  // format_gib (base/units.h) is the "x.xx GiB" every writer uses.
+  CHECK(format_gib(141 * gib) == "141.00 GiB");
+}
+
+TEST_CASE("Vocabulary: ratio, fits and the terms in the peak") {
+  CrossCheck check;
+  check.has_ratio = true;
+  check.ratio = 7.1 / 2.58;  // DESIGN.md's AttnRes internal: 7.1 GB measured, 2.58 GB derived
+  CHECK(ratio_text(check) == "x2.752");
+  check.has_ratio = false;
+  CHECK(ratio_text(check) == "n/a (nothing derived is alive)");
+
+  Report report;
+  StageReport stage;
+  stage.headroom_bytes = 0;                // exactly full still fits
+  CHECK(fits_text(stage, report) == "-");  // no device chosen
+  report.device.bytes = 80 * gib;
+  CHECK(fits_text(stage, report) == "yes");
+  stage.headroom_bytes = -1;
+  CHECK(fits_text(stage, report) == "no");
+
+  // Largest first among the terms that count in the peak with bytes; equal ones in report
+  // order: 9 (term 2), 9 (term 4), 5 (term 0); term 3 (12 B) is not in the peak, term 1 is 0 B.
+  StageReport s;
+  for (const auto& [bytes, in_peak] : std::vector<std::pair<std::int64_t, bool>>{
+           {5, true}, {0, true}, {9, true}, {12, false}, {9, true}}) {
+    Term t;
+    t.bytes = bytes;
+    t.counts_in_peak = in_peak;
+    s.terms.push_back(t);
+  }
+  const auto largest = largest_terms(s, 3);
+  REQUIRE(largest.size() == 3);
+  CHECK(largest[0] == &s.terms[2]);
+  CHECK(largest[1] == &s.terms[4]);
+  CHECK(largest[2] == &s.terms[0]);
+  CHECK(largest_terms(s, 10).size() == 3);
+  CHECK(in_peak_text(s.terms[1]) == "yes");  // a 0 B gap row still counts (as 0)
+  CHECK(in_peak_text(s.terms[3]) == "no");
+
+  // Stage 0 of Llama-3.1-8B at PP 4 (2,270,232,576 parameters): Adam's two fp32 moments
+  // 8 B/param = 18,161,860,608 B (16.91 GiB), the fp32 main gradients and the fp32 master
+  // weights 4 B/param = 9,080,930,304 B (8.46 GiB) each.
+  const Report r = estimate(llama_on_h100());
+  REQUIRE(r.diagnostics.ok());
+  CHECK(largest_terms_text(r.stages[0]) ==
+        "Adam exp_avg + exp_avg_sq (fp32): dense parameters 16.91 GiB; main gradient buffer "
+        "(fp32) 8.46 GiB; fp32 master weights: dense parameters 8.46 GiB");
+}
+
+TEST_CASE("Vocabulary: where a measurement was read") {
+  Measurement m;
+  m.point = MeasurementPoint::after_first_step;
+  m.stage = 0;
+  CHECK(measurement_title(m) == "after-first-step, stage 0");
+  m.point = MeasurementPoint::steady_state_peak;
+  m.stage = 1;
+  m.rank = 4;
+  m.figure = MemoryFigure::max_allocated;
+  CHECK(measurement_title(m) == "max-allocated at steady-state-peak, stage 1, rank 4");
+  Measurement term;
+  term.point = MeasurementPoint::term;
+  term.term = "AttnRes internal";
+  term.stage = 3;
+  CHECK(measurement_title(term) == "term AttnRes internal, stage 3");
+}
+
+TEST_CASE("Vocabulary: the verdict - fits, over, no device, errors") {
+  // Stage 0 peaks at 60,023,768,064 B = 55.90 GiB; the H100 80GB's 85,027,979,264 B = 79.19 GiB.
+  Config c = llama_on_h100();
+  Report r = estimate(c);
+  REQUIRE(r.binding_stage == 0);
+  CHECK(verdict_text(r) == "fits: stage 0 binds at 55.9 of 79.2 GiB");
+  // On 10 GiB every stage is over; stage 0 by 55.9 - 10.0 = 45.9 GiB.
+  c.device.preset.clear();
+  c.device.bytes = 10 * gib;
+  r = estimate(c);
+  CHECK(verdict_text(r) == "stage 0 is 45.9 GiB over (peak 55.9 of 10.0 GiB); 4 stages do not fit");
+  c.device.bytes = 0;
+  r = estimate(c);
+  CHECK(verdict_text(r) == "no device chosen: stage 0 peaks at 55.9 GiB");
+  c.parallel.tensor_parallel = 0;
+  r = estimate(c);
+  CHECK(verdict_text(r).empty());
+}
