@@ -156,6 +156,7 @@ FieldMessage overflow_error(const StageReport& stage) {
                      std::to_string(stage.index) +
                      "; no device holds that: lower the driving fields"};
 }
+
 // What every step of one estimate reads: the inputs, the cache and the micro-batches per step.
 struct EstimateStep {
   const Config& config;
