@@ -9,6 +9,7 @@
 // storage here for the next estimate. estimate.cpp calls these in the order of its pipeline.
 #include "estimate/estimate_cache.h"
 
+#include <cstddef>
 #include <utility>
 
 #include "memory/gaps.h"
@@ -213,7 +214,7 @@ void keep_activation_memo(EstimateCache& cache, std::size_t slot, const Recomput
   const std::int64_t first = computed.first_stored;
   // Indices relative to the first of the stage's activation terms.
   const auto relative = [&](std::int64_t i) { return i < 0 ? i : i - first; };
-  memo.terms.assign(stage.terms.begin() + first, stage.terms.end());
+  memo.terms.assign(stage.terms.begin() + static_cast<std::ptrdiff_t>(first), stage.terms.end());
   memo.stored_bytes = computed.stored_bytes;
   memo.largest_transient_bytes = computed.largest_transient_bytes;
   memo.largest_transient = relative(computed.largest_transient);
