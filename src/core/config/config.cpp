@@ -22,7 +22,8 @@ void check_source(Diagnostics& d, const std::string& field, const std::string& s
   }
 }
 
-void validate_training(const Config& config, Diagnostics& d) {
+// The precision and optimizer enums are in range; muon-group casting needs a Muon optimizer.
+void validate_precision_and_optimizer(const Config& config, Diagnostics& d) {
   const auto& p = config.precision;
   if (static_cast<std::size_t>(p.dense_weights) >= weight_dtype_count) {
     d.error("precision.dense_weights", one_of(enum_names<WeightDtype>));
@@ -59,7 +60,10 @@ void validate_training(const Config& config, Diagnostics& d) {
       !(o.kind == OptimizerKind::muon || o.kind == OptimizerKind::distributed_muon)) {
     d.warn("optimizer.cast_copy", "muon-group has no effect with an Adam optimizer");
   }
+}
 
+// A known device preset, or bytes in range.
+void validate_device(const Config& config, Diagnostics& d) {
   if (!config.device.preset.empty() && !find_device(config.device.preset)) {
     std::string names;
     for (const DevicePreset& dev : device_presets()) {
@@ -73,84 +77,104 @@ void validate_training(const Config& config, Diagnostics& d) {
                                 std::to_string(max_config_bytes) + "] bytes, got " +
                                 std::to_string(config.device.bytes));
   }
+}
 
+// A measurement's global rank (-1: not known) lies in the layout and on the measurement's
+// pipeline stage; Megatron orders ranks tp-cp-(ep)-dp-pp: the pipeline coordinate is the slowest.
+void validate_measurement_rank(const Config& config, const Measurement& m, const std::string& field,
+                               Diagnostics& d) {
   const std::int64_t stages = config.parallel.pipeline_parallel;
+  const std::int64_t world = world_size(config.parallel);
+  const std::int64_t per_stage = stages > 0 ? world / stages : 0;
+  if (!in_range(m.rank, 0, std::min(world - 1, max_rank))) {
+    d.error(field + ".rank", "must be -1 (not known) or a global rank in [0, " +
+                                 std::to_string(std::min(world - 1, max_rank)) +
+                                 "] of the layout's " + std::to_string(world) + " ranks, got " +
+                                 std::to_string(m.rank));
+  } else if (per_stage > 0 && m.rank / per_stage != m.stage) {
+    d.error(field + ".stage",
+            "rank " + std::to_string(m.rank) + " is on pipeline stage " +
+                std::to_string(m.rank / per_stage) + " (" + std::to_string(per_stage) +
+                " ranks per stage, Megatron's rank order), not stage " + std::to_string(m.stage));
+  }
+}
+
+// One measurement `field` = "measurements[i]": point, stage, bytes, source, figure, rank, term.
+void validate_measurement(const Config& config, const Measurement& m, const std::string& field,
+                          Diagnostics& d) {
+  const std::int64_t stages = config.parallel.pipeline_parallel;
+  if (static_cast<std::size_t>(m.point) >= measurement_point_count) {
+    d.error(field + ".point", one_of(enum_names<MeasurementPoint>));
+  }
+  if (!in_range(m.stage, 0, stages - 1)) {
+    d.error(field + ".stage", "must be an integer in [0, " + std::to_string(stages - 1) +
+                                  "], got " + std::to_string(m.stage));
+  }
+  if (!in_range(m.bytes, 0, max_config_bytes)) {
+    d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                  "] bytes, got " + std::to_string(m.bytes));
+  }
+  check_source(d, field + ".source", m.source);
+  if (static_cast<std::size_t>(m.figure) >= memory_figure_count) {
+    d.error(field + ".figure", one_of(enum_names<MemoryFigure>));
+  }
+  if (m.rank != -1) validate_measurement_rank(config, m, field, d);
+  if (m.point == MeasurementPoint::term &&
+      (m.term.empty() || m.term.size() > max_term_name_length)) {
+    d.error(field + ".term", "point 'term' needs the term's name (1 to " +
+                                 std::to_string(max_term_name_length) + " characters)");
+  }
+}
+
+// One gap entry `field` = "gaps[i]" (the i-th of config.gaps): kind, stage, bytes, source, and
+// no earlier entry of the same kind and stage.
+void validate_gap(const Config& config, std::size_t i, const std::string& field, Diagnostics& d) {
+  const std::int64_t stages = config.parallel.pipeline_parallel;
+  const GapEntry& g = config.gaps[i];
+  if (static_cast<std::size_t>(g.kind) >= gap_kind_count) {
+    d.error(field + ".kind", one_of(enum_names<GapKind>));
+  }
+  if (!in_range(g.stage, -1, stages - 1)) {
+    d.error(field + ".stage", "must be -1 (every stage) or an integer in [0, " +
+                                  std::to_string(stages - 1) + "], got " + std::to_string(g.stage));
+  }
+  if (!in_range(g.bytes, 0, max_config_bytes)) {
+    d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
+                                  "] bytes, got " + std::to_string(g.bytes));
+  }
+  check_source(d, field + ".source", g.source);
+  // One reading per kind and stage: the report shows one (gaps.cpp), so a second one would be
+  // dropped without a word.
+  for (std::size_t j = 0; j < i; ++j) {
+    const GapEntry& earlier = config.gaps[j];
+    if (earlier.kind != g.kind || earlier.stage != g.stage) continue;
+    d.error(field,
+            std::string(gap_kind_name(g.kind)) +
+                (g.stage < 0 ? " for every stage" : " for stage " + std::to_string(g.stage)) +
+                " is given twice, first " + std::to_string(earlier.bytes) + " B (gaps[" +
+                std::to_string(j) + "]), then " + std::to_string(g.bytes) +
+                " B; give one reading per kind and stage");
+    break;
+  }
+}
+
+// Every field but the layout and the activation inputs: precision, optimizer, device, and the
+// measurements and gap entries read from a run.
+void validate_precision_device_and_readings(const Config& config, Diagnostics& d) {
+  validate_precision_and_optimizer(config, d);
+  validate_device(config, d);
   if (config.measurements.size() > max_measurements) {
     d.error("measurements", "at most " + std::to_string(max_measurements) + " are accepted");
   }
   for (std::size_t i = 0; i < config.measurements.size() && i < max_measurements; ++i) {
-    const Measurement& m = config.measurements[i];
-    const std::string field = "measurements[" + std::to_string(i) + "]";
-    if (static_cast<std::size_t>(m.point) >= measurement_point_count) {
-      d.error(field + ".point", one_of(enum_names<MeasurementPoint>));
-    }
-    if (!in_range(m.stage, 0, stages - 1)) {
-      d.error(field + ".stage", "must be an integer in [0, " + std::to_string(stages - 1) +
-                                    "], got " + std::to_string(m.stage));
-    }
-    if (!in_range(m.bytes, 0, max_config_bytes)) {
-      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
-                                    "] bytes, got " + std::to_string(m.bytes));
-    }
-    check_source(d, field + ".source", m.source);
-    if (static_cast<std::size_t>(m.figure) >= memory_figure_count) {
-      d.error(field + ".figure", one_of(enum_names<MemoryFigure>));
-    }
-    if (m.rank != -1) {
-      // Megatron orders ranks tp-cp-(ep)-dp-pp: the pipeline coordinate is the slowest.
-      const std::int64_t world = world_size(config.parallel);
-      const std::int64_t per_stage = stages > 0 ? world / stages : 0;
-      if (!in_range(m.rank, 0, std::min(world - 1, max_rank))) {
-        d.error(field + ".rank", "must be -1 (not known) or a global rank in [0, " +
-                                     std::to_string(std::min(world - 1, max_rank)) +
-                                     "] of the layout's " + std::to_string(world) + " ranks, got " +
-                                     std::to_string(m.rank));
-      } else if (per_stage > 0 && m.rank / per_stage != m.stage) {
-        d.error(field + ".stage", "rank " + std::to_string(m.rank) + " is on pipeline stage " +
-                                      std::to_string(m.rank / per_stage) + " (" +
-                                      std::to_string(per_stage) +
-                                      " ranks per stage, Megatron's rank order), not stage " +
-                                      std::to_string(m.stage));
-      }
-    }
-    if (m.point == MeasurementPoint::term &&
-        (m.term.empty() || m.term.size() > max_term_name_length)) {
-      d.error(field + ".term", "point 'term' needs the term's name (1 to " +
-                                   std::to_string(max_term_name_length) + " characters)");
-    }
+    validate_measurement(config, config.measurements[i], "measurements[" + std::to_string(i) + "]",
+                         d);
   }
   if (config.gaps.size() > max_measurements) {
     d.error("gaps", "at most " + std::to_string(max_measurements) + " are accepted");
   }
   for (std::size_t i = 0; i < config.gaps.size() && i < max_measurements; ++i) {
-    const GapEntry& g = config.gaps[i];
-    const std::string field = "gaps[" + std::to_string(i) + "]";
-    if (static_cast<std::size_t>(g.kind) >= gap_kind_count) {
-      d.error(field + ".kind", one_of(enum_names<GapKind>));
-    }
-    if (!in_range(g.stage, -1, stages - 1)) {
-      d.error(field + ".stage", "must be -1 (every stage) or an integer in [0, " +
-                                    std::to_string(stages - 1) + "], got " +
-                                    std::to_string(g.stage));
-    }
-    if (!in_range(g.bytes, 0, max_config_bytes)) {
-      d.error(field + ".bytes", "must be an integer in [0, " + std::to_string(max_config_bytes) +
-                                    "] bytes, got " + std::to_string(g.bytes));
-    }
-    check_source(d, field + ".source", g.source);
-    // One reading per kind and stage: the report shows one (gaps.cpp), so a second one would be
-    // dropped without a word.
-    for (std::size_t j = 0; j < i; ++j) {
-      const GapEntry& earlier = config.gaps[j];
-      if (earlier.kind != g.kind || earlier.stage != g.stage) continue;
-      d.error(field,
-              std::string(gap_kind_name(g.kind)) +
-                  (g.stage < 0 ? " for every stage" : " for stage " + std::to_string(g.stage)) +
-                  " is given twice, first " + std::to_string(earlier.bytes) + " B (gaps[" +
-                  std::to_string(j) + "]), then " + std::to_string(g.bytes) +
-                  " B; give one reading per kind and stage");
-      break;
-    }
+    validate_gap(config, i, "gaps[" + std::to_string(i) + "]", d);
   }
 }
 
@@ -273,7 +297,7 @@ Diagnostics validate(const Config& config, const Model& model) {
 }
 
 void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& d) {
-  validate_training(config, d);
+  validate_precision_device_and_readings(config, d);
   validate_activation_inputs(model, config, d);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "config/devices.h"
 #include "config/measurement_text.h"
@@ -392,6 +393,72 @@ Config& readable(const Config& config) {
   return const_cast<Config&>(config);
 }
 
+// The readers of the field kinds with more than one rule: each returns what is wrong with
+// `text` (the caller adds what the field expects), or nothing and the value.
+
+// Comma-separated integers, each in the field's range, at most max_list_length of them.
+std::optional<std::string> read_integer_list(const ConfigField& field, std::string_view text,
+                                             std::vector<std::int64_t>& values) {
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t value = 0;
+    if (!parse_integer(item, value)) return quoted_prefix(item) + " is not an integer";
+    if (value < field.min || value > field.max) return std::to_string(value) + " is out of range";
+    if (static_cast<std::int64_t>(values.size()) >= field.max_list_length) {
+      return "the list is too long";
+    }
+    values.push_back(value);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+    if (rest.empty()) return "the list ends with a comma";
+  }
+  return std::nullopt;
+}
+
+// Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces. An exponent may carry
+// a sign: builds before the fixed-point formatting wrote 10 as "1e+01" in links.
+std::optional<std::string> read_number(const ConfigField& field, std::string_view text,
+                                       double& value) {
+  bool plain = !text.empty() && text.size() <= 32;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool exponent_sign = c == '+' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E');
+    plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' ||
+                      exponent_sign);
+  }
+  if (!plain) return quoted_prefix(text) + " is not a decimal number";
+  const std::string copy(text);
+  char* end = nullptr;
+  value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !std::isfinite(value)) {
+    return quoted_prefix(text) + " is not a decimal number";
+  }
+  if (value < static_cast<double>(field.min) || value > static_cast<double>(field.max)) {
+    return quoted_prefix(text) + " is out of range";
+  }
+  return std::nullopt;
+}
+
+// "none", or comma-separated names of the field's choices, as one bit per choice.
+std::optional<std::string> read_name_set(const ConfigField& field, std::string_view text,
+                                         std::uint32_t& bits) {
+  bits = 0;
+  if (text == "none") return std::nullopt;
+  for (std::string_view rest = text;;) {
+    const auto comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    std::size_t index = 0;
+    while (index < field.choices.size() && field.choices[index] != name) ++index;
+    if (index == field.choices.size()) return quoted_prefix(name) + " is not a known name";
+    bits |= std::uint32_t{1} << index;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::span<const ConfigField> config_fields() {
@@ -485,64 +552,19 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       return fail(quoted_prefix(text) + " is not a known name");
     case FieldKind::integer_list: {
       std::vector<std::int64_t> values;
-      std::string_view rest = text;
-      while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        std::int64_t value = 0;
-        if (!parse_integer(item, value)) return fail(quoted_prefix(item) + " is not an integer");
-        if (value < field.min || value > field.max) {
-          return fail(std::to_string(value) + " is out of range");
-        }
-        if (static_cast<std::int64_t>(values.size()) >= field.max_list_length) {
-          return fail("the list is too long");
-        }
-        values.push_back(value);
-        if (comma == std::string_view::npos) break;
-        rest.remove_prefix(comma + 1);
-        if (rest.empty()) return fail("the list ends with a comma");
-      }
+      if (const auto failure = read_integer_list(field, text, values)) return fail(*failure);
       *field.integer_list(config) = std::move(values);
       return true;
     }
     case FieldKind::number: {
-      // Plain decimal only: no hex floats, no inf/nan, no leading '+' or spaces. An exponent may
-      // carry a sign: builds before the fixed-point formatting wrote 10 as "1e+01" in links.
-      bool plain = !text.empty() && text.size() <= 32;
-      for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        const bool exponent_sign = c == '+' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E');
-        plain = plain && ((c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' ||
-                          exponent_sign);
-      }
-      if (!plain) return fail(quoted_prefix(text) + " is not a decimal number");
-      const std::string copy(text);
-      char* end = nullptr;
-      const double value = std::strtod(copy.c_str(), &end);
-      if (end != copy.c_str() + copy.size() || !std::isfinite(value)) {
-        return fail(quoted_prefix(text) + " is not a decimal number");
-      }
-      if (value < static_cast<double>(field.min) || value > static_cast<double>(field.max)) {
-        return fail(quoted_prefix(text) + " is out of range");
-      }
+      double value = 0;
+      if (const auto failure = read_number(field, text, value)) return fail(*failure);
       *field.number(config) = value;
       return true;
     }
     case FieldKind::name_set: {
       std::uint32_t bits = 0;
-      if (text != "none") {
-        for (std::string_view rest = text;;) {
-          const auto comma = rest.find(',');
-          const std::string_view name = rest.substr(0, comma);
-          std::size_t index = 0;
-          while (index < field.choices.size() && field.choices[index] != name) ++index;
-          if (index == field.choices.size())
-            return fail(quoted_prefix(name) + " is not a known name");
-          bits |= std::uint32_t{1} << index;
-          if (comma == std::string_view::npos) break;
-          rest.remove_prefix(comma + 1);
-        }
-      }
+      if (const auto failure = read_name_set(field, text, bits)) return fail(*failure);
       *field.bits(config) = bits;
       return true;
     }

@@ -6,7 +6,8 @@
 // activations and transients with its peak moment (memory/activation_terms.h), the library
 // workspaces and gaps (memory/gaps.h), the stage's peak and headroom, then the cross-checks of the
 // measurements (estimate/cross_check.h). estimate_cache.cpp keeps what a sweep or the app
-// reuses between estimates (EstimateCache below): each step above looks its inputs up there.
+// reuses between estimates (EstimateCache below): each step above looks its inputs up there,
+// through estimate_cache.h (internal to estimate/; front ends include this header only).
 // Units: bytes (int64) per rank; every product and sum is overflow-checked, and a report that
 // would pass 2^63 - 1 bytes is an error naming the fields that drive it (report/report.h).
 // Limitations: a cache recognises its model by address (see EstimateCache).

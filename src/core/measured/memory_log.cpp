@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace stagemem {
 namespace {
@@ -82,6 +83,115 @@ std::int64_t number_after(std::string_view text, std::string_view word) {
   return digits ? value : -1;
 }
 
+// The "[Rank r]" tag before the memory report into r.rank (none: rank 0, with one warning per
+// log); `before` becomes the text between the tag and the report. False when the tag is not a
+// rank.
+bool read_rank_tag(std::string_view& before, const std::string& where, MemoryLogReading& r,
+                   bool& warned_rankless, Diagnostics& d) {
+  const auto tag = before.rfind("[Rank ");
+  if (tag == std::string_view::npos) {
+    r.rank_given = false;
+    // Old Megatron wrote "after N iterations memory (MB)" after any logging prefix.
+    if (const auto after = before.rfind("after "); after != std::string_view::npos)
+      before = before.substr(after);
+    if (!warned_rankless) {
+      d.warn(where,
+             "no \"[Rank r]\" before the memory report: read as global rank 0 (Megatron "
+             "before commit 3574b8e6a3, 2020-12-06, printed it from rank 0 only)");
+      warned_rankless = true;
+    }
+    return true;
+  }
+  const auto close = before.find(']', tag);
+  const std::string_view digits = close == std::string_view::npos
+                                      ? std::string_view()
+                                      : before.substr(tag + 6, close - tag - 6);
+  std::int64_t rank = 0;
+  bool ok = !digits.empty() && digits.size() <= 7;
+  for (char c : digits) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) rank = rank * 10 + (c - '0');
+  }
+  if (!ok || rank > max_rank) {
+    d.error(where, "\"[Rank " + std::string(digits.substr(0, 16)) +
+                       "]\" is not a rank: expected an integer in [0, " + std::to_string(max_rank) +
+                       "]");
+    return false;
+  }
+  r.rank = rank;
+  before = before.substr(close + 1);
+  return true;
+}
+
+// The "| name: amount" figures after the unit: allocated, max allocated, reserved, max reserved
+// (others, e.g. "total device memory used", are not allocator figures). False when an amount is
+// malformed or allocated / max allocated is missing.
+bool read_figures(std::string_view fields, std::int64_t unit, std::string_view unit_text,
+                  const std::string& where, MemoryLogReading& r, Diagnostics& d) {
+  bool has_allocated = false, has_max_allocated = false;
+  while (!fields.empty()) {
+    const auto bar = fields.find('|');
+    if (bar == std::string_view::npos) break;
+    fields = fields.substr(bar + 1);
+    const auto next = fields.find('|');
+    const std::string_view item = trim(fields.substr(0, next));
+    const auto colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = trim(item.substr(0, colon));
+    const std::string_view value = trim(item.substr(colon + 1));
+    std::int64_t* target = nullptr;
+    if (name == "allocated") {
+      target = &r.allocated;
+      has_allocated = true;
+    } else if (name == "max allocated") {
+      target = &r.max_allocated;
+      has_max_allocated = true;
+    } else if (name == "reserved") {
+      target = &r.reserved;
+    } else if (name == "max reserved") {
+      target = &r.max_reserved;
+    } else {
+      continue;
+    }
+    if (!parse_amount(value, unit, *target)) {
+      d.error(where, std::string(name) + ": \"" + std::string(value.substr(0, 24)) +
+                         "\" is not an amount: expected a non-negative decimal number of " +
+                         std::string(unit_text) + " up to 2^50 bytes");
+      return false;
+    }
+  }
+  if (!has_allocated || !has_max_allocated) {
+    d.error(where, "a memory report needs both \"allocated\" and \"max allocated\"");
+    return false;
+  }
+  return true;
+}
+
+// One memory report line (`marker`: where its report_marker starts): its rank, label, iteration,
+// unit and figures; none (with an error) when it is malformed.
+std::optional<MemoryLogReading> read_report_line(std::string_view line, std::size_t marker,
+                                                 std::int64_t line_number, const std::string& where,
+                                                 bool& warned_rankless, Diagnostics& d) {
+  MemoryLogReading r;
+  r.line = line_number;
+  std::string_view before = line.substr(0, marker);
+  if (!read_rank_tag(before, where, r, warned_rankless, d)) return std::nullopt;
+  r.label = printable(trim(before), 48);
+  r.iteration = number_after(r.label, "after ");
+  if (r.iteration < 0) r.iteration = number_after(r.label, "iteration ");
+  const std::string_view rest = line.substr(marker + report_marker.size());
+  const auto close = rest.find(')');
+  const std::string_view unit_text = close == std::string_view::npos ? rest : rest.substr(0, close);
+  const std::int64_t unit = unit_bytes(unit_text);
+  if (close == std::string_view::npos || unit == 0) {
+    d.error(where, "\"memory (" + std::string(unit_text.substr(0, 16)) +
+                       ")\": expected the unit MB (Megatron's, 2^20 B), MiB, GiB, GB, KiB or B");
+    return std::nullopt;
+  }
+  if (!read_figures(rest.substr(close + 1), unit, unit_text, where, r, d)) return std::nullopt;
+  return r;
+}
+
 }  // namespace
 
 std::vector<MemoryLogReading> parse_memory_log(std::string_view text, const std::string& field,
@@ -109,93 +219,9 @@ std::vector<MemoryLogReading> parse_memory_log(std::string_view text, const std:
                          " memory report lines");
       break;
     }
-    MemoryLogReading r;
-    r.line = line_number;
-    std::string_view before = line.substr(0, marker);
-    if (const auto tag = before.rfind("[Rank "); tag != std::string_view::npos) {
-      const auto close = before.find(']', tag);
-      const std::string_view digits = close == std::string_view::npos
-                                          ? std::string_view()
-                                          : before.substr(tag + 6, close - tag - 6);
-      std::int64_t rank = 0;
-      bool ok = !digits.empty() && digits.size() <= 7;
-      for (char c : digits) {
-        ok = ok && c >= '0' && c <= '9';
-        if (ok) rank = rank * 10 + (c - '0');
-      }
-      if (!ok || rank > max_rank) {
-        d.error(where, "\"[Rank " + std::string(digits.substr(0, 16)) +
-                           "]\" is not a rank: expected an integer in [0, " +
-                           std::to_string(max_rank) + "]");
-        continue;
-      }
-      r.rank = rank;
-      before = before.substr(close + 1);
-    } else {
-      r.rank_given = false;
-      // Old Megatron wrote "after N iterations memory (MB)" after any logging prefix.
-      if (const auto after = before.rfind("after "); after != std::string_view::npos)
-        before = before.substr(after);
-      if (!warned_rankless) {
-        d.warn(where,
-               "no \"[Rank r]\" before the memory report: read as global rank 0 (Megatron "
-               "before commit 3574b8e6a3, 2020-12-06, printed it from rank 0 only)");
-        warned_rankless = true;
-      }
+    if (auto r = read_report_line(line, marker, line_number, where, warned_rankless, d)) {
+      readings.push_back(std::move(*r));
     }
-    r.label = printable(trim(before), 48);
-    r.iteration = number_after(r.label, "after ");
-    if (r.iteration < 0) r.iteration = number_after(r.label, "iteration ");
-    const std::string_view rest = line.substr(marker + report_marker.size());
-    const auto close = rest.find(')');
-    const std::string_view unit_text =
-        close == std::string_view::npos ? rest : rest.substr(0, close);
-    const std::int64_t unit = unit_bytes(unit_text);
-    if (close == std::string_view::npos || unit == 0) {
-      d.error(where, "\"memory (" + std::string(unit_text.substr(0, 16)) +
-                         ")\": expected the unit MB (Megatron's, 2^20 B), MiB, GiB, GB, KiB or B");
-      continue;
-    }
-    bool ok = true;
-    bool has_allocated = false, has_max_allocated = false;
-    std::string_view fields = rest.substr(close + 1);
-    while (ok && !fields.empty()) {
-      const auto bar = fields.find('|');
-      if (bar == std::string_view::npos) break;
-      fields = fields.substr(bar + 1);
-      const auto next = fields.find('|');
-      const std::string_view item = trim(fields.substr(0, next));
-      const auto colon = item.find(':');
-      if (colon == std::string_view::npos) continue;
-      const std::string_view name = trim(item.substr(0, colon));
-      const std::string_view value = trim(item.substr(colon + 1));
-      std::int64_t* target = nullptr;
-      if (name == "allocated") {
-        target = &r.allocated;
-        has_allocated = true;
-      } else if (name == "max allocated") {
-        target = &r.max_allocated;
-        has_max_allocated = true;
-      } else if (name == "reserved") {
-        target = &r.reserved;
-      } else if (name == "max reserved") {
-        target = &r.max_reserved;
-      } else {
-        continue;  // e.g. "total device memory used": not an allocator figure
-      }
-      if (!parse_amount(value, unit, *target)) {
-        d.error(where, std::string(name) + ": \"" + std::string(value.substr(0, 24)) +
-                           "\" is not an amount: expected a non-negative decimal number of " +
-                           std::string(unit_text) + " up to 2^50 bytes");
-        ok = false;
-      }
-    }
-    if (!ok) continue;
-    if (!has_allocated || !has_max_allocated) {
-      d.error(where, "a memory report needs both \"allocated\" and \"max allocated\"");
-      continue;
-    }
-    readings.push_back(std::move(r));
   }
   return readings;
 }

@@ -335,6 +335,234 @@ class Reader {
     }
   }
 
+  // PROTO: the protocol version, once, first.
+  void read_proto(bool& proto_seen) {
+    if (!need(1, "PROTO")) return;
+    const auto version = read_le(1);
+    if (proto_seen || version < 2 || version > 5) {
+      fail(op_at_, proto_seen
+                       ? "PROTO appears twice"
+                       : "pickle protocol " + std::to_string(version) + " is not one of 2 to 5");
+      return;
+    }
+    proto_seen = true;
+  }
+  // FRAME: a length prefix for buffering only.
+  void read_frame() {
+    if (!need(8, "FRAME")) return;
+    const std::uint64_t length = read_le(8);
+    if (length > in_.size() - pos_) {
+      fail(op_at_, "truncated: FRAME of " + std::to_string(length) + " bytes, " +
+                       std::to_string(in_.size() - pos_) + " remain");
+    }
+  }
+  // STOP: exactly one value left, and nothing after it.
+  void stop() {
+    if (!marks_.empty() || stack_.size() != 1) {
+      fail(op_at_, "STOP with " + std::to_string(stack_.size()) + " values and " +
+                       std::to_string(marks_.size()) + " open MARKs (expected one value)");
+      return;
+    }
+    if (pos_ != in_.size()) {
+      fail(pos_, std::to_string(in_.size() - pos_) + " bytes after STOP");
+      return;
+    }
+    tree_.root = stack_.back();
+  }
+  // A tuple of `items`, in order.
+  void push_tuple(std::vector<std::uint32_t> items) {
+    if (auto t = new_node(PickleKind::tuple)) {
+      tree_.nodes[*t].items = std::move(items);
+      push(*t);
+    }
+  }
+  // TUPLE1, TUPLE2, TUPLE3: the top n values.
+  void push_small_tuple(std::size_t n) {
+    std::vector<std::uint32_t> items(n);
+    for (std::size_t i = n; i-- > 0;) {
+      const auto v = pop();
+      if (!v) return;
+      items[i] = *v;
+    }
+    push_tuple(std::move(items));
+  }
+  // LONG1: a length byte, then two's complement little-endian.
+  void read_long1() {
+    if (!need(1, "LONG1")) return;
+    const std::size_t n = static_cast<std::size_t>(read_le(1));
+    if (n > 8) {
+      fail(op_at_, "LONG1: integer of " + std::to_string(n) + " bytes is wider than 64 bits");
+      return;
+    }
+    if (!need(n, "LONG1")) return;
+    std::uint64_t v = read_le(n);
+    if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t{0} << (8 * n);
+    push_int(static_cast<std::int64_t>(v));
+  }
+  // BINFLOAT: a big-endian IEEE 754 double.
+  void read_binfloat() {
+    if (!need(8, "BINFLOAT")) return;
+    std::uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i)
+      bits = (bits << 8) | static_cast<unsigned char>(in_[pos_ + static_cast<std::size_t>(i)]);
+    pos_ += 8;
+    if (auto n = new_node(PickleKind::real)) {
+      std::memcpy(&tree_.nodes[*n].real, &bits, sizeof bits);
+      push(*n);
+    }
+  }
+
+  // The opcodes that build containers: empty dict, list and tuple, MARK, setting items,
+  // appending, tuples. False when `op` is none of them.
+  bool container_op(unsigned char op) {
+    switch (op) {
+      case '}':
+        push_new(PickleKind::dict);
+        break;
+      case ']':
+        push_new(PickleKind::list);
+        break;
+      case ')':
+        push_new(PickleKind::tuple);
+        break;
+      case '(':
+        marks_.push_back(stack_.size());
+        check_depth();
+        break;
+      case 's': {  // SETITEM
+        const auto value = pop();
+        const auto key = value ? pop() : std::nullopt;
+        if (key && top_of_kind(PickleKind::dict, "SETITEM") != nullptr) {
+          set_items(stack_.back(), {*key, *value});
+        }
+        break;
+      }
+      case 'u': {  // SETITEMS
+        const auto kv = pop_to_mark("SETITEMS");
+        if (kv && top_of_kind(PickleKind::dict, "SETITEMS") != nullptr) {
+          set_items(stack_.back(), *kv);
+        }
+        break;
+      }
+      case 'a': {  // APPEND
+        const auto value = pop();
+        if (!value) break;
+        if (PickleNode* list = top_of_kind(PickleKind::list, "APPEND")) {
+          list->items.push_back(*value);
+        }
+        break;
+      }
+      case 'e': {  // APPENDS
+        const auto values = pop_to_mark("APPENDS");
+        if (!values) break;
+        if (PickleNode* list = top_of_kind(PickleKind::list, "APPENDS")) {
+          list->items.insert(list->items.end(), values->begin(), values->end());
+        }
+        break;
+      }
+      case 0x85:  // TUPLE1
+      case 0x86:  // TUPLE2
+      case 0x87:  // TUPLE3
+        push_small_tuple(static_cast<std::size_t>(op - 0x84));
+        break;
+      case 't':  // TUPLE
+        if (auto items = pop_to_mark("TUPLE")) push_tuple(std::move(*items));
+        break;
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // The opcodes that push a value: str, int, float, None, bool. False when `op` is none of
+  // them.
+  bool value_op(unsigned char op) {
+    switch (op) {
+      case 'X':
+        read_text(4, "BINUNICODE");
+        break;
+      case 0x8c:
+        read_text(1, "SHORT_BINUNICODE");
+        break;
+      case 0x8d:
+        read_text(8, "BINUNICODE8");
+        break;
+      case 'J':
+        if (need(4, "BININT"))
+          push_int(static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4))));
+        break;
+      case 'K':
+        if (need(1, "BININT1")) push_int(static_cast<std::int64_t>(read_le(1)));
+        break;
+      case 'M':
+        if (need(2, "BININT2")) push_int(static_cast<std::int64_t>(read_le(2)));
+        break;
+      case 0x8a:
+        read_long1();
+        break;
+      case 'G':
+        read_binfloat();
+        break;
+      case 'N':
+        push_new(PickleKind::none);
+        break;
+      case 0x88:  // NEWTRUE
+      case 0x89:  // NEWFALSE
+        if (auto n = new_node(PickleKind::boolean)) {
+          tree_.nodes[*n].boolean = op == 0x88;
+          push(*n);
+        }
+        break;
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // The memo opcodes: MEMOIZE, PUT, BINPUT, LONG_BINPUT, GET, BINGET, LONG_BINGET. False when
+  // `op` is none of them.
+  bool memo_op(unsigned char op) {
+    switch (op) {
+      case 0x94:  // MEMOIZE
+        memo_put(memo_.size());
+        break;
+      case 'p':
+        if (const auto i = read_decimal_line("PUT")) memo_put(*i);
+        break;
+      case 'q':
+        if (need(1, "BINPUT")) memo_put(read_le(1));
+        break;
+      case 'r':
+        if (need(4, "LONG_BINPUT")) memo_put(read_le(4));
+        break;
+      case 'g':
+        if (const auto i = read_decimal_line("GET")) memo_get(*i);
+        break;
+      case 'h':
+        if (need(1, "BINGET")) memo_get(read_le(1));
+        break;
+      case 'j':
+        if (need(4, "LONG_BINGET")) memo_get(read_le(4));
+        break;
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // Any other opcode: an error naming it (refused_opcode_name) or its value.
+  void refuse(unsigned char op) {
+    const std::string_view name = refused_opcode_name(op);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", op);
+    fail(op_at_, name.empty() ? std::string("unknown opcode ") + hex
+                              : "opcode " + std::string(name) + " (" + hex +
+                                    ") is refused: an allocator snapshot holds only dicts, lists, "
+                                    "tuples, str, int, float, bool and None, and nothing is ever "
+                                    "imported or called");
+  }
+
+  // Runs the opcodes until STOP or the first failure (every failure ends the loop).
   void loop() {
     bool proto_seen = false;
     while (!failed()) {
@@ -348,204 +576,15 @@ class Reader {
         fail(op_at_, "not a pickle of protocol 2 to 5: the first opcode is not PROTO");
         return;
       }
-      switch (op) {
-        case 0x80: {  // PROTO
-          if (!need(1, "PROTO")) return;
-          const auto version = read_le(1);
-          if (proto_seen || version < 2 || version > 5) {
-            fail(op_at_, proto_seen ? "PROTO appears twice"
-                                    : "pickle protocol " + std::to_string(version) +
-                                          " is not one of 2 to 5");
-            return;
-          }
-          proto_seen = true;
-          break;
-        }
-        case 0x95: {  // FRAME: a length prefix for buffering only
-          if (!need(8, "FRAME")) return;
-          const std::uint64_t length = read_le(8);
-          if (length > in_.size() - pos_) {
-            fail(op_at_, "truncated: FRAME of " + std::to_string(length) + " bytes, " +
-                             std::to_string(in_.size() - pos_) + " remain");
-          }
-          break;
-        }
-        case '}':
-          push_new(PickleKind::dict);
-          break;
-        case ']':
-          push_new(PickleKind::list);
-          break;
-        case ')':
-          push_new(PickleKind::tuple);
-          break;
-        case '(':
-          marks_.push_back(stack_.size());
-          check_depth();
-          break;
-        case 's': {  // SETITEM
-          const auto value = pop();
-          const auto key = value ? pop() : std::nullopt;
-          if (!key) return;
-          if (top_of_kind(PickleKind::dict, "SETITEM") == nullptr) return;
-          set_items(stack_.back(), {*key, *value});
-          break;
-        }
-        case 'u': {  // SETITEMS
-          const auto kv = pop_to_mark("SETITEMS");
-          if (!kv) return;
-          if (top_of_kind(PickleKind::dict, "SETITEMS") == nullptr) return;
-          set_items(stack_.back(), *kv);
-          break;
-        }
-        case 'a': {  // APPEND
-          const auto value = pop();
-          if (!value) return;
-          if (PickleNode* list = top_of_kind(PickleKind::list, "APPEND")) {
-            list->items.push_back(*value);
-          }
-          break;
-        }
-        case 'e': {  // APPENDS
-          const auto values = pop_to_mark("APPENDS");
-          if (!values) return;
-          if (PickleNode* list = top_of_kind(PickleKind::list, "APPENDS")) {
-            list->items.insert(list->items.end(), values->begin(), values->end());
-          }
-          break;
-        }
-        case 0x85:    // TUPLE1
-        case 0x86:    // TUPLE2
-        case 0x87: {  // TUPLE3
-          const std::size_t n = static_cast<std::size_t>(op - 0x84);
-          std::vector<std::uint32_t> items(n);
-          for (std::size_t i = n; i-- > 0;) {
-            const auto v = pop();
-            if (!v) return;
-            items[i] = *v;
-          }
-          if (auto t = new_node(PickleKind::tuple)) {
-            tree_.nodes[*t].items = std::move(items);
-            push(*t);
-          }
-          break;
-        }
-        case 't': {  // TUPLE
-          auto items = pop_to_mark("TUPLE");
-          if (!items) return;
-          if (auto t = new_node(PickleKind::tuple)) {
-            tree_.nodes[*t].items = std::move(*items);
-            push(*t);
-          }
-          break;
-        }
-        case 'X':
-          read_text(4, "BINUNICODE");
-          break;
-        case 0x8c:
-          read_text(1, "SHORT_BINUNICODE");
-          break;
-        case 0x8d:
-          read_text(8, "BINUNICODE8");
-          break;
-        case 'J':
-          if (!need(4, "BININT")) return;
-          push_int(static_cast<std::int32_t>(static_cast<std::uint32_t>(read_le(4))));
-          break;
-        case 'K':
-          if (!need(1, "BININT1")) return;
-          push_int(static_cast<std::int64_t>(read_le(1)));
-          break;
-        case 'M':
-          if (!need(2, "BININT2")) return;
-          push_int(static_cast<std::int64_t>(read_le(2)));
-          break;
-        case 0x8a: {  // LONG1: length byte, then two's complement little-endian
-          if (!need(1, "LONG1")) return;
-          const std::size_t n = static_cast<std::size_t>(read_le(1));
-          if (n > 8) {
-            fail(op_at_, "LONG1: integer of " + std::to_string(n) + " bytes is wider than 64 bits");
-            return;
-          }
-          if (!need(n, "LONG1")) return;
-          std::uint64_t v = read_le(n);
-          if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~std::uint64_t{0} << (8 * n);
-          push_int(static_cast<std::int64_t>(v));
-          break;
-        }
-        case 'G': {  // BINFLOAT: big-endian IEEE 754 double
-          if (!need(8, "BINFLOAT")) return;
-          std::uint64_t bits = 0;
-          for (int i = 0; i < 8; ++i)
-            bits =
-                (bits << 8) | static_cast<unsigned char>(in_[pos_ + static_cast<std::size_t>(i)]);
-          pos_ += 8;
-          if (auto n = new_node(PickleKind::real)) {
-            std::memcpy(&tree_.nodes[*n].real, &bits, sizeof bits);
-            push(*n);
-          }
-          break;
-        }
-        case 'N':
-          push_new(PickleKind::none);
-          break;
-        case 0x88:
-        case 0x89:
-          if (auto n = new_node(PickleKind::boolean)) {
-            tree_.nodes[*n].boolean = op == 0x88;
-            push(*n);
-          }
-          break;
-        case 0x94:
-          memo_put(memo_.size());
-          break;  // MEMOIZE
-        case 'p':
-          if (const auto i = read_decimal_line("PUT")) memo_put(*i);
-          break;
-        case 'q':
-          if (!need(1, "BINPUT")) return;
-          memo_put(read_le(1));
-          break;
-        case 'r':
-          if (!need(4, "LONG_BINPUT")) return;
-          memo_put(read_le(4));
-          break;
-        case 'g':
-          if (const auto i = read_decimal_line("GET")) memo_get(*i);
-          break;
-        case 'h':
-          if (!need(1, "BINGET")) return;
-          memo_get(read_le(1));
-          break;
-        case 'j':
-          if (!need(4, "LONG_BINGET")) return;
-          memo_get(read_le(4));
-          break;
-        case '.': {  // STOP
-          if (!marks_.empty() || stack_.size() != 1) {
-            fail(op_at_, "STOP with " + std::to_string(stack_.size()) + " values and " +
-                             std::to_string(marks_.size()) + " open MARKs (expected one value)");
-            return;
-          }
-          if (pos_ != in_.size()) {
-            fail(pos_, std::to_string(in_.size() - pos_) + " bytes after STOP");
-            return;
-          }
-          tree_.root = stack_.back();
-          return;
-        }
-        default: {
-          const std::string_view name = refused_opcode_name(op);
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "0x%02x", op);
-          fail(op_at_, name.empty()
-                           ? std::string("unknown opcode ") + hex
-                           : "opcode " + std::string(name) + " (" + hex +
-                                 ") is refused: an allocator snapshot holds only dicts, lists, "
-                                 "tuples, str, int, float, bool and None, and nothing is ever "
-                                 "imported or called");
-          return;
-        }
+      if (op == 0x80) {
+        read_proto(proto_seen);
+      } else if (op == 0x95) {
+        read_frame();
+      } else if (op == '.') {
+        stop();
+        return;
+      } else if (!container_op(op) && !value_op(op) && !memo_op(op)) {
+        refuse(op);
       }
     }
   }

@@ -98,146 +98,212 @@ std::string snapshot_fragment(const std::vector<Measurement>& entries) {
   return out;
 }
 
+namespace {
+
+// The KEY|FILE source of one entry, split (a peak entry's is peak:...|FILE|WHERE).
+struct EntrySource {
+  std::string_view key;
+  std::string_view file;
+  std::string_view where;
+  bool peak = false;  // key peak:DEVICE:EVENT:EVENTS:BUCKET
+};
+
+// Reads the snapshot entries of one link into one summary, every failure named by its entry's
+// field (url.snapshot[i]).
+class SnapshotLinkReader {
+ public:
+  explicit SnapshotLinkReader(Diagnostics& d) : d_(d) {}
+
+  std::size_t entries() const { return entries_; }
+
+  // One `snapshot=` value of the link (still percent-encoded); false once there are too many.
+  bool read(std::string_view encoded) {
+    const std::string field = "url.snapshot[" + std::to_string(entries_) + "]";
+    if (++entries_ > max_snapshot_link_entries) {
+      d_.error("url.snapshot", "at most " + std::to_string(max_snapshot_link_entries) +
+                                   " snapshot entries are read");
+      return false;
+    }
+    const auto m = parse_entry(encoded, field);
+    if (!m) return true;
+    const auto source = split_source(*m, field);
+    if (!source || !same_file_and_stage(*m, source->file, field)) return true;
+    if (source->peak || source->key.starts_with(peak_alloc_key)) {
+      read_peak(*m, *source, field);
+    } else {
+      read_figure(*m, source->key, field);
+    }
+    return true;
+  }
+
+  // The summary once every entry is read: all six buckets must be there.
+  std::optional<SnapshotLinkSummary> finish() {
+    for (std::size_t i = 0; i < seen_.size() && d_.ok(); ++i) {
+      if (!seen_[i]) {
+        d_.error("url.snapshot",
+                 "the bucket " + std::string(snapshot_bucket_key(static_cast<SnapshotBucket>(i))) +
+                     " is missing: a snapshot's link carries all six buckets");
+      }
+    }
+    if (!d_.ok()) return std::nullopt;
+    out_.summary.optimizer_state_seen = point_ == MeasurementPoint::after_first_step;
+    return std::move(out_);
+  }
+
+ private:
+  // The entry as a measurement of the form POINT/STAGE=AMOUNT@KEY|FILE.
+  std::optional<Measurement> parse_entry(std::string_view encoded, const std::string& field) {
+    if (!percent_decode(encoded, value_)) {
+      d_.error(field, "a '%' must be followed by two hexadecimal digits");
+      return std::nullopt;
+    }
+    auto m = parse_measurement_text(value_, d_, field);
+    if (!m) return std::nullopt;
+    if (m->point == MeasurementPoint::term || m->figure != MemoryFigure::unspecified ||
+        m->rank >= 0) {
+      d_.error(field, shown(value_) + ": a snapshot entry is POINT/STAGE=AMOUNT@KEY|FILE");
+      return std::nullopt;
+    }
+    return m;
+  }
+
+  std::optional<EntrySource> split_source(const Measurement& m, const std::string& field) {
+    const auto bar = m.source.find('|');
+    if (bar == std::string::npos) {
+      d_.error(field + ".source",
+               shown(m.source) +
+                   " is not KEY|FILE (KEY: a bucket, module:NAME, active, "
+                   "reserved, peak:DEVICE:EVENT:BUCKET or peak-alloc:DEVICE:EVENT)");
+      return std::nullopt;
+    }
+    EntrySource source;
+    source.key = std::string_view(m.source).substr(0, bar);
+    source.file = std::string_view(m.source).substr(bar + 1);
+    source.peak = source.key.starts_with(peak_key);
+    if (source.peak) {
+      const auto second = source.file.find('|');
+      if (second == std::string_view::npos) {
+        d_.error(field + ".source",
+                 shown(m.source) + ": a peak entry is peak:D:E:N:BUCKET|FILE|WHERE");
+        return std::nullopt;
+      }
+      source.where = source.file.substr(second + 1);
+      source.file = source.file.substr(0, second);
+    }
+    return source;
+  }
+
+  // The first entry names the link's file and stage; every other must name the same.
+  bool same_file_and_stage(const Measurement& m, std::string_view file, const std::string& field) {
+    if (entries_ == 1) {
+      out_.file = std::string(file);
+      out_.stage = m.stage;
+      return true;
+    }
+    if (file == out_.file && m.stage == out_.stage) return true;
+    d_.error(field, "entry of " + shown(file) + " on stage " + std::to_string(m.stage) +
+                        ": every snapshot entry of a link names the same file and stage (the "
+                        "first: " +
+                        shown(out_.file) + " on stage " + std::to_string(out_.stage) + ")");
+    return false;
+  }
+
+  // peak:DEVICE:EVENT:EVENTS:BUCKET (the live bytes at the peak) or peak-alloc:DEVICE:EVENT (the
+  // allocation that reached it), read at steady-state-peak.
+  void read_peak(const Measurement& m, const EntrySource& source, const std::string& field) {
+    if (m.point != MeasurementPoint::steady_state_peak) {
+      d_.error(field + ".point", "a peak entry is read at steady-state-peak");
+      return;
+    }
+    std::int64_t device = 0, event = 0, events = 0;
+    std::optional<SnapshotBucket> bucket;
+    const std::string_view rest =
+        source.key.substr(source.peak ? peak_key.size() : peak_alloc_key.size());
+    if (!parse_peak_key(rest, device, event, events, source.peak ? &bucket : nullptr)) {
+      d_.error(field + ".source",
+               shown(source.key) + " is not " +
+                   (source.peak ? "peak:DEVICE:EVENT:EVENTS:BUCKET (EVENT < EVENTS, or EVENTS 0)"
+                                : "peak-alloc:DEVICE:EVENT"));
+      return;
+    }
+    SnapshotSummary& s = out_.summary;
+    if (source.peak) {
+      s.peak.found = true;
+      s.peak.live_bytes = m.bytes;
+      s.peak.attribution.bucket = *bucket;
+      s.peak.where = std::string(source.where);
+      s.peak.action = "alloc";
+      s.peak_trace_events = events;
+    } else {
+      s.peak.size = m.bytes;
+    }
+    s.peak.device = static_cast<std::size_t>(device);
+    s.peak.event = static_cast<std::size_t>(event);
+  }
+
+  // A bucket, module:NAME, active or reserved, all read at one point: after-first-step or
+  // after-optimizer-init.
+  void read_figure(const Measurement& m, std::string_view key, const std::string& field) {
+    if (m.point != MeasurementPoint::after_first_step &&
+        m.point != MeasurementPoint::after_optimizer_init) {
+      d_.error(field + ".point",
+               "a snapshot's bytes are read at after-first-step (it holds optimizer state) or "
+               "after-optimizer-init (it holds none)");
+      return;
+    }
+    if (point_ && *point_ != m.point) {
+      d_.error(field + ".point", "every bucket of one snapshot is read at the same point");
+      return;
+    }
+    point_ = m.point;
+    SnapshotSummary& s = out_.summary;
+    if (const auto bucket = parse_snapshot_bucket_key(key)) {
+      const auto i = static_cast<std::size_t>(*bucket);
+      if (seen_[i]) {
+        d_.error(field + ".source", "the bucket " + shown(key) + " is given twice");
+        return;
+      }
+      seen_[i] = true;
+      s.buckets[i].bytes = m.bytes;
+    } else if (key.starts_with(module_key) && key.size() > module_key.size()) {
+      s.buckets[static_cast<std::size_t>(SnapshotBucket::activations)]
+          .by_module[std::string(key.substr(module_key.size()))] = m.bytes;
+    } else if (key == "active") {
+      s.active_bytes = m.bytes;
+    } else if (key == "reserved") {
+      s.reserved_bytes = m.bytes;
+    } else {
+      d_.error(field + ".source", shown(key) +
+                                      " is not a snapshot figure: expected a bucket "
+                                      "(parameter-gradient-buffers, optimizer-state, activations, "
+                                      "all-gather-buffers, moe-dispatch-buffers, other), "
+                                      "module:NAME, active, reserved, peak:... or peak-alloc:...");
+    }
+  }
+
+  Diagnostics& d_;
+  SnapshotLinkSummary out_;
+  std::size_t entries_ = 0;
+  std::optional<MeasurementPoint> point_;
+  std::array<bool, snapshot_bucket_count> seen_{};
+  std::string value_;  // the decoded entry (reused)
+};
+
+}  // namespace
+
 DecodedSnapshotLink decode_snapshot_link(std::string_view text) {
   DecodedSnapshotLink result;
-  Diagnostics& d = result.diagnostics;
   if (const auto hash = text.find('#'); hash != std::string_view::npos)
     text.remove_prefix(hash + 1);
-  SnapshotLinkSummary out;
-  std::size_t entries = 0;
-  std::optional<MeasurementPoint> point;
-  std::array<bool, snapshot_bucket_count> seen{};
-  std::string value;
+  SnapshotLinkReader reader(result.diagnostics);
   while (!text.empty()) {
     const auto amp = text.find('&');
     const std::string_view pair = text.substr(0, amp);
     text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
-    if (!pair.starts_with("snapshot=")) continue;
-    const std::string field = "url.snapshot[" + std::to_string(entries) + "]";
-    if (++entries > max_snapshot_link_entries) {
-      d.error("url.snapshot", "at most " + std::to_string(max_snapshot_link_entries) +
-                                  " snapshot entries are read");
-      break;
-    }
-    if (!percent_decode(pair.substr(9), value)) {
-      d.error(field, "a '%' must be followed by two hexadecimal digits");
-      continue;
-    }
-    const auto m = parse_measurement_text(value, d, field);
-    if (!m) continue;
-    if (m->point == MeasurementPoint::term || m->figure != MemoryFigure::unspecified ||
-        m->rank >= 0) {
-      d.error(field, shown(value) + ": a snapshot entry is POINT/STAGE=AMOUNT@KEY|FILE");
-      continue;
-    }
-    const auto bar = m->source.find('|');
-    if (bar == std::string::npos) {
-      d.error(field + ".source",
-              shown(m->source) +
-                  " is not KEY|FILE (KEY: a bucket, module:NAME, active, "
-                  "reserved, peak:DEVICE:EVENT:BUCKET or peak-alloc:DEVICE:EVENT)");
-      continue;
-    }
-    const std::string_view key = std::string_view(m->source).substr(0, bar);
-    std::string_view file = std::string_view(m->source).substr(bar + 1);
-    std::string_view where;
-    const bool peak = key.starts_with(peak_key);
-    if (peak) {
-      const auto second = file.find('|');
-      if (second == std::string_view::npos) {
-        d.error(field + ".source",
-                shown(m->source) + ": a peak entry is peak:D:E:N:BUCKET|FILE|WHERE");
-        continue;
-      }
-      where = file.substr(second + 1);
-      file = file.substr(0, second);
-    }
-    if (entries == 1) {
-      out.file = std::string(file);
-      out.stage = m->stage;
-    } else if (file != out.file || m->stage != out.stage) {
-      d.error(field, "entry of " + shown(file) + " on stage " + std::to_string(m->stage) +
-                         ": every snapshot entry of a link names the same file and stage (the "
-                         "first: " +
-                         shown(out.file) + " on stage " + std::to_string(out.stage) + ")");
-      continue;
-    }
-    SnapshotSummary& s = out.summary;
-    if (peak || key.starts_with(peak_alloc_key)) {
-      if (m->point != MeasurementPoint::steady_state_peak) {
-        d.error(field + ".point", "a peak entry is read at steady-state-peak");
-        continue;
-      }
-      std::int64_t device = 0, event = 0, events = 0;
-      std::optional<SnapshotBucket> bucket;
-      const std::string_view rest = key.substr(peak ? peak_key.size() : peak_alloc_key.size());
-      if (!parse_peak_key(rest, device, event, events, peak ? &bucket : nullptr)) {
-        d.error(field + ".source",
-                shown(key) + " is not " +
-                    (peak ? "peak:DEVICE:EVENT:EVENTS:BUCKET (EVENT < EVENTS, or EVENTS 0)"
-                          : "peak-alloc:DEVICE:EVENT"));
-        continue;
-      }
-      if (peak) {
-        s.peak.found = true;
-        s.peak.live_bytes = m->bytes;
-        s.peak.attribution.bucket = *bucket;
-        s.peak.where = std::string(where);
-        s.peak.action = "alloc";
-        s.peak_trace_events = events;
-      } else {
-        s.peak.size = m->bytes;
-      }
-      s.peak.device = static_cast<std::size_t>(device);
-      s.peak.event = static_cast<std::size_t>(event);
-      continue;
-    }
-    if (m->point != MeasurementPoint::after_first_step &&
-        m->point != MeasurementPoint::after_optimizer_init) {
-      d.error(field + ".point",
-              "a snapshot's bytes are read at after-first-step (it holds optimizer state) or "
-              "after-optimizer-init (it holds none)");
-      continue;
-    }
-    if (point && *point != m->point) {
-      d.error(field + ".point", "every bucket of one snapshot is read at the same point");
-      continue;
-    }
-    point = m->point;
-    if (const auto bucket = parse_snapshot_bucket_key(key)) {
-      const auto i = static_cast<std::size_t>(*bucket);
-      if (seen[i]) {
-        d.error(field + ".source", "the bucket " + shown(key) + " is given twice");
-        continue;
-      }
-      seen[i] = true;
-      s.buckets[i].bytes = m->bytes;
-    } else if (key.starts_with(module_key) && key.size() > module_key.size()) {
-      s.buckets[static_cast<std::size_t>(SnapshotBucket::activations)]
-          .by_module[std::string(key.substr(module_key.size()))] = m->bytes;
-    } else if (key == "active") {
-      s.active_bytes = m->bytes;
-    } else if (key == "reserved") {
-      s.reserved_bytes = m->bytes;
-    } else {
-      d.error(field + ".source", shown(key) +
-                                     " is not a snapshot figure: expected a bucket "
-                                     "(parameter-gradient-buffers, optimizer-state, activations, "
-                                     "all-gather-buffers, moe-dispatch-buffers, other), "
-                                     "module:NAME, active, reserved, peak:... or peak-alloc:...");
-    }
+    if (pair.starts_with("snapshot=") && !reader.read(pair.substr(9))) break;
   }
-  if (entries == 0) return result;
-  for (std::size_t i = 0; i < seen.size() && d.ok(); ++i) {
-    if (!seen[i]) {
-      d.error("url.snapshot", "the bucket " +
-                                  std::string(snapshot_bucket_key(static_cast<SnapshotBucket>(i))) +
-                                  " is missing: a snapshot's link carries all six buckets");
-    }
-  }
-  if (!d.ok()) return result;
-  out.summary.optimizer_state_seen = point == MeasurementPoint::after_first_step;
-  result.snapshot = std::move(out);
+  if (reader.entries() == 0) return result;
+  result.snapshot = reader.finish();
   return result;
 }
 

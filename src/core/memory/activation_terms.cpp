@@ -117,7 +117,10 @@ class StoredSums {
     auto& into = units_[static_cast<std::size_t>(chunk)];
     fits_ = fits && checked_mul(bytes, count, &bytes) && checked_add(into, bytes, &into) && fits_;
   }
-  void add(TermGroup group, const ActivationPiece& piece, std::int64_t count, std::int64_t chunk) {
+  // Always inlined: it runs for every single piece of every chunk of every stage, and GCC 12
+  // otherwise folds add_listed into it and calls it out of line (4% of a peaks sweep).
+  [[gnu::always_inline]] void add(TermGroup group, const ActivationPiece& piece, std::int64_t count,
+                                  std::int64_t chunk) {
     if (count <= 0 || piece.bytes == 0) return;
     if (sum_only_) {
       add_kept(piece.bytes, !piece.formula.overflowed(), count, chunk);
@@ -604,7 +607,190 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
 namespace {
 
-// The rank's AttnRes pieces per chunk and its transients other than the recompute working set.
+// The layer kinds a rank holds (its chunks' layers and their MTP layers): its transients are
+// the largest over them.
+struct KindsHeld {
+  std::array<bool, 3> attention{};  // per AttentionKind
+  std::array<bool, 2> mlp{};        // per MlpKind
+  bool moe = false;
+  void add(LayerKind kind) {
+    attention[static_cast<std::size_t>(kind.attention)] = true;
+    mlp[static_cast<std::size_t>(kind.mlp)] = true;
+    moe |= kind.mlp == MlpKind::moe;
+  }
+};
+
+KindsHeld kinds_held(const Model& model, const RankLayers& layers) {
+  KindsHeld held;
+  // Every layer is in `layers`, kept or checkpointed.
+  for (int slot = 0; slot < kind_slots; ++slot) {
+    if ((layers.used_slots >> slot & 1u) != 0) held.add(kind_of(slot));
+  }
+  for (const ChunkLayers& split : layers.chunks) {
+    if (split.stage->mtp_layers > 0) held.add(model.mtp_layer);
+  }
+  return held;
+}
+
+// A transient of the rank's list; a zero-byte one only when its formula overflowed (the error
+// then names it).
+inline void keep_transient(RankPieces& result, const ActivationPiece& p,
+                           TransientScope scope = {}) {
+  if (p.bytes > 0 || p.formula.overflowed()) {
+    result.transients.push_back(p);
+    result.scopes.push_back(scope);
+  }
+}
+
+// A transient shared by the ranks of one piece generation, made on first use.
+template <typename Slot, typename Make>
+const auto& shared_once(Slot& slot, Make make) {
+  if (!slot) slot = make();
+  return *slot;
+}
+
+// The chunk's AttnRes slots and mixing weights; returns the slots (K) at its last mixing site.
+std::int64_t add_attn_res_pieces(const Model& model, const TokenShape& shape,
+                                 const VirtualStage& chunk, RankPieces::Chunk& pieces) {
+  const std::int64_t block = model.attn_res.block_size;
+  const auto total_layers = static_cast<std::int64_t>(model.layers.size());
+  const std::int64_t end = chunk.first_layer + chunk.layer_count;
+  pieces.attn_res_slots = attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
+  // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
+  std::int64_t slot_sites =
+      model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
+                                        attn_res_slot_sum(chunk.first_layer, block));
+  std::int64_t last_site_slots = attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
+  if (chunk.head) {
+    slot_sites += 1 + attn_res_slots_before(total_layers, block);
+    last_site_slots = attn_res_slots_before(total_layers, block);
+  }
+  pieces.attn_res_weights = attn_res_weights_piece(shape, slot_sites);
+  return last_site_slots;
+}
+
+// The largest pipeline buffers over a rank's chunks and the factors of its formula.
+struct PipelineBuffers {
+  std::int64_t bytes = 0;
+  Formula formula;
+};
+
+// Pipeline buffers of one chunk: the input arriving from the previous virtual stage and the
+// output leaving for the next one (both alive while a step sends and receives), kept when they
+// are the rank's largest. False when they do not fit in int64.
+bool offer_pipeline_buffers(const Model& model, const TokenShape& shape, const StagePlan& plan,
+                            std::int64_t rank, const VirtualStage& chunk,
+                            PipelineBuffers& largest) {
+  const std::int64_t block = model.attn_res.block_size;
+  const std::int64_t width = shape.sequence_parallel && shape.tensor_parallel > 1
+                                 ? model.hidden / shape.tensor_parallel
+                                 : model.hidden;
+  // DualPipeV's turn of the V (the last rank's chunk 0 into its chunk 1) stays on the rank:
+  // dualpipev.py appends a detached view of the output, nothing is sent or received.
+  const bool v_turn =
+      plan.schedule == PipelineSchedule::dualpipev && rank == plan.pipeline_ranks - 1;
+  const bool v_turn_out = v_turn && chunk.chunk == 0;
+  const bool v_turn_in = v_turn && chunk.chunk == 1;
+  const std::int64_t receive_slots =
+      chunk.embedding || v_turn_in ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
+  const std::int64_t send_slots =
+      chunk.head || v_turn_out
+          ? 0
+          : 1 + attn_res_slots_before(chunk.first_layer + chunk.layer_count, block);
+  std::int64_t buffers = 0;
+  bool fits = true;
+  // Each direction: [S/CP] x [B] x [width] x [1 + slots] x 2 B (pipeline_buffer_formula).
+  for (const std::int64_t slots : {receive_slots, send_slots}) {
+    if (slots == 0) continue;
+    std::int64_t one = 2;
+    fits = checked_mul(one, shape.sequence, &one) && checked_mul(one, shape.micro_batch, &one) &&
+           checked_mul(one, width, &one) && checked_mul(one, slots, &one) &&
+           checked_add(buffers, one, &buffers) && fits;
+  }
+  if (buffers > largest.bytes) {
+    largest.bytes = buffers;
+    largest.formula = Formula()
+                          .number(shape.sequence)
+                          .number(shape.micro_batch)
+                          .number(width)
+                          .number(width != model.hidden)
+                          .number(receive_slots)
+                          .number(send_slots);
+  }
+  return fits;
+}
+
+// The rank's largest pipeline buffers, and in backward the same boundary carrying the gradients:
+// the output's gradient arrives and the input's gradient leaves (Megatron's
+// send_backward_recv_forward / recv_backward).
+void keep_pipeline_buffer_transients(const PipelineBuffers& largest, bool attn_res,
+                                     RankPieces& result) {
+  if (largest.bytes <= 0) return;
+  ActivationPiece buffers = make_piece(
+      attn_res ? term_pipeline_buffers_attn_res : term_pipeline_buffers, largest.formula);
+  buffers.bytes = largest.bytes;
+  keep_transient(result, buffers, {TransientPlace::boundary, -1});
+  ActivationPiece gradients = make_piece(
+      attn_res ? term_pipeline_gradient_buffers_attn_res : term_pipeline_gradient_buffers,
+      largest.formula);
+  gradients.bytes = largest.bytes;
+  keep_transient(result, gradients, {TransientPlace::boundary, -1});
+}
+
+// Context parallelism's KV exchange and its backward counterpart: the largest over the
+// attention kinds the rank holds.
+void keep_context_parallel_transients(const Model& model, const TokenShape& shape,
+                                      const TrainingConfig& training, const KindsHeld& held,
+                                      LayerPieceCache::SharedTransients& shared,
+                                      RankPieces& result) {
+  ActivationPiece largest;
+  ActivationPiece largest_backward;
+  for (int k = 0; k < 3; ++k) {
+    if (!held.attention[static_cast<std::size_t>(k)]) continue;
+    const auto kind = static_cast<AttentionKind>(k);
+    const ActivationPiece& p = shared_once(shared.cp_exchange[static_cast<std::size_t>(k)], [&] {
+      return context_parallel_exchange_piece(model, shape, kind, training);
+    });
+    if (p.bytes > largest.bytes) largest = p;
+    const auto& b = shared_once(shared.cp_backward[static_cast<std::size_t>(k)], [&] {
+      return context_parallel_backward_piece(model, shape, kind, training);
+    });
+    if (b && b->bytes > largest_backward.bytes) largest_backward = *b;
+  }
+  if (largest.info != nullptr) keep_transient(result, largest);
+  if (largest_backward.info != nullptr) keep_transient(result, largest_backward);
+}
+
+// The backward working set of the layer being back-propagated: the largest attention half and
+// the largest MLP half over the layer kinds of the rank.
+void keep_backward_working_set(const Model& model, const ParallelLayout& layout,
+                               const TokenShape& shape, const TrainingConfig& training,
+                               const KindsHeld& held, LayerPieceCache::SharedTransients& shared,
+                               RankPieces& result) {
+  ActivationPiece attention;
+  for (int k = 0; k < 3; ++k) {
+    if (!held.attention[static_cast<std::size_t>(k)]) continue;
+    const ActivationPiece& p =
+        shared_once(shared.attention_backward[static_cast<std::size_t>(k)], [&] {
+          return attention_backward_piece(model, static_cast<AttentionKind>(k), shape, training);
+        });
+    if (p.bytes > attention.bytes || p.formula.overflowed()) attention = p;
+  }
+  if (attention.info != nullptr) keep_transient(result, attention);
+  ActivationPiece mlp;
+  for (int k = 0; k < 2; ++k) {
+    if (!held.mlp[static_cast<std::size_t>(k)]) continue;
+    const ActivationPiece& p = shared_once(shared.mlp_backward[static_cast<std::size_t>(k)], [&] {
+      return mlp_backward_piece(model, static_cast<MlpKind>(k), shape, training, layout);
+    });
+    if (p.bytes > mlp.bytes || p.formula.overflowed()) mlp = p;
+  }
+  if (mlp.info != nullptr) keep_transient(result, mlp);
+}
+
+// The rank's AttnRes pieces per chunk and its transients other than the recompute working set,
+// in the order the stage lists them: the head's (per chunk), MoE dispatch, KDA forward, AttnRes
+// mixing, pipeline buffers, context parallelism, then the backward working set.
 void build_rank_pieces(const Model& model, const ParallelLayout& layout, const TokenShape& shape,
                        const TrainingConfig& training, const StagePlan& plan, std::int64_t rank,
                        const RankLayers& layers, LayerPieceCache& cache, std::int64_t padded,
@@ -613,164 +799,45 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
   result.transients.clear();
   result.scopes.clear();
   result.largest_transient_bytes = 0;
-  result.has_moe = false;
   result.fits = true;
   result.generation = cache.generation;
-  const std::int64_t block = model.attn_res.block_size;
-  const std::int64_t total_layers = static_cast<std::int64_t>(model.layers.size());
-  const auto keep_transient = [&](const ActivationPiece& p, TransientScope scope = {}) {
-    if (p.bytes > 0 || p.formula.overflowed()) {
-      result.transients.push_back(p);
-      result.scopes.push_back(scope);
-    }
-  };
-  bool attention_kinds[3] = {false, false, false};
-  bool mlp_kinds[2] = {false, false};
+  const KindsHeld held = kinds_held(model, layers);
+  result.has_moe = held.moe;
+  const bool attn_res = model.attn_res.block_size > 0;
   std::int64_t largest_slots = 0;  // AttnRes K at the rank's last mixing site
-  std::int64_t largest_pipeline_buffers = 0;
-  Formula pipeline_formula;
-  const std::int64_t boundary_width = shape.sequence_parallel && shape.tensor_parallel > 1
-                                          ? model.hidden / shape.tensor_parallel
-                                          : model.hidden;
-  // The layer kinds of the rank's chunks (every layer is in `layers`, kept or checkpointed).
-  for (int slot = 0; slot < kind_slots; ++slot) {
-    if ((layers.used_slots >> slot & 1u) == 0) continue;
-    const LayerKind kind = kind_of(slot);
-    result.has_moe |= kind.mlp == MlpKind::moe;
-    attention_kinds[static_cast<int>(kind.attention)] = true;
-    mlp_kinds[static_cast<int>(kind.mlp)] = true;
-  }
+  PipelineBuffers buffers;
   for (const ChunkLayers& split : layers.chunks) {
     const VirtualStage& chunk = *split.stage;
     RankPieces::Chunk& pieces = result.chunks.emplace_back();
-    const std::int64_t end = chunk.first_layer + chunk.layer_count;
-    if (block > 0) {
-      pieces.attn_res_slots = attn_res_slots_piece(model, shape, attn_res_slots_before(end, block));
-      // Each layer i mixes at sites_per_layer sites over 1 + ceil(i / block) slots.
-      std::int64_t slot_sites =
-          model.attn_res.sites_per_layer * (chunk.layer_count + attn_res_slot_sum(end, block) -
-                                            attn_res_slot_sum(chunk.first_layer, block));
-      std::int64_t last_site_slots =
-          attn_res_slots_before(std::max<std::int64_t>(end - 1, 0), block);
-      if (chunk.head) {
-        slot_sites += 1 + attn_res_slots_before(total_layers, block);
-        last_site_slots = attn_res_slots_before(total_layers, block);
-      }
-      pieces.attn_res_weights = attn_res_weights_piece(shape, slot_sites);
-      largest_slots = std::max(largest_slots, last_site_slots);
+    if (attn_res) {
+      largest_slots = std::max(largest_slots, add_attn_res_pieces(model, shape, chunk, pieces));
     }
     if (chunk.head) {
       if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
+      const auto chunk_slot = static_cast<std::int16_t>(result.chunks.size() - 1);
       for (const ActivationPiece& p : *cache.head_transients)
-        keep_transient(
-            p, {TransientPlace::chunk, static_cast<std::int16_t>(result.chunks.size() - 1)});
+        keep_transient(result, p, {TransientPlace::chunk, chunk_slot});
     }
-    if (chunk.mtp_layers > 0) {
-      result.has_moe |= model.mtp_layer.mlp == MlpKind::moe;
-      attention_kinds[static_cast<int>(model.mtp_layer.attention)] = true;
-      mlp_kinds[static_cast<int>(model.mtp_layer.mlp)] = true;
-    }
-    // Pipeline buffers of this chunk: the input arriving from the previous virtual stage and the
-    // output leaving for the next one (both alive while a step sends and receives).
-    // DualPipeV's turn of the V (the last rank's chunk 0 into its chunk 1) stays on the rank:
-    // dualpipev.py appends a detached view of the output, nothing is sent or received.
-    const bool v_turn_out = plan.schedule == PipelineSchedule::dualpipev &&
-                            rank == plan.pipeline_ranks - 1 && chunk.chunk == 0;
-    const bool v_turn_in = plan.schedule == PipelineSchedule::dualpipev &&
-                           rank == plan.pipeline_ranks - 1 && chunk.chunk == 1;
-    const std::int64_t receive_slots =
-        chunk.embedding || v_turn_in ? 0 : 1 + attn_res_slots_before(chunk.first_layer, block);
-    const std::int64_t send_slots =
-        chunk.head || v_turn_out ? 0 : 1 + attn_res_slots_before(end, block);
-    std::int64_t buffers = 0;
-    // Each direction: [S/CP] x [B] x [width] x [1 + slots] x 2 B (pipeline_buffer_formula).
-    for (const std::int64_t slots : {receive_slots, send_slots}) {
-      if (slots == 0) continue;
-      std::int64_t one = 2;
-      result.fits = checked_mul(one, shape.sequence, &one) &&
-                    checked_mul(one, shape.micro_batch, &one) &&
-                    checked_mul(one, boundary_width, &one) && checked_mul(one, slots, &one) &&
-                    checked_add(buffers, one, &buffers) && result.fits;
-    }
-    if (buffers > largest_pipeline_buffers) {
-      largest_pipeline_buffers = buffers;
-      pipeline_formula = Formula()
-                             .number(shape.sequence)
-                             .number(shape.micro_batch)
-                             .number(boundary_width)
-                             .number(boundary_width != model.hidden)
-                             .number(receive_slots)
-                             .number(send_slots);
-    }
+    result.fits = offer_pipeline_buffers(model, shape, plan, rank, chunk, buffers) && result.fits;
   }
   LayerPieceCache::SharedTransients& shared = cache.shared;
-  const auto once = [](auto& slot, auto make) -> const auto& {
-    if (!slot) slot = make();
-    return *slot;
-  };
-  if (result.has_moe) {
-    keep_transient(
-        once(shared.moe_dispatch, [&] { return moe_dispatch_piece(model, shape, layout); }));
+  if (held.moe) {
+    keep_transient(result, shared_once(shared.moe_dispatch,
+                                       [&] { return moe_dispatch_piece(model, shape, layout); }));
   }
-  if (attention_kinds[static_cast<int>(AttentionKind::kda)]) {
-    const auto& p =
-        once(shared.kda_forward, [&] { return kda_forward_transient(model, shape, training); });
-    if (p) keep_transient(*p);
+  if (held.attention[static_cast<std::size_t>(AttentionKind::kda)]) {
+    const auto& p = shared_once(shared.kda_forward,
+                                [&] { return kda_forward_transient(model, shape, training); });
+    if (p) keep_transient(result, *p);
   }
-  if (block > 0) keep_transient(attn_res_internal_piece(model, shape, training, largest_slots));
-  if (largest_pipeline_buffers > 0) {
-    ActivationPiece buffers = make_piece(
-        block > 0 ? term_pipeline_buffers_attn_res : term_pipeline_buffers, pipeline_formula);
-    buffers.bytes = largest_pipeline_buffers;
-    keep_transient(buffers, {TransientPlace::boundary, -1});
-    // In backward the same boundary carries the gradients: the output's gradient arrives and the
-    // input's gradient leaves (Megatron's send_backward_recv_forward / recv_backward).
-    ActivationPiece gradients = make_piece(
-        block > 0 ? term_pipeline_gradient_buffers_attn_res : term_pipeline_gradient_buffers,
-        pipeline_formula);
-    gradients.bytes = largest_pipeline_buffers;
-    keep_transient(gradients, {TransientPlace::boundary, -1});
+  if (attn_res) {
+    keep_transient(result, attn_res_internal_piece(model, shape, training, largest_slots));
   }
+  keep_pipeline_buffer_transients(buffers, attn_res, result);
   if (shape.context_parallel > 1) {
-    ActivationPiece largest;
-    ActivationPiece largest_backward;
-    for (int k = 0; k < 3; ++k) {
-      if (!attention_kinds[k]) continue;
-      const auto kind = static_cast<AttentionKind>(k);
-      const ActivationPiece& p = once(shared.cp_exchange[static_cast<std::size_t>(k)], [&] {
-        return context_parallel_exchange_piece(model, shape, kind, training);
-      });
-      if (p.bytes > largest.bytes) largest = p;
-      const auto& b = once(shared.cp_backward[static_cast<std::size_t>(k)], [&] {
-        return context_parallel_backward_piece(model, shape, kind, training);
-      });
-      if (b && b->bytes > largest_backward.bytes) largest_backward = *b;
-    }
-    if (largest.info != nullptr) keep_transient(largest);
-    if (largest_backward.info != nullptr) keep_transient(largest_backward);
+    keep_context_parallel_transients(model, shape, training, held, shared, result);
   }
-  // The backward working set of the layer being back-propagated: the largest attention half and
-  // the largest MLP half over the layer kinds of the stage.
-  {
-    ActivationPiece attention;
-    for (int k = 0; k < 3; ++k) {
-      if (!attention_kinds[k]) continue;
-      const ActivationPiece& p = once(shared.attention_backward[static_cast<std::size_t>(k)], [&] {
-        return attention_backward_piece(model, static_cast<AttentionKind>(k), shape, training);
-      });
-      if (p.bytes > attention.bytes || p.formula.overflowed()) attention = p;
-    }
-    if (attention.info != nullptr) keep_transient(attention);
-    ActivationPiece mlp;
-    for (int k = 0; k < 2; ++k) {
-      if (!mlp_kinds[k]) continue;
-      const ActivationPiece& p = once(shared.mlp_backward[static_cast<std::size_t>(k)], [&] {
-        return mlp_backward_piece(model, static_cast<MlpKind>(k), shape, training, layout);
-      });
-      if (p.bytes > mlp.bytes || p.formula.overflowed()) mlp = p;
-    }
-    if (mlp.info != nullptr) keep_transient(mlp);
-  }
+  keep_backward_working_set(model, layout, shape, training, held, shared, result);
   for (const ActivationPiece& p : result.transients) {
     result.fits = result.fits && !p.formula.overflowed();
     result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
@@ -835,213 +902,180 @@ const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, Layer
   return entry;
 }
 
-}  // namespace
-
-StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
-                                            const TrainingConfig& training, const StagePlan& plan,
-                                            std::int64_t rank, std::int64_t micro_batches,
-                                            LayerPieceCache& cache, std::vector<Term>* into,
-                                            bool peaks_only) {
-  StageActivationTerms result;
-  // Per-chunk lists handed back by the previous stage's report (add_activation_phases), so that
-  // an estimate into a kept report allocates none.
-  result.in_flight_per_chunk = std::move(cache.spare_in_flight);
-  result.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
-  result.into = into;
-  const RecomputeConfig& recompute = training.recompute;
-  // Peaks: what the step's passes are weighed with is kept per rank for the piece generation and
-  // the recompute setting, so a sweep over the micro-batches per step (gbs) only finds the peak.
-  if (cache.rank_peak_inputs.size() < static_cast<std::size_t>(plan.pipeline_ranks))
-    cache.rank_peak_inputs.resize(static_cast<std::size_t>(plan.pipeline_ranks));
-  RankPeakInputs& peak_inputs = cache.rank_peak_inputs[static_cast<std::size_t>(rank)];
-  if (peaks_only && peak_inputs.generation == cache.generation &&
-      peak_inputs.recompute == recompute) {
-    result.chunk_stored_bytes.assign(peak_inputs.chunk_bytes.begin(),
-                                     peak_inputs.chunk_bytes.end());
-    bool fits = peak_inputs.fits;
-    result.moment = find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
-                                     peak_inputs.options, result.in_flight_per_chunk,
-                                     result.largest_transient_bytes, fits);
-    for (std::size_t c = 0; c < result.chunk_stored_bytes.size(); ++c) {
-      std::int64_t bytes = 0;
-      fits = checked_mul(result.chunk_stored_bytes[c], result.in_flight_per_chunk[c], &bytes) &&
-             checked_add(result.stored_bytes, bytes, &result.stored_bytes) && fits;
-    }
-    result.fits = fits;
-    result.moment.transient = -1;
-    result.moment.enclosing = -1;
-    return result;
+// A peaks estimate of a rank that kept its peak inputs for this piece generation and recompute
+// setting (RankPeakInputs): one micro-batch's stored bytes per chunk and the pass options are
+// taken as they are, so a sweep over the micro-batches per step (gbs) only finds the peak.
+void peaks_from_kept_inputs(LayerPieceCache& cache, const StagePlan& plan, std::int64_t rank,
+                            std::int64_t micro_batches, const RankPeakInputs& peak_inputs,
+                            StageActivationTerms& result) {
+  result.chunk_stored_bytes.assign(peak_inputs.chunk_bytes.begin(), peak_inputs.chunk_bytes.end());
+  bool fits = peak_inputs.fits;
+  result.moment = find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
+                                   peak_inputs.options, result.in_flight_per_chunk,
+                                   result.largest_transient_bytes, fits);
+  for (std::size_t c = 0; c < result.chunk_stored_bytes.size(); ++c) {
+    std::int64_t bytes = 0;
+    fits = checked_mul(result.chunk_stored_bytes[c], result.in_flight_per_chunk[c], &bytes) &&
+           checked_add(result.stored_bytes, bytes, &result.stored_bytes) && fits;
   }
-  const TokenShape shape = token_shape(training, layout);
-  const std::int64_t chunks = std::max<std::int64_t>(plan.chunks_per_rank, 1);
-  const std::uint32_t dropped =
-      recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
-  const std::int64_t padded = padded_vocab(model.vocab, layout);
+  result.fits = fits;
+  result.moment.transient = -1;
+  result.moment.enclosing = -1;
+}
 
-  const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
-  if (cache.ranks.size() < static_cast<std::size_t>(plan.pipeline_ranks))
-    cache.ranks.resize(static_cast<std::size_t>(plan.pipeline_ranks));
-  RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
-  if (pieces_of_rank.generation != cache.generation) {
-    build_rank_pieces(model, layout, shape, training, plan, rank, layers, cache, padded,
-                      pieces_of_rank);
-  }
-
-  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units, chunks, peaks_only);
-  // The rank's transients are its pieces' (RankPieces::transients) and, last, the recompute
-  // working set of one group / layer (backward), which encloses the backward of its layers.
+// What stage_activation_terms adds up over a rank's chunks: the stored pieces per chunk
+// (StoredSums), the largest recompute working set (the layers rebuilt together in backward, a
+// transient that encloses their backward) and whether every product fits.
+struct ChunkWalk {
+  const Model& model;
+  const ParallelLayout& layout;
+  const TrainingConfig& training;
+  const TokenShape& shape;
+  LayerPieceCache& cache;
+  std::uint32_t dropped;  // the modules selective recompute drops (0: none)
+  std::int64_t padded;    // the padded vocabulary
+  bool peaks_only;
+  StoredSums& sums;
+  std::array<const LayerPieces*, kind_slots> kinds{};  // the layer kinds the rank's chunks hold
   std::int64_t working_set = 0;
-  ActivationPiece working_set_piece;  // its name and factors (not needed for peaks)
-  if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
-  const ActivationPiece& checkpoint_input = *cache.checkpoint_input;
-  const auto pieces_for = [&](LayerKind kind) -> const LayerPieces& {
-    return kind_pieces(cache, model, kind, shape, training, layout, dropped);
-  };
-  // The layer kinds the rank's chunks hold, resolved once for the stage.
-  std::array<const LayerPieces*, kind_slots> kinds{};
-  for (int slot = 0; slot < kind_slots; ++slot) {
-    if ((layers.used_slots >> slot & 1u) != 0)
-      kinds[static_cast<std::size_t>(slot)] = &pieces_for(kind_of(slot));
-  }
-  bool fits = pieces_of_rank.fits;
+  ActivationPiece working_set_piece{};  // its name and factors (not needed for peaks)
+  bool fits = true;
+};
 
-  for (std::size_t chunk_slot = 0; chunk_slot < layers.chunks.size(); ++chunk_slot) {
-    const ChunkLayers& split = layers.chunks[chunk_slot];
-    const VirtualStage& chunk = *split.stage;
-    const RankPieces::Chunk& chunk_pieces = pieces_of_rank.chunks[chunk_slot];
-    const std::int64_t c = chunk.chunk;
-    // Checkpointed groups: the whole working set of one group is rebuilt in backward; the first
-    // group of the largest composition names it.
-    for (const ChunkLayers::Group& group : split.groups) {
-      std::int64_t group_bytes = 0;
-      for (const SlotCount& k : group.kinds) {
-        std::int64_t bytes = 0;
-        fits = checked_mul(kinds[static_cast<std::size_t>(k.slot)]->all_bytes, k.count, &bytes) &&
-               checked_add(group_bytes, bytes, &group_bytes) && fits;
-      }
-      if (group_bytes > working_set) {
-        working_set = group_bytes;
-        working_set_piece.info = &term_recompute_group;
-        if (!peaks_only) {
-          working_set_piece.formula = Formula()
-                                          .number(group.count)
-                                          .number(group.first)
-                                          .number(group.last)
-                                          .number(group_bytes);
-        }
-      }
+// Checkpointed groups (full recompute): the whole working set of one group is rebuilt in
+// backward; the first group of the largest composition names it.
+void add_checkpointed_groups(ChunkWalk& w, const ChunkLayers& split) {
+  for (const ChunkLayers::Group& group : split.groups) {
+    std::int64_t group_bytes = 0;
+    for (const SlotCount& k : group.kinds) {
+      std::int64_t bytes = 0;
+      w.fits = checked_mul(w.kinds[static_cast<std::size_t>(k.slot)]->all_bytes, k.count, &bytes) &&
+               checked_add(group_bytes, bytes, &group_bytes) && w.fits;
     }
-    // Layers that keep everything, counted per kind; the pieces of a kind are built once.
-    for (const SlotCount& k : split.full) {
-      const LayerKind kind = kind_of(k.slot);
-      const LayerPieces& pieces = *kinds[static_cast<std::size_t>(k.slot)];
-      if (peaks_only) {
-        sums.add_kept(pieces.kept_bytes, pieces.kept_fits, k.count, c);
-      } else {
-        sums.add_all(attention_group(kind.attention, false), *pieces.attention, k.count, c);
-        sums.add_all(mlp_group(kind.mlp, false), *pieces.mlp, k.count, c);
-      }
-      const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
-      if (dropped != 0 && recomputed > working_set) {
-        working_set = recomputed;
-        working_set_piece.info = &term_recompute_selective;
-        if (!peaks_only) {
-          working_set_piece.formula = Formula()
-                                          .number(static_cast<std::int64_t>(kind.attention))
-                                          .number(static_cast<std::int64_t>(kind.mlp))
-                                          .number(recomputed);
-        }
-      }
-    }
-    if (split.checkpointed_groups > 0)
-      sums.add(TermGroup::all_layers, checkpoint_input, split.checkpointed_groups, c);
-
-    if (chunk.embedding && training.dropout) {
-      if (!cache.embedding_dropout) cache.embedding_dropout = embedding_dropout_piece(model, shape);
-      sums.add(TermGroup::embedding, *cache.embedding_dropout, 1, c);
-    }
-    if (model.attn_res.block_size > 0) {
-      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, 1, c);
-      sums.add(TermGroup::attn_res, chunk_pieces.attn_res_weights, 1, c);
-    }
-    if (chunk.head || chunk.mtp_layers > 0) {
-      if (!cache.head) cache.head = head_pieces(model, shape, training, padded);
-    }
-    if (chunk.head) {
-      // The head's pieces are never recomputed (mask 0).
-      sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
-    }
-    if (chunk.mtp_layers > 0) {
-      if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(model, shape);
-      const LayerPieces& pieces = pieces_for(model.mtp_layer);
-      const std::int64_t mtp_layers = chunk.mtp_layers;
-      if (recompute.policy == RecomputePolicy::full &&
-          recompute.method == FullRecomputeMethod::uniform) {
-        // Megatron checkpoints each MTP layer under uniform full recompute: it keeps its two
-        // inputs, and its working set comes back in backward.
-        if (!cache.mtp_checkpoint_inputs)
-          cache.mtp_checkpoint_inputs = mtp_checkpoint_inputs_piece(model, shape);
-        sums.add(TermGroup::mtp, *cache.mtp_checkpoint_inputs, mtp_layers, c);
-        std::int64_t mtp_bytes = pieces.all_bytes;
-        for (const ActivationPiece& p : *cache.mtp_extra) {
-          fits = checked_add(mtp_bytes, p.bytes, &mtp_bytes) && fits;
-        }
-        if (mtp_bytes > working_set) {
-          // The MTP layer follows the decoder's layers: it is numbered after the last one.
-          const auto mtp_index = static_cast<std::int64_t>(model.layers.size());
-          working_set = mtp_bytes;
-          working_set_piece.info = &term_recompute_group;
-          working_set_piece.formula =
-              Formula().number(1).number(mtp_index).number(mtp_index).number(mtp_bytes);
-        }
-      } else {
-        sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_layers, c, 0);
-        sums.add_all(attention_group(model.mtp_layer.attention, true), *pieces.attention,
-                     mtp_layers, c);
-        sums.add_all(mlp_group(model.mtp_layer.mlp, true), *pieces.mlp, mtp_layers, c);
-      }
-      sums.add_all(TermGroup::mtp_output, *cache.head, mtp_layers, c, 0);
+    if (group_bytes <= w.working_set) continue;
+    w.working_set = group_bytes;
+    w.working_set_piece.info = &term_recompute_group;
+    if (!w.peaks_only) {
+      w.working_set_piece.formula =
+          Formula().number(group.count).number(group.first).number(group.last).number(group_bytes);
     }
   }
+}
 
-  std::vector<PassOption>& options = cache.pass_options;
-  options.assign(pieces_of_rank.pass_options.begin(), pieces_of_rank.pass_options.end());
-  const std::vector<ActivationPiece>& transients = pieces_of_rank.transients;
-  if (working_set > 0) {
-    working_set_piece.bytes = working_set;
-    add_working_set_option(options, working_set, static_cast<std::int64_t>(transients.size()),
-                           transients, pieces_of_rank.inner_backward, fits);
+// Layers that keep everything, counted per kind (the pieces of a kind are built once); under
+// selective recompute the pieces it drops are the working set rebuilt in backward.
+void add_full_layers(ChunkWalk& w, const ChunkLayers& split, std::int64_t c) {
+  for (const SlotCount& k : split.full) {
+    const LayerKind kind = kind_of(k.slot);
+    const LayerPieces& pieces = *w.kinds[static_cast<std::size_t>(k.slot)];
+    if (w.peaks_only) {
+      w.sums.add_kept(pieces.kept_bytes, pieces.kept_fits, k.count, c);
+    } else {
+      w.sums.add_all(attention_group(kind.attention, false), *pieces.attention, k.count, c);
+      w.sums.add_all(mlp_group(kind.mlp, false), *pieces.mlp, k.count, c);
+    }
+    const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
+    if (w.dropped == 0 || recomputed <= w.working_set) continue;
+    w.working_set = recomputed;
+    w.working_set_piece.info = &term_recompute_selective;
+    if (!w.peaks_only) {
+      w.working_set_piece.formula = Formula()
+                                        .number(static_cast<std::int64_t>(kind.attention))
+                                        .number(static_cast<std::int64_t>(kind.mlp))
+                                        .number(recomputed);
+    }
   }
+}
 
-  fits = sums.chunk_bytes(result.chunk_stored_bytes) && fits;
-  // Kept from the second estimate with the same inputs on (a sweep that changes them at every
-  // point does not pay for keeping them).
-  const bool keep_peak_inputs = peaks_only && peak_inputs.seen_generation == cache.generation &&
-                                peak_inputs.seen_recompute == recompute;
-  if (peaks_only && !keep_peak_inputs) {
-    peak_inputs.seen_generation = cache.generation;
+// The chunk's MTP layers: their extra pieces, their layer's pieces and their output head.
+void add_mtp_layers(ChunkWalk& w, std::int64_t mtp_layers, std::int64_t c) {
+  LayerPieceCache& cache = w.cache;
+  if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(w.model, w.shape);
+  const LayerPieces& pieces =
+      kind_pieces(cache, w.model, w.model.mtp_layer, w.shape, w.training, w.layout, w.dropped);
+  const RecomputeConfig& recompute = w.training.recompute;
+  if (recompute.policy == RecomputePolicy::full &&
+      recompute.method == FullRecomputeMethod::uniform) {
+    // Megatron checkpoints each MTP layer under uniform full recompute: it keeps its two
+    // inputs, and its working set comes back in backward.
+    if (!cache.mtp_checkpoint_inputs)
+      cache.mtp_checkpoint_inputs = mtp_checkpoint_inputs_piece(w.model, w.shape);
+    w.sums.add(TermGroup::mtp, *cache.mtp_checkpoint_inputs, mtp_layers, c);
+    std::int64_t mtp_bytes = pieces.all_bytes;
+    for (const ActivationPiece& p : *cache.mtp_extra) {
+      w.fits = checked_add(mtp_bytes, p.bytes, &mtp_bytes) && w.fits;
+    }
+    if (mtp_bytes > w.working_set) {
+      // The MTP layer follows the decoder's layers: it is numbered after the last one.
+      const auto mtp_index = static_cast<std::int64_t>(w.model.layers.size());
+      w.working_set = mtp_bytes;
+      w.working_set_piece.info = &term_recompute_group;
+      w.working_set_piece.formula =
+          Formula().number(1).number(mtp_index).number(mtp_index).number(mtp_bytes);
+    }
+  } else {
+    w.sums.add_all(TermGroup::mtp, *cache.mtp_extra, mtp_layers, c, 0);
+    w.sums.add_all(attention_group(w.model.mtp_layer.attention, true), *pieces.attention,
+                   mtp_layers, c);
+    w.sums.add_all(mlp_group(w.model.mtp_layer.mlp, true), *pieces.mlp, mtp_layers, c);
+  }
+  w.sums.add_all(TermGroup::mtp_output, *cache.head, mtp_layers, c, 0);
+}
+
+// One micro-batch's stored pieces of one virtual chunk, and its recompute working sets.
+void add_chunk(ChunkWalk& w, const ChunkLayers& split, const RankPieces::Chunk& chunk_pieces) {
+  const VirtualStage& chunk = *split.stage;
+  const std::int64_t c = chunk.chunk;
+  LayerPieceCache& cache = w.cache;
+  add_checkpointed_groups(w, split);
+  add_full_layers(w, split, c);
+  if (split.checkpointed_groups > 0)
+    w.sums.add(TermGroup::all_layers, *cache.checkpoint_input, split.checkpointed_groups, c);
+  if (chunk.embedding && w.training.dropout) {
+    if (!cache.embedding_dropout)
+      cache.embedding_dropout = embedding_dropout_piece(w.model, w.shape);
+    w.sums.add(TermGroup::embedding, *cache.embedding_dropout, 1, c);
+  }
+  if (w.model.attn_res.block_size > 0) {
+    w.sums.add(TermGroup::attn_res, chunk_pieces.attn_res_slots, 1, c);
+    w.sums.add(TermGroup::attn_res, chunk_pieces.attn_res_weights, 1, c);
+  }
+  if (chunk.head || chunk.mtp_layers > 0) {
+    if (!cache.head) cache.head = head_pieces(w.model, w.shape, w.training, w.padded);
+  }
+  // The head's pieces are never recomputed (mask 0).
+  if (chunk.head) w.sums.add_all(TermGroup::output, *cache.head, 1, c, 0);
+  if (chunk.mtp_layers > 0) add_mtp_layers(w, chunk.mtp_layers, c);
+}
+
+// From the second peaks estimate with the same piece generation and recompute setting on, the
+// rank keeps its peak inputs (peaks_from_kept_inputs); a sweep that changes them at every point
+// does not pay for keeping them. True when they were kept: `options` then holds the rank's old
+// storage and the peak is found with peak_inputs.options.
+bool keep_peak_inputs(RankPeakInputs& peak_inputs, std::uint64_t generation,
+                      const RecomputeConfig& recompute, bool peaks_only,
+                      const std::vector<std::int64_t>& chunk_bytes, bool fits,
+                      std::vector<PassOption>& options) {
+  if (!peaks_only) return false;
+  if (peak_inputs.seen_generation != generation || !(peak_inputs.seen_recompute == recompute)) {
+    peak_inputs.seen_generation = generation;
     peak_inputs.seen_recompute = recompute;
+    return false;
   }
-  if (keep_peak_inputs) {
-    peak_inputs.generation = cache.generation;
-    peak_inputs.recompute = recompute;
-    peak_inputs.chunk_bytes.assign(result.chunk_stored_bytes.begin(),
-                                   result.chunk_stored_bytes.end());
-    peak_inputs.fits = fits;
-    // The options move to the rank (the scratch list takes the rank's old storage).
-    std::swap(peak_inputs.options, options);
-  }
-  result.moment =
-      find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
-                       keep_peak_inputs ? peak_inputs.options : options, result.in_flight_per_chunk,
-                       result.largest_transient_bytes, fits);
-  if (peaks_only) {
-    result.fits =
-        sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
-    result.moment.transient = -1;
-    result.moment.enclosing = -1;
-    return result;
-  }
+  peak_inputs.generation = generation;
+  peak_inputs.recompute = recompute;
+  peak_inputs.chunk_bytes.assign(chunk_bytes.begin(), chunk_bytes.end());
+  peak_inputs.fits = fits;
+  // The options move to the rank (the scratch list takes the rank's old storage).
+  std::swap(peak_inputs.options, options);
+  return true;
+}
+
+// Appends the stage's terms: the stored sums for the micro-batches alive at the peak moment,
+// then the rank's transients and last the recompute working set (when there is one).
+void append_stage_terms(const StoredSums& sums, const RankPieces& pieces_of_rank,
+                        const ActivationPiece* working_set, bool fits,
+                        StageActivationTerms& result) {
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
   std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
   result.first_stored = static_cast<std::int64_t>(stored.size());
@@ -1058,11 +1092,99 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     t.place = scope.place;
     t.chunk = scope.chunk;
   };
+  const std::vector<ActivationPiece>& transients = pieces_of_rank.transients;
   for (std::size_t i = 0; i < transients.size(); ++i) emit(transients[i], pieces_of_rank.scopes[i]);
-  if (working_set > 0) emit(working_set_piece, {TransientPlace::recompute, -1});
+  if (working_set != nullptr) emit(*working_set, {TransientPlace::recompute, -1});
   if (result.moment.transient >= 0) result.moment.transient += result.first_transient;
   if (result.moment.enclosing >= 0) result.moment.enclosing += result.first_transient;
   result.largest_transient = result.moment.transient;
+}
+
+}  // namespace
+
+StageActivationTerms stage_activation_terms(const Model& model, const ParallelLayout& layout,
+                                            const TrainingConfig& training, const StagePlan& plan,
+                                            std::int64_t rank, std::int64_t micro_batches,
+                                            LayerPieceCache& cache, std::vector<Term>* into,
+                                            bool peaks_only) {
+  StageActivationTerms result;
+  // Per-chunk lists handed back by the previous stage's report (estimate.cpp), so that an
+  // estimate into a kept report allocates none.
+  result.in_flight_per_chunk = std::move(cache.spare_in_flight);
+  result.chunk_stored_bytes = std::move(cache.spare_chunk_bytes);
+  result.into = into;
+  const RecomputeConfig& recompute = training.recompute;
+  const auto ranks = static_cast<std::size_t>(plan.pipeline_ranks);
+  if (cache.rank_peak_inputs.size() < ranks) cache.rank_peak_inputs.resize(ranks);
+  RankPeakInputs& peak_inputs = cache.rank_peak_inputs[static_cast<std::size_t>(rank)];
+  if (peaks_only && peak_inputs.generation == cache.generation &&
+      peak_inputs.recompute == recompute) {
+    peaks_from_kept_inputs(cache, plan, rank, micro_batches, peak_inputs, result);
+    return result;
+  }
+  const TokenShape shape = token_shape(training, layout);
+  const std::uint32_t dropped =
+      recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
+  const std::int64_t padded = padded_vocab(model.vocab, layout);
+
+  // The rank's layers per chunk and its pieces that do not depend on the micro-batches in
+  // flight (AttnRes, pipeline buffers, the transients), built once per piece generation.
+  const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
+  if (cache.ranks.size() < ranks) cache.ranks.resize(ranks);
+  RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
+  if (pieces_of_rank.generation != cache.generation) {
+    build_rank_pieces(model, layout, shape, training, plan, rank, layers, cache, padded,
+                      pieces_of_rank);
+  }
+  if (!cache.checkpoint_input) cache.checkpoint_input = checkpoint_input_piece(model, shape);
+
+  // One micro-batch's stored pieces per chunk and the largest recompute working set.
+  StoredSums sums(dropped, cache.stored_blocks, cache.stored_units,
+                  std::max<std::int64_t>(plan.chunks_per_rank, 1), peaks_only);
+  ChunkWalk walk{.model = model,
+                 .layout = layout,
+                 .training = training,
+                 .shape = shape,
+                 .cache = cache,
+                 .dropped = dropped,
+                 .padded = padded,
+                 .peaks_only = peaks_only,
+                 .sums = sums,
+                 .fits = pieces_of_rank.fits};
+  for (int slot = 0; slot < kind_slots; ++slot) {
+    if ((layers.used_slots >> slot & 1u) != 0) {
+      walk.kinds[static_cast<std::size_t>(slot)] =
+          &kind_pieces(cache, model, kind_of(slot), shape, training, layout, dropped);
+    }
+  }
+  for (std::size_t chunk_slot = 0; chunk_slot < layers.chunks.size(); ++chunk_slot) {
+    add_chunk(walk, layers.chunks[chunk_slot], pieces_of_rank.chunks[chunk_slot]);
+  }
+
+  // The peak moment of the step timeline: each pass weighed with its largest transients.
+  std::vector<PassOption>& options = cache.pass_options;
+  options.assign(pieces_of_rank.pass_options.begin(), pieces_of_rank.pass_options.end());
+  if (walk.working_set > 0) {
+    walk.working_set_piece.bytes = walk.working_set;
+    add_working_set_option(options, walk.working_set,
+                           static_cast<std::int64_t>(pieces_of_rank.transients.size()),
+                           pieces_of_rank.transients, pieces_of_rank.inner_backward, walk.fits);
+  }
+  bool fits = sums.chunk_bytes(result.chunk_stored_bytes) && walk.fits;
+  const bool kept = keep_peak_inputs(peak_inputs, cache.generation, recompute, peaks_only,
+                                     result.chunk_stored_bytes, fits, options);
+  result.moment = find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,
+                                   kept ? peak_inputs.options : options, result.in_flight_per_chunk,
+                                   result.largest_transient_bytes, fits);
+  if (peaks_only) {
+    result.fits =
+        sums.append_terms(nullptr, result.stored_bytes, result.in_flight_per_chunk) && fits;
+    result.moment.transient = -1;
+    result.moment.enclosing = -1;
+    return result;
+  }
+  append_stage_terms(sums, pieces_of_rank, walk.working_set > 0 ? &walk.working_set_piece : nullptr,
+                     fits, result);
   return result;
 }
 

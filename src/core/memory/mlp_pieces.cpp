@@ -108,12 +108,9 @@ void add_dense(std::vector<ActivationPiece>& out, const Model& m, const TokenSha
   }
 }
 
-void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
-             const TrainingConfig& t, const ParallelLayout& layout) {
-  const MoeShape& e = m.moe;
-  const std::uint32_t whole = module_bits({RecomputeModule::moe});
-  const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : m.hidden;
-  const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
+// The router's scores and, with a latent MoE, the latent projections' saved inputs.
+void add_moe_router_and_latent(std::vector<ActivationPiece>& out, const MoeShape& e,
+                               const TokenShape& s, std::uint32_t whole) {
   // Router: RouterGatingLinearFunction saves its input and weight, not the logits; the sigmoid
   // (or an aux-loss softmax) over logits.float() saves its fp32 [n_l, experts] output.
   out.push_back(make_piece(term_router_scores_fp32,
@@ -121,96 +118,136 @@ void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
                                .times(label_id("experts"), e.routed_experts)
                                .bytes(fp32, label_id("fp32")),
                            whole));
-  if (e.latent_hidden > 0) {
-    // The down-projection output goes straight to the dispatcher's permute, whose backward needs
-    // only indices: nobody saves it, unless the users' latent norm sits in between (it saves its
-    // input; its own output is the unsaved dispatch input).
-    if (e.latent_norm) {
-      out.push_back(make_piece(term_latent_down_projection_output_latent_norm_input,
-                               Formula(local_tokens(s))
-                                   .times(label_id("latent"), e.latent_hidden)
-                                   .bytes(bf16, label_id("bf16")),
-                               whole));
-    }
-    out.push_back(make_piece(term_combined_latent_latent_up_projection_input,
+  if (e.latent_hidden <= 0) return;
+  // The down-projection output goes straight to the dispatcher's permute, whose backward needs
+  // only indices: nobody saves it, unless the users' latent norm sits in between (it saves its
+  // input; its own output is the unsaved dispatch input).
+  if (e.latent_norm) {
+    out.push_back(make_piece(term_latent_down_projection_output_latent_norm_input,
                              Formula(local_tokens(s))
                                  .times(label_id("latent"), e.latent_hidden)
                                  .bytes(bf16, label_id("bf16")),
                              whole));
   }
-  // Tokens an expert rank processes: every local token goes to top-k experts; with balanced
-  // routing each EP rank receives as many copies as it sends; ETP gathers them over ETP.
-  const auto routed = [&] {
-    Formula f = local_tokens(s);
-    f.times(label_id("top-k"), e.top_k);
+  out.push_back(make_piece(term_combined_latent_latent_up_projection_input,
+                           Formula(local_tokens(s))
+                               .times(label_id("latent"), e.latent_hidden)
+                               .bytes(bf16, label_id("bf16")),
+                           whole));
+}
+
+// The tokens an expert rank processes: every local token goes to top-k experts; with balanced
+// routing each EP rank receives as many copies as it sends; ETP gathers them over ETP. The
+// imbalance scenario multiplies the busiest rank's tokens, rounded up to whole tokens.
+struct RoutedTokens {
+  const TokenShape& shape;
+  std::int64_t top_k;
+  std::int64_t etp;
+  double imbalance;
+
+  Formula formula() const {
+    Formula f = local_tokens(shape);
+    f.times(label_id("top-k"), top_k);
     if (etp > 1) f.times(label_id("ETP (token gather)"), etp);
     return f;
-  };
-  // The imbalance scenario multiplies the busiest rank's tokens, rounded up to whole tokens.
-  const double imbalance = t.routing_imbalance;
-  const auto with_imbalance = [&](ActivationPiece p, std::int64_t per_token_bytes) {
+  }
+  ActivationPiece with_imbalance(ActivationPiece p, std::int64_t per_token_bytes) const {
     if (imbalance > 1.0) {
       p.formula.imbalance(imbalance, per_token_bytes);
       p.bytes = p.formula.value();
     }
     return p;
-  };
-  out.push_back(with_imbalance(
-      make_piece(term_dispatched_tokens_expert_fc1_input,
-                 routed().times(label_id("expert width"), width).bytes(bf16, label_id("bf16")),
-                 whole),
+  }
+};
+
+// The routed experts' saved tensors: their fc1 input, fc1 output and activation output.
+void add_routed_expert_pieces(std::vector<ActivationPiece>& out, const MoeShape& e,
+                              const RoutedTokens& routed, std::int64_t width, std::uint32_t whole) {
+  const std::int64_t etp = routed.etp;
+  out.push_back(routed.with_imbalance(
+      make_piece(
+          term_dispatched_tokens_expert_fc1_input,
+          routed.formula().times(label_id("expert width"), width).bytes(bf16, label_id("bf16")),
+          whole),
       width * bf16));
-  out.push_back(with_imbalance(make_piece(term_expert_fc1_output_gate_and_up_halves,
-                                          routed()
-                                              .times(label_id("2 x expert intermediate/ETP"),
-                                                     2 * e.expert_intermediate / etp)
-                                              .bytes(bf16, label_id("bf16")),
-                                          whole),
-                               2 * e.expert_intermediate / etp * bf16));
-  out.push_back(with_imbalance(
+  out.push_back(routed.with_imbalance(make_piece(term_expert_fc1_output_gate_and_up_halves,
+                                                 routed.formula()
+                                                     .times(label_id("2 x expert intermediate/ETP"),
+                                                            2 * e.expert_intermediate / etp)
+                                                     .bytes(bf16, label_id("bf16")),
+                                                 whole),
+                                      2 * e.expert_intermediate / etp * bf16));
+  out.push_back(routed.with_imbalance(
       make_piece(term_expert_activation_output_expert_fc2_input,
-                 routed()
+                 routed.formula()
                      .times(label_id("expert intermediate/ETP"), e.expert_intermediate / etp)
                      .bytes(bf16, label_id("bf16")),
                  whole | module_bits({RecomputeModule::moe_act})),
       e.expert_intermediate / etp * bf16));
-  const bool legacy = t.kernels.moe_unpermute == MoeUnpermute::legacy_unpermute_with_probs;
+}
+
+// The routing probabilities the combine step saves, in the router's dtype.
+void add_routing_probabilities(std::vector<ActivationPiece>& out, const MoeShape& e,
+                               const TokenShape& s, const TrainingConfig& t,
+                               const RoutedTokens& routed, std::int64_t width,
+                               std::uint32_t whole) {
   const bool fp32_probs = t.kernels.router_dtype == RouterDtype::fp32;
   const std::int64_t prob_bytes = fp32_probs ? fp32 : bf16;
   const Label prob_dtype = fp32_probs ? label_id("fp32") : label_id("bf16");
-  if (legacy) {
+  if (t.kernels.moe_unpermute == MoeUnpermute::legacy_unpermute_with_probs) {
     // Megatron core <= 0.12: unpermute multiplies the all-to-all output by the probabilities and
     // saves both operands (the product is promoted to fp32 with an fp32 router dtype).
-    out.push_back(with_imbalance(make_piece(term_expert_outputs_before_probability_weighting_comb,
-                                            routed()
-                                                .times(label_id("expert width"), width)
-                                                .bytes(fp32_probs ? fp32 : bf16, prob_dtype),
-                                            whole),
-                                 width * prob_bytes));
+    out.push_back(
+        routed.with_imbalance(make_piece(term_expert_outputs_before_probability_weighting_comb,
+                                         routed.formula()
+                                             .times(label_id("expert width"), width)
+                                             .bytes(fp32_probs ? fp32 : bf16, prob_dtype),
+                                         whole),
+                              width * prob_bytes));
     out.push_back(make_piece(
         term_routing_probabilities_legacy,
         Formula(local_tokens(s)).times(label_id("top-k"), e.top_k).bytes(prob_bytes, prob_dtype),
         whole));
-  } else {
-    // Current Megatron: WeightedSwiGLUFunction saves the received permuted_probs [T_recv, 1].
-    out.push_back(with_imbalance(
-        make_piece(term_routing_probabilities_received,
-                   routed().times(label_id("1 (probability)"), 1).bytes(prob_bytes, prob_dtype),
-                   whole),
-        prob_bytes));
+    return;
   }
-  if (e.shared_experts > 0) {
-    const std::uint32_t shared = whole | module_bits({RecomputeModule::shared_experts});
-    const std::int64_t inter = e.shared_experts * e.shared_intermediate;
-    out.push_back(make_piece(term_shared_experts_fc1_output_gate_and_up_halves,
-                             split_tokens(s, 2 * inter, label_id("2 x shared intermediate"))
-                                 .bytes(bf16, label_id("bf16")),
-                             shared));
-    out.push_back(make_piece(
-        term_shared_experts_activation_output_fc2_input,
-        split_tokens(s, inter, label_id("shared intermediate")).bytes(bf16, label_id("bf16")),
-        shared));
-  }
+  // Current Megatron: WeightedSwiGLUFunction saves the received permuted_probs [T_recv, 1].
+  out.push_back(routed.with_imbalance(
+      make_piece(
+          term_routing_probabilities_received,
+          routed.formula().times(label_id("1 (probability)"), 1).bytes(prob_bytes, prob_dtype),
+          whole),
+      prob_bytes));
+}
+
+// The shared experts' fc1 output and activation output (a dense MLP over every local token).
+void add_shared_expert_pieces(std::vector<ActivationPiece>& out, const MoeShape& e,
+                              const TokenShape& s, std::uint32_t whole) {
+  if (e.shared_experts <= 0) return;
+  const std::uint32_t shared = whole | module_bits({RecomputeModule::shared_experts});
+  const std::int64_t inter = e.shared_experts * e.shared_intermediate;
+  out.push_back(make_piece(
+      term_shared_experts_fc1_output_gate_and_up_halves,
+      split_tokens(s, 2 * inter, label_id("2 x shared intermediate")).bytes(bf16, label_id("bf16")),
+      shared));
+  out.push_back(make_piece(
+      term_shared_experts_activation_output_fc2_input,
+      split_tokens(s, inter, label_id("shared intermediate")).bytes(bf16, label_id("bf16")),
+      shared));
+}
+
+void add_moe(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
+             const TrainingConfig& t, const ParallelLayout& layout) {
+  const MoeShape& e = m.moe;
+  const std::uint32_t whole = module_bits({RecomputeModule::moe});
+  const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : m.hidden;
+  const RoutedTokens routed{.shape = s,
+                            .top_k = e.top_k,
+                            .etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel),
+                            .imbalance = t.routing_imbalance};
+  add_moe_router_and_latent(out, e, s, whole);
+  add_routed_expert_pieces(out, e, routed, width, whole);
+  add_routing_probabilities(out, e, s, t, routed, width, whole);
+  add_shared_expert_pieces(out, e, s, whole);
 }
 
 }  // namespace

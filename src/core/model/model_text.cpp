@@ -1,5 +1,6 @@
 #include "model/model_text.h"
 
+#include <array>
 #include <charconv>
 #include <vector>
 
@@ -181,6 +182,209 @@ double approximate_total(const Model& m) {
   return total;
 }
 
+// What model_from_text has read so far: the model and which of its items were given.
+struct ModelTextItems {
+  Model m;
+  bool have_hidden = false, have_vocab = false, have_layers = false, layers_failed = false;
+  std::array<bool, 3> have_attention{};  // per AttentionKind: its shape item was given
+  bool have_dense = false, have_moe = false;
+};
+
+void read_name(std::string_view value, const std::string& field, Model& m, Diagnostics& d) {
+  bool valid = !value.empty() && value.size() <= 64;
+  for (char c : value) {
+    valid = valid && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_');
+  }
+  if (valid) {
+    m.name = std::string(value);
+  } else {
+    d.error(field, "a name of 1 to 64 characters from [A-Za-z0-9._-] is expected");
+  }
+}
+
+void read_gqa(ItemReader& r, GqaShape& a) {
+  a.heads = r.integer(0, "heads", 1, max_heads);
+  a.kv_heads = r.integer(1, "KV heads", 1, max_heads);
+  a.head_dim = r.integer(2, "head dim", 1, max_heads);
+  r.check_flags(3, {"qknorm", "qkvbias", "obias", "fused"});
+  a.qk_norm = r.flag(3, "qknorm");
+  a.qkv_bias = r.flag(3, "qkvbias");
+  a.output_bias = r.flag(3, "obias");
+  a.fused_qkv = r.flag(3, "fused");
+  if (a.kv_heads > a.heads || a.heads % a.kv_heads != 0) r.fail("KV heads must divide the heads");
+}
+
+void read_mla(ItemReader& r, MlaShape& a) {
+  a.heads = r.integer(0, "heads", 1, max_heads);
+  a.q_lora_rank = r.integer(1, "q LoRA rank", 0, max_dimension);
+  a.kv_lora_rank = r.integer(2, "KV LoRA rank", 1, max_dimension);
+  a.qk_nope_head_dim = r.integer(3, "q/k head dim without RoPE", 0, max_heads);
+  a.qk_rope_head_dim = r.integer(4, "q/k RoPE head dim", 0, max_heads);
+  a.v_head_dim = r.integer(5, "v head dim", 1, max_heads);
+  r.check_flags(6, {"gate"});
+  a.output_gate = r.flag(6, "gate");
+}
+
+void read_kda(ItemReader& r, KdaShape& a) {
+  a.heads = r.integer(0, "heads", 1, max_heads);
+  a.head_dim = r.integer(1, "head dim", 1, max_heads);
+  a.short_conv_kernel = r.integer(2, "short convolution kernel", 1, 64);
+  r.check_flags(3, {"fullgate"});
+  a.full_rank_gate = r.flag(3, "fullgate");
+}
+
+void read_dense_mlp(ItemReader& r, DenseMlpShape& a) {
+  a.intermediate = r.integer(0, "intermediate size", 1, max_dimension);
+  if (r.part(1) == "swiglu") {
+    a.activation = MlpActivation::swiglu;
+  } else if (r.part(1) == "gelu") {
+    a.activation = MlpActivation::gelu;
+  } else {
+    r.fail("the activation must be swiglu or gelu");
+  }
+  r.check_flags(2, {"bias"});
+  a.bias = r.flag(2, "bias");
+}
+
+void read_moe(ItemReader& r, const std::string& field, Diagnostics& d, MoeShape& a) {
+  a.routed_experts = r.integer(0, "routed experts", 1, max_experts);
+  a.top_k = r.integer(1, "top-k", 1, max_experts);
+  a.expert_intermediate = r.integer(2, "expert intermediate size", 1, max_dimension);
+  a.shared_experts = r.integer(3, "shared experts", 0, 1024);
+  a.shared_intermediate = r.integer(4, "shared expert intermediate size", 0, max_dimension);
+  r.check_flags(5, {"bias", "lnorm"}, {"latent"});
+  a.router_correction_bias = r.flag(5, "bias");
+  a.latent_norm = r.flag(5, "lnorm");
+  if (const std::string_view latent = r.flag_value(5, "latent"); !latent.empty()) {
+    ItemReader latent_reader(latent, field, d);
+    a.latent_hidden = latent_reader.integer(0, "latent size", 1, max_dimension);
+  }
+  if (a.top_k > a.routed_experts) r.fail("top-k must not exceed the routed experts");
+  if ((a.shared_experts > 0) != (a.shared_intermediate > 0)) {
+    r.fail("shared experts and their intermediate size must both be zero or both positive");
+  }
+}
+
+void read_mtp(ItemReader& r, Model& m) {
+  m.mtp_layers = r.integer(0, "MTP layers", 0, 64);
+  if (const auto kind = parse_kind(r.part(1))) {
+    m.mtp_layer = *kind;
+  } else {
+    r.fail("the MTP layer kind must be attention g|m|k then MLP d|e, e.g. me");
+  }
+}
+
+// The model's scalar items (name, widths, norm, flags, positions, AttnRes); false when `key` is
+// none of them.
+bool read_scalar_item(std::string_view key, std::string_view value, const std::string& field,
+                      ItemReader& r, ModelTextItems& items, Diagnostics& d) {
+  Model& m = items.m;
+  if (key == "name") {
+    read_name(value, field, m, d);
+  } else if (key == "h") {
+    m.hidden = r.integer(0, "hidden size", 1, max_dimension);
+    items.have_hidden = true;
+  } else if (key == "v") {
+    m.vocab = r.integer(0, "vocabulary size", 1, max_vocab);
+    items.have_vocab = true;
+  } else if (key == "norm") {
+    if (value == "rms") {
+      m.norm = NormKind::rmsnorm;
+    } else if (value == "ln") {
+      m.norm = NormKind::layernorm;
+    } else {
+      d.error(field, "expected rms or ln");
+    }
+  } else if (key == "tied") {
+    m.tied_embeddings = parse_bit(value, field, d);
+  } else if (key == "fnorm") {
+    m.final_norm = parse_bit(value, field, d);
+  } else if (key == "pos") {
+    m.learned_positions = r.integer(0, "learned positions", 0, max_vocab);
+  } else if (key == "ar") {
+    m.attn_res.block_size = r.integer(0, "AttnRes block size", 0, max_layers);
+    m.attn_res.sites_per_layer = r.integer(1, "AttnRes sites per layer", 1, 8);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// One key:value item of the model text.
+void read_item(std::string_view key, std::string_view value, const std::string& field,
+               ModelTextItems& items, Diagnostics& d) {
+  ItemReader r(value, field, d);
+  Model& m = items.m;
+  if (read_scalar_item(key, value, field, r, items, d)) return;
+  if (key == "gqa") {
+    read_gqa(r, m.gqa);
+    items.have_attention[static_cast<std::size_t>(AttentionKind::gqa)] = true;
+  } else if (key == "mla") {
+    read_mla(r, m.mla);
+    items.have_attention[static_cast<std::size_t>(AttentionKind::mla)] = true;
+  } else if (key == "kda") {
+    read_kda(r, m.kda);
+    items.have_attention[static_cast<std::size_t>(AttentionKind::kda)] = true;
+  } else if (key == "mlp") {
+    read_dense_mlp(r, m.dense_mlp);
+    items.have_dense = true;
+  } else if (key == "moe") {
+    read_moe(r, field, d, m.moe);
+    items.have_moe = true;
+  } else if (key == "mtp") {
+    read_mtp(r, m);
+  } else if (key == "layers") {
+    m.layers.clear();
+    const std::size_t errors_before = d.errors.size();
+    parse_layers(value, field, m, d);
+    // A layers item that failed was reported; "missing" would be a second error for it.
+    items.have_layers = true;
+    items.layers_failed = d.errors.size() != errors_before;
+  } else {
+    d.error(field,
+            "unknown item; known: name, h, v, norm, tied, pos, fnorm, gqa, mla, kda, mlp, "
+            "moe, mtp, ar, layers");
+  }
+}
+
+// The items every model needs: hidden size, vocabulary and at least one layer.
+void check_required_items(const ModelTextItems& items, const std::string& prefix, Diagnostics& d) {
+  if (!items.have_hidden)
+    d.error(prefix + ".h",
+            "is missing: the hidden size, an integer in " + range_text(1, max_dimension));
+  if (!items.have_vocab)
+    d.error(prefix + ".v",
+            "is missing: the vocabulary size, an integer in " + range_text(1, max_vocab));
+  if (!items.have_layers || (items.m.layers.empty() && !items.layers_failed))
+    d.error(prefix + ".layers", "is missing: at least one layer, e.g. gd*32");
+}
+
+// Every layer kind used (the MTP layer's too) has its attention and MLP shape item; the first
+// one missing is an error.
+bool check_kinds_described(const ModelTextItems& items, const std::string& prefix, Diagnostics& d) {
+  std::vector<LayerKind> used = items.m.layers;
+  if (items.m.mtp_layers > 0) used.push_back(items.m.mtp_layer);
+  for (const LayerKind& k : used) {
+    const auto a = static_cast<std::size_t>(k.attention);
+    if (!items.have_attention[a]) {
+      const char* names[] = {"gqa", "mla", "kda"};
+      d.error(prefix + ".layers", std::string("a layer uses ") + names[a] +
+                                      " attention but there is no " + names[a] + ": item");
+      return false;
+    }
+    if (k.mlp == MlpKind::dense && !items.have_dense) {
+      d.error(prefix + ".layers", "a layer uses a dense MLP but there is no mlp: item");
+      return false;
+    }
+    if (k.mlp == MlpKind::moe && !items.have_moe) {
+      d.error(prefix + ".layers", "a layer uses MoE but there is no moe: item");
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string model_to_text(const Model& m) {
@@ -254,11 +458,8 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
     d.error(prefix, "the model text is longer than 8192 characters");
     return result;
   }
-  Model m;
-  m.name = "custom";
-  bool have_hidden = false, have_vocab = false, have_layers = false, layers_failed = false;
-  bool have[3] = {false, false, false};
-  bool have_dense = false, have_moe = false;
+  ModelTextItems items;
+  items.m.name = "custom";
   for (std::string_view item : split(text, ';')) {
     if (item.empty()) continue;
     const auto colon = item.find(':');
@@ -267,162 +468,15 @@ DecodedModel model_from_text(std::string_view text, std::string_view field_prefi
       continue;
     }
     const std::string_view key = item.substr(0, colon);
-    const std::string_view value = item.substr(colon + 1);
-    const std::string field = prefix + "." + std::string(key.substr(0, 24));
-    ItemReader r(value, field, d);
-    if (key == "name") {
-      bool valid = !value.empty() && value.size() <= 64;
-      for (char c : value) {
-        valid = valid && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                          (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_');
-      }
-      if (valid) {
-        m.name = std::string(value);
-      } else {
-        d.error(field, "a name of 1 to 64 characters from [A-Za-z0-9._-] is expected");
-      }
-    } else if (key == "h") {
-      m.hidden = r.integer(0, "hidden size", 1, max_dimension);
-      have_hidden = true;
-    } else if (key == "v") {
-      m.vocab = r.integer(0, "vocabulary size", 1, max_vocab);
-      have_vocab = true;
-    } else if (key == "norm") {
-      if (value == "rms") {
-        m.norm = NormKind::rmsnorm;
-      } else if (value == "ln") {
-        m.norm = NormKind::layernorm;
-      } else {
-        d.error(field, "expected rms or ln");
-      }
-    } else if (key == "tied") {
-      m.tied_embeddings = parse_bit(value, field, d);
-    } else if (key == "fnorm") {
-      m.final_norm = parse_bit(value, field, d);
-    } else if (key == "pos") {
-      m.learned_positions = r.integer(0, "learned positions", 0, max_vocab);
-    } else if (key == "gqa") {
-      GqaShape& a = m.gqa;
-      a.heads = r.integer(0, "heads", 1, max_heads);
-      a.kv_heads = r.integer(1, "KV heads", 1, max_heads);
-      a.head_dim = r.integer(2, "head dim", 1, max_heads);
-      r.check_flags(3, {"qknorm", "qkvbias", "obias", "fused"});
-      a.qk_norm = r.flag(3, "qknorm");
-      a.qkv_bias = r.flag(3, "qkvbias");
-      a.output_bias = r.flag(3, "obias");
-      a.fused_qkv = r.flag(3, "fused");
-      if (a.kv_heads > a.heads || a.heads % a.kv_heads != 0) {
-        r.fail("KV heads must divide the heads");
-      }
-      have[0] = true;
-    } else if (key == "mla") {
-      MlaShape& a = m.mla;
-      a.heads = r.integer(0, "heads", 1, max_heads);
-      a.q_lora_rank = r.integer(1, "q LoRA rank", 0, max_dimension);
-      a.kv_lora_rank = r.integer(2, "KV LoRA rank", 1, max_dimension);
-      a.qk_nope_head_dim = r.integer(3, "q/k head dim without RoPE", 0, max_heads);
-      a.qk_rope_head_dim = r.integer(4, "q/k RoPE head dim", 0, max_heads);
-      a.v_head_dim = r.integer(5, "v head dim", 1, max_heads);
-      r.check_flags(6, {"gate"});
-      a.output_gate = r.flag(6, "gate");
-      have[1] = true;
-    } else if (key == "kda") {
-      KdaShape& a = m.kda;
-      a.heads = r.integer(0, "heads", 1, max_heads);
-      a.head_dim = r.integer(1, "head dim", 1, max_heads);
-      a.short_conv_kernel = r.integer(2, "short convolution kernel", 1, 64);
-      r.check_flags(3, {"fullgate"});
-      a.full_rank_gate = r.flag(3, "fullgate");
-      have[2] = true;
-    } else if (key == "mlp") {
-      DenseMlpShape& a = m.dense_mlp;
-      a.intermediate = r.integer(0, "intermediate size", 1, max_dimension);
-      if (r.part(1) == "swiglu") {
-        a.activation = MlpActivation::swiglu;
-      } else if (r.part(1) == "gelu") {
-        a.activation = MlpActivation::gelu;
-      } else {
-        r.fail("the activation must be swiglu or gelu");
-      }
-      r.check_flags(2, {"bias"});
-      a.bias = r.flag(2, "bias");
-      have_dense = true;
-    } else if (key == "moe") {
-      MoeShape& a = m.moe;
-      a.routed_experts = r.integer(0, "routed experts", 1, max_experts);
-      a.top_k = r.integer(1, "top-k", 1, max_experts);
-      a.expert_intermediate = r.integer(2, "expert intermediate size", 1, max_dimension);
-      a.shared_experts = r.integer(3, "shared experts", 0, 1024);
-      a.shared_intermediate = r.integer(4, "shared expert intermediate size", 0, max_dimension);
-      r.check_flags(5, {"bias", "lnorm"}, {"latent"});
-      a.router_correction_bias = r.flag(5, "bias");
-      a.latent_norm = r.flag(5, "lnorm");
-      if (const std::string_view latent = r.flag_value(5, "latent"); !latent.empty()) {
-        ItemReader latent_reader(latent, field, d);
-        a.latent_hidden = latent_reader.integer(0, "latent size", 1, max_dimension);
-      }
-      if (a.top_k > a.routed_experts) r.fail("top-k must not exceed the routed experts");
-      if ((a.shared_experts > 0) != (a.shared_intermediate > 0)) {
-        r.fail("shared experts and their intermediate size must both be zero or both positive");
-      }
-      have_moe = true;
-    } else if (key == "mtp") {
-      m.mtp_layers = r.integer(0, "MTP layers", 0, 64);
-      const auto kind = parse_kind(r.part(1));
-      if (kind) {
-        m.mtp_layer = *kind;
-      } else {
-        r.fail("the MTP layer kind must be attention g|m|k then MLP d|e, e.g. me");
-      }
-    } else if (key == "ar") {
-      m.attn_res.block_size = r.integer(0, "AttnRes block size", 0, max_layers);
-      m.attn_res.sites_per_layer = r.integer(1, "AttnRes sites per layer", 1, 8);
-    } else if (key == "layers") {
-      m.layers.clear();
-      const std::size_t errors_before = d.errors.size();
-      parse_layers(value, field, m, d);
-      // A layers item that failed was reported; "missing" would be a second error for it.
-      have_layers = true;
-      layers_failed = d.errors.size() != errors_before;
-    } else {
-      d.error(field,
-              "unknown item; known: name, h, v, norm, tied, pos, fnorm, gqa, mla, kda, mlp, "
-              "moe, mtp, ar, layers");
-    }
+    read_item(key, item.substr(colon + 1), prefix + "." + std::string(key.substr(0, 24)), items, d);
   }
-  if (!have_hidden)
-    d.error(prefix + ".h",
-            "is missing: the hidden size, an integer in " + range_text(1, max_dimension));
-  if (!have_vocab)
-    d.error(prefix + ".v",
-            "is missing: the vocabulary size, an integer in " + range_text(1, max_vocab));
-  if (!have_layers || (m.layers.empty() && !layers_failed))
-    d.error(prefix + ".layers", "is missing: at least one layer, e.g. gd*32");
-  if (!d.ok()) return result;
-  std::vector<LayerKind> used = m.layers;
-  if (m.mtp_layers > 0) used.push_back(m.mtp_layer);
-  for (const LayerKind& k : used) {
-    const int a = static_cast<int>(k.attention);
-    if (!have[a]) {
-      const char* names[] = {"gqa", "mla", "kda"};
-      d.error(prefix + ".layers", std::string("a layer uses ") + names[a] +
-                                      " attention but there is no " + names[a] + ": item");
-      return result;
-    }
-    if (k.mlp == MlpKind::dense && !have_dense) {
-      d.error(prefix + ".layers", "a layer uses a dense MLP but there is no mlp: item");
-      return result;
-    }
-    if (k.mlp == MlpKind::moe && !have_moe) {
-      d.error(prefix + ".layers", "a layer uses MoE but there is no moe: item");
-      return result;
-    }
-  }
-  if (!(approximate_total(m) < max_total_parameters)) {
+  check_required_items(items, prefix, d);
+  if (!d.ok() || !check_kinds_described(items, prefix, d)) return result;
+  if (!(approximate_total(items.m) < max_total_parameters)) {
     d.error(prefix, "the described model has more than 4e18 parameters");
     return result;
   }
-  result.model = std::move(m);
+  result.model = std::move(items.m);
   return result;
 }
 

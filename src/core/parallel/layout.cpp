@@ -516,10 +516,12 @@ std::optional<StagePlan> plan_stages(const Model& model, const ParallelLayout& l
   return plan;
 }
 
-void validate_layout(const Model& model, const ParallelLayout& layout, Diagnostics& d) {
-  const auto layer_count = static_cast<std::int64_t>(model.layers.size());
-  const std::int64_t tp = layout.tensor_parallel;
+namespace {
+
+// Every size in its range (the pipeline size at most the model's layers).
+void check_layout_ranges(const ParallelLayout& layout, std::int64_t layer_count, Diagnostics& d) {
   const std::size_t errors_before = d.errors.size();
+  const std::int64_t tp = layout.tensor_parallel;
   auto range = [&d](std::string_view field, std::string_view what, std::int64_t value,
                     std::int64_t low, std::int64_t high) {
     if (value < low || value > high) {
@@ -545,9 +547,12 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
   }
   range("parallel.vocab_multiple", "vocabulary padding multiple", layout.vocab_multiple, 1,
         1 << 20);
-  if (d.errors.size() > errors_before) return;
+}
 
-  const ModelUses uses = uses_of(model);
+// TP divides every width it splits; EP the routed experts, ETP the expert intermediate size.
+void check_model_divisible(const Model& model, const ParallelLayout& layout, const ModelUses& uses,
+                           Diagnostics& d) {
+  const std::int64_t tp = layout.tensor_parallel;
   const std::string tp_text = text(tp);
   if (uses.gqa && !(divides(tp, model.gqa.heads) && divides(tp, model.gqa.kv_heads))) {
     d.error("parallel.tp", "tensor parallel size " + tp_text +
@@ -587,7 +592,11 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
                                 " must divide the expert intermediate size (" +
                                 text(model.moe.expert_intermediate) + ")");
   }
+}
 
+// The world size (when given) is TP x PP x CP x DP; EP x ETP lies within one pipeline stage.
+void check_world_size(const ParallelLayout& layout, const ModelUses& uses, Diagnostics& d) {
+  const std::int64_t tp = layout.tensor_parallel;
   const std::int64_t fixed = tp * layout.pipeline_parallel * layout.context_parallel;
   if (layout.data_parallel > 0 && layout.world_size > 0 &&
       layout.world_size != fixed * layout.data_parallel) {
@@ -607,7 +616,11 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
                 " must divide TP x CP x DP = " + text(inner) +
                 " (the ranks of one pipeline stage)");
   }
+}
 
+// Sequence parallelism where it has no effect, or missing where Megatron requires it.
+void warn_sequence_parallel(const ParallelLayout& layout, const ModelUses& uses, Diagnostics& d) {
+  const std::int64_t tp = layout.tensor_parallel;
   if (layout.sequence_parallel && tp == 1) {
     d.warn("parallel.sequence_parallel", "sequence parallelism has no effect at TP 1");
   }
@@ -615,6 +628,18 @@ void validate_layout(const Model& model, const ParallelLayout& layout, Diagnosti
     d.warn("parallel.sequence_parallel",
            "Megatron requires sequence parallelism with expert and tensor parallelism together");
   }
+}
+
+}  // namespace
+
+void validate_layout(const Model& model, const ParallelLayout& layout, Diagnostics& d) {
+  const std::size_t errors_before = d.errors.size();
+  check_layout_ranges(layout, static_cast<std::int64_t>(model.layers.size()), d);
+  if (d.errors.size() > errors_before) return;
+  const ModelUses uses = uses_of(model);
+  check_model_divisible(model, layout, uses, d);
+  check_world_size(layout, uses, d);
+  warn_sequence_parallel(layout, uses, d);
   if (d.errors.size() > errors_before) return;
   plan_stages(model, layout, d);
 }

@@ -237,15 +237,10 @@ namespace {
 // whose resident set alone exceeds the device rules out the rest of its DP (see PlanBounds).
 enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, dim_count };
 
-}  // namespace
-
-PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds& bounds,
-                       std::int64_t shard, std::int64_t shards)
-    : model_(&model), bounds_(bounds), shard_(shard), shards_(std::max<std::int64_t>(1, shards)) {
-  Diagnostics& d = diagnostics_;
-  layers_ = static_cast<std::int64_t>(model.layers.size());
-  moe_ = uses_moe(model);
-  PlanBounds& b = bounds_;
+// The bounds, the global batch, the model and the schedule a plan can search; errors name the
+// field.
+void check_plan_bounds(const PlanBounds& b, const Config& base, std::int64_t layers,
+                       Diagnostics& d) {
   const auto range = [&d](const char* field, std::int64_t v, std::int64_t low, std::int64_t high) {
     if (v < low || v > high) {
       d.error(field,
@@ -269,7 +264,7 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
     }
   };
   list_range("parallel.tp", b.tp, 1, 1024);
-  list_range("parallel.pp", b.pp, 1, std::max<std::int64_t>(1, layers_));
+  list_range("parallel.pp", b.pp, 1, std::max<std::int64_t>(1, layers));
   list_range("parallel.vpp", b.vpp, 1, 1024);
   list_range("parallel.cp", b.cp, 1, 1024);
   list_range("parallel.ep", b.ep, 1, 65536);
@@ -277,7 +272,7 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   list_range("parallel.dp", b.dp, 1, 1 << 24);
   list_range("training.micro_batch", b.mbs, 1, 65536);
   range("training.global_batch", base.training.global_batch, 1, std::int64_t{1} << 30);
-  if (layers_ < 1) d.error("model.layers", "the model has no decoder layers");
+  if (layers < 1) d.error("model.layers", "the model has no decoder layers");
   // The search covers Megatron-core's schedules (1F1B, interleaved over the VPP list); DualPipeV
   // is not one of them and its V placement has no VPP dimension to search.
   if (base.parallel.schedule != PipelineSchedule::one_f_one_b) {
@@ -285,38 +280,41 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
             "plan searches schedule 1f1b only (1F1B and interleaved over the VPP list); estimate "
             "a DualPipeV layout with report --schedule dualpipev");
   }
+}
 
-  if (base.device.bytes > 0) {
-    device_bytes_ = base.device.bytes;
-  } else if (const auto device = find_device(base.device.preset)) {
-    device_bytes_ = device->bytes;
-  } else {
-    d.error("device", "plan needs a device to fit against: --device NAME or --device-bytes N");
-  }
-  if (!d.ok()) {
-    done_ = true;
-    return;
-  }
+// The device's bytes every layout is fitted against; 0 (with an error) when there is none.
+std::int64_t plan_device_bytes(const Config& base, Diagnostics& d) {
+  if (base.device.bytes > 0) return base.device.bytes;
+  if (const auto device = find_device(base.device.preset)) return device->bytes;
+  d.error("device", "plan needs a device to fit against: --device NAME or --device-bytes N");
+  return 0;
+}
 
-  // Defaults of the lists the bounds leave empty.
+// Defaults of the lists the bounds leave empty. SP stays empty: one entry "auto" (on exactly
+// when TP > 1) unless the bounds list values.
+void fill_default_lists(PlanBounds& b, const Config& base, const Model& model,
+                        std::int64_t layers) {
   if (b.tp.empty()) {
     for (std::int64_t t = 1; t <= b.gpus_per_node; t *= 2) b.tp.push_back(t);
   }
   if (b.pp.empty()) {
-    for (std::int64_t p = 1; p <= std::min<std::int64_t>(layers_, 32); ++p) b.pp.push_back(p);
+    for (std::int64_t p = 1; p <= std::min<std::int64_t>(layers, 32); ++p) b.pp.push_back(p);
   }
   if (b.vpp.empty()) b.vpp = {1, 2, 3, 4};
   if (b.cp.empty()) b.cp = {1};
-  if (b.ep.empty()) b.ep = moe_ ? divisors(model.moe.routed_experts) : std::vector<std::int64_t>{1};
+  if (b.ep.empty()) {
+    b.ep = uses_moe(model) ? divisors(model.moe.routed_experts) : std::vector<std::int64_t>{1};
+  }
   if (b.etp.empty()) b.etp = {1};
   if (b.mbs.empty()) b.mbs = {1, 2, 3, 4};
   if (b.recompute.empty())
     b.recompute = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
   if (b.optimizer.empty()) b.optimizer = {base.optimizer.kind};
-  // SP: one entry "auto" (on exactly when TP > 1) unless the bounds list values.
+}
 
-  // Which TP, EP and ETP values the model allows at all, by the layout's own validation (a
-  // layout that varies only that value): such values are skipped before any estimate.
+// Drops the TP, EP and ETP values the model does not allow at all, by the layout's own
+// validation (a layout that varies only that value): they are skipped before any estimate.
+void drop_values_the_model_refuses(PlanBounds& b, const Model& model) {
   const auto model_allows = [&](ParallelLayout layout, const char* field) {
     Diagnostics check;
     validate_layout(model, layout, check);
@@ -341,6 +339,24 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   filter(
       b.etp, [](ParallelLayout& l, std::int64_t v) { l.expert_tensor_parallel = v; },
       "parallel.etp");
+}
+
+}  // namespace
+
+PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds& bounds,
+                       std::int64_t shard, std::int64_t shards)
+    : model_(&model), bounds_(bounds), shard_(shard), shards_(std::max<std::int64_t>(1, shards)) {
+  layers_ = static_cast<std::int64_t>(model.layers.size());
+  moe_ = uses_moe(model);
+  PlanBounds& b = bounds_;
+  check_plan_bounds(b, base, layers_, diagnostics_);
+  device_bytes_ = plan_device_bytes(base, diagnostics_);
+  if (!diagnostics_.ok()) {
+    done_ = true;
+    return;
+  }
+  fill_default_lists(b, base, model, layers_);
+  drop_values_the_model_refuses(b, model);
 
   work_ = candidate_config(base, {});
   index_.assign(dim_count, 0);
