@@ -313,3 +313,33 @@ TEST_CASE("Suggested sweep values around the configuration's own", "[sweep]") {
     CHECK(parse_sweep_axis(*field, suggested_sweep_values(*field, c), c, 1000, field->key, d));
   }
 }
+
+TEST_CASE("A restarted sweep keeps its models and equals a fresh one", "[sweep]") {
+  Config base;
+  base.device.preset = "h200";
+  SweepRun run =
+      compute_sweep({base, {axis("seq", "2048, 4096", base), axis("mbs", "1, 2", base)}});
+  REQUIRE(run.models.size() == 1);
+  const SweepModel* model = run.models[0].get();
+  // Another configuration (TP 2, another device) and another axis: the same model, its cache
+  // refilled for the new layout where the estimate needs it.
+  Config edited = base;
+  edited.parallel.tensor_parallel = 2;
+  edited.parallel.sequence_parallel = true;
+  edited.device.preset = "b200";
+  const SweepGrid grid{
+      edited, {axis("recompute", "none, full", edited), axis("seq", "1024, 8192", edited)}};
+  restart_sweep(run, grid);
+  CHECK(run.evaluated == 0);
+  CHECK(run.devices.empty());
+  CHECK(run.largest_peak_bytes == 0);
+  REQUIRE(run.cells.size() == 4);
+  CHECK(!run.cells[0].evaluated);
+  evaluate_sweep(run, 4);
+  CHECK(run.models.size() == 1);
+  CHECK(run.models[0].get() == model);  // resolved once, kept
+  const SweepRun fresh = compute_sweep(grid);
+  for (std::size_t i = 0; i < fresh.cells.size(); ++i) check_same_cell(fresh, run, i);
+  REQUIRE(run.devices.size() == 1);
+  CHECK(run.devices[0].name == "b200");
+}

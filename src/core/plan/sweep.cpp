@@ -327,20 +327,34 @@ bool sweep_cell_config(const SweepGrid& grid, std::size_t cell, Config& config) 
 
 SweepRun start_sweep(SweepGrid grid) {
   SweepRun run;
+  restart_sweep(run, std::move(grid));
+  return run;
+}
+
+void restart_sweep(SweepRun& run, SweepGrid grid) {
   run.grid = std::move(grid);
+  run.error = {};
+  run.cells.clear();
+  run.stage_peaks.clear();
+  run.devices.clear();
+  run.largest_peak_bytes = 0;
+  run.evaluated = 0;
+  run.order.clear();
+  run.strides.clear();
+  if (run.models.size() > max_kept_models) run.models.clear();
   const std::vector<SweepAxis>& axes = run.grid.axes;
   for (const SweepAxis& axis : axes) {
     if (axis.field == nullptr || !sweepable(*axis.field) || axis.values.empty()) {
       run.error = {axis.name, axis.field == nullptr ? "no field"
                               : axis.values.empty() ? "no values"
                                                     : "cannot be swept"};
-      return run;
+      return;
     }
   }
   const std::int64_t count = sweep_cell_count(axes);
   if (count > static_cast<std::int64_t>(max_sweep_cells)) {
     run.error = {"sweep", "the grid has more than " + std::to_string(max_sweep_cells) + " cells"};
-    return run;
+    return;
   }
   run.cells.resize(static_cast<std::size_t>(count));
   run.strides.assign(axes.size(), 1);
@@ -353,7 +367,6 @@ SweepRun start_sweep(SweepGrid grid) {
     return discarded_cache(*axes[a].field) < discarded_cache(*axes[b].field);
   });
   run.cell_config = run.grid.base;
-  return run;
 }
 
 std::size_t evaluate_sweep(SweepRun& run, std::size_t max_cells) {

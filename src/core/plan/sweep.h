@@ -149,6 +149,12 @@ struct SweepRun {
 
 // A run over `grid` with no cell evaluated yet (or refused: `error` set, no cells).
 SweepRun start_sweep(SweepGrid grid);
+// The same in place, keeping the run's resolved models and their caches (the same preset name and
+// custom text resolve to the same model; a cache is correct for any configuration of its model):
+// the app restarts its grid on every edit, and an edit that keeps the layout keeps the layout's
+// plan and parameters. At most max_kept_models are kept.
+inline constexpr std::size_t max_kept_models = 16;
+void restart_sweep(SweepRun& run, SweepGrid grid);
 // Evaluates up to `max_cells` more cells; returns how many it evaluated (0 when complete).
 std::size_t evaluate_sweep(SweepRun& run, std::size_t max_cells);
 inline bool sweep_complete(const SweepRun& run) {
