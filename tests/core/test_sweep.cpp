@@ -141,12 +141,27 @@ TEST_CASE("Cell order: the last axis varies fastest; a cell's values and configu
   CHECK(sweep_value_index(grid, 5, 0) == 1);
   CHECK(sweep_value_index(grid, 5, 1) == 0);
   CHECK(sweep_value_index(grid, 5, 2) == 1);
-  Config five;
-  REQUIRE(sweep_cell_config(grid, 5, five));
+  Config five = base;
+  REQUIRE(apply_sweep_values(grid, 5, five));
   Config expected = base;
   expected.training.recompute.policy = RecomputePolicy::full;
   expected.parallel.tensor_parallel = 2;
   CHECK(five == expected);
+  // Over another configuration, only the axes' fields change.
+  Config other;
+  other.parallel.pipeline_parallel = 8;
+  other.training.sequence_length = 2048;
+  REQUIRE(apply_sweep_values(grid, 5, other));
+  CHECK(other.parallel.pipeline_parallel == 8);
+  CHECK(other.parallel.tensor_parallel == 2);
+  CHECK(other.training.sequence_length == 4096);
+  CHECK(other.training.recompute.policy == RecomputePolicy::full);
+  // An axis built by hand with a value that does not parse: nothing is written.
+  SweepGrid bad = grid;
+  bad.axes[2].values[1] = "two";
+  Config untouched = base;
+  CHECK(!apply_sweep_values(bad, 5, untouched));
+  CHECK(untouched == base);
   CHECK(sweep_cell_count(std::vector<SweepAxis>{}) == 1);
   // 2^32 values on each of two axes would be 2^64 cells: the count saturates.
   SweepAxis huge{find_field_by_key("seq"), "seq", {}};
@@ -177,8 +192,8 @@ TEST_CASE("Sweep cells equal fresh estimates of their configurations", "[sweep]"
   std::int64_t largest = 0;
   for (std::size_t i = 0; i < run.cells.size(); ++i) {
     INFO("cell " << i);
-    Config config;
-    REQUIRE(sweep_cell_config(grid, i, config));
+    Config config = grid.base;
+    REQUIRE(apply_sweep_values(grid, i, config));
     const Report fresh = estimate(config, model);  // full terms, no cache
     const SweepCell& cell = run.cells[i];
     CHECK(cell.evaluated);

@@ -311,8 +311,8 @@ std::size_t sweep_value_index(const SweepGrid& grid, std::size_t cell, std::size
   return (cell / stride) % grid.axes[axis].values.size();
 }
 
-bool sweep_cell_config(const SweepGrid& grid, std::size_t cell, Config& config) {
-  Config edited = grid.base;
+bool apply_sweep_values(const SweepGrid& grid, std::size_t cell, Config& config) {
+  Config edited = config;
   Diagnostics diagnostics;
   for (std::size_t a = 0; a < grid.axes.size(); ++a) {
     const SweepAxis& axis = grid.axes[a];

@@ -94,9 +94,10 @@ struct SweepGrid {
 std::int64_t sweep_cell_count(std::span<const SweepAxis> axes);
 // The index into grid.axes[axis].values of cell `cell`.
 std::size_t sweep_value_index(const SweepGrid& grid, std::size_t cell, std::size_t axis);
-// The base configuration with cell `cell`'s values (applied in axis order); false, with
-// `config` unchanged, when a value does not parse (never for axes from parse_sweep_axis).
-bool sweep_cell_config(const SweepGrid& grid, std::size_t cell, Config& config);
+// Writes cell `cell`'s values into `config` (in axis order; no other field changes): over
+// grid.base, the cell's configuration. False, with `config` unchanged, when a value does not
+// parse (never for axes from parse_sweep_axis).
+bool apply_sweep_values(const SweepGrid& grid, std::size_t cell, Config& config);
 
 enum class SweepFit : std::uint8_t { invalid, no_device, fits, does_not_fit };
 
@@ -153,7 +154,7 @@ SweepRun start_sweep(SweepGrid grid);
 // custom text resolve to the same model; a cache is correct for any configuration of its model):
 // the app restarts its grid on every edit, and an edit that keeps the layout keeps the layout's
 // plan and parameters. At most max_kept_models are kept.
-inline constexpr std::size_t max_kept_models = 16;
+inline constexpr std::size_t max_kept_models = 8;
 void restart_sweep(SweepRun& run, SweepGrid grid);
 // Evaluates up to `max_cells` more cells; returns how many it evaluated (0 when complete).
 std::size_t evaluate_sweep(SweepRun& run, std::size_t max_cells);
