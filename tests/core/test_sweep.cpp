@@ -358,3 +358,37 @@ TEST_CASE("A restarted sweep keeps its models and equals a fresh one", "[sweep]"
   REQUIRE(run.devices.size() == 1);
   CHECK(run.devices[0].name == "b200");
 }
+
+TEST_CASE("Device axes and two axes over one field give each cell its own configuration",
+          "[sweep]") {
+  Config base;
+  base.device.preset = "h200";
+  // device x seq x seq: the later seq axis is the one a cell's configuration keeps (values are
+  // written in axis order), so cells differing only in the first seq value are equal.
+  const SweepGrid grid{base,
+                       {axis("device", "h100-80gb, b200", base), axis("seq", "2048, 4096", base),
+                        axis("seq", "8192, 1024", base)}};
+  const SweepRun run = compute_sweep(grid);
+  REQUIRE(run.cells.size() == 8);
+  REQUIRE(run.devices.size() == 2);
+  CHECK(run.devices[0].name == "h100-80gb");
+  CHECK(run.devices[1].name == "b200");
+  const Model model = *find_preset("llama-3.1-8b");
+  for (std::size_t i = 0; i < run.cells.size(); ++i) {
+    INFO("cell " << i);
+    Config config = base;
+    REQUIRE(apply_sweep_values(grid, i, config));
+    CHECK(config.training.sequence_length == (sweep_value_index(grid, i, 2) == 0 ? 8192 : 1024));
+    const Report fresh = estimate(config, model);
+    const SweepCell& cell = run.cells[i];
+    REQUIRE(cell.valid);
+    CHECK(run.devices[static_cast<std::size_t>(cell.device)].name == fresh.device.name);
+    CHECK(cell.device_bytes == fresh.device.bytes);
+    CHECK(cell.max_peak_bytes ==
+          fresh.stages[static_cast<std::size_t>(fresh.binding_stage)].peak_bytes);
+    CHECK(cell.min_headroom_bytes == fresh.device.bytes - cell.max_peak_bytes);
+    CHECK(!cell.is_base);  // h200 is on no device axis value
+  }
+  // Cells 0 (seq 2048 then 8192) and 2 (seq 4096 then 8192) are the same configuration.
+  CHECK(run.cells[0].max_peak_bytes == run.cells[2].max_peak_bytes);
+}

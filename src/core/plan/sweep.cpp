@@ -108,28 +108,37 @@ std::int32_t device_index(SweepRun& run, const DeviceCapacity& device) {
 }
 
 void evaluate_cell(SweepRun& run, std::size_t index) {
+  // The cell holds its defaults (restart_sweep) and is evaluated once per run.
   SweepCell& cell = run.cells[index];
-  cell = SweepCell{};
   cell.evaluated = true;
   Config& config = run.cell_config;
-  // Every axis value is written each time and nothing else changes: the scratch configuration
-  // is the base with this cell's values, without copying the base per cell.
+  // Only the axes' fields ever change in the scratch configuration: writing the values that
+  // differ from the previous cell's makes it the base with this cell's values, without copying
+  // the base per cell.
   run.parse.errors.clear();
   for (std::size_t a = 0; a < run.grid.axes.size(); ++a) {
+    const std::size_t value = run.coordinates[a];
+    if (!run.shared_fields && run.written[a] == value) continue;
     const SweepAxis& axis = run.grid.axes[a];
-    const std::size_t value = (index / run.strides[a]) % axis.values.size();
-    parse_field_text(*axis.field, axis.values[value], config, run.parse, axis.name);
+    const bool parsed =
+        parse_field_text(*axis.field, axis.values[value], config, run.parse, axis.name);
+    run.written[a] = parsed ? value : std::string::npos;
+    // The GPU count changes with the parallel layout only.
+    if (axis.field->path.starts_with("parallel.")) run.world_size = -1;
   }
+  if (run.world_size < 0) run.world_size = world_size(config.parallel);
   cell.is_base = true;
   for (const SweepAxis& axis : run.grid.axes) {
     cell.is_base = cell.is_base && field_equals(*axis.field, config, run.grid.base);
   }
-  cell.world_size = world_size(config.parallel);
+  cell.world_size = run.world_size;
   if (!run.parse.ok()) {
     cell.error = run.parse.errors.front();
     return;
   }
-  SweepModel& model = model_for(run, config);
+  SweepModel& model = run.model_swept              ? model_for(run, config)
+                      : run.fixed_model != nullptr ? *run.fixed_model
+                                                   : *(run.fixed_model = &model_for(run, config));
   if (!model.model) {
     cell.error = model.error;
     return;
@@ -144,7 +153,10 @@ void evaluate_cell(SweepRun& run, std::size_t index) {
   cell.valid = true;
   cell.binding_stage = report.binding_stage;
   cell.device_bytes = report.device.bytes;
-  cell.device = device_index(run, report.device);
+  if (run.device_swept || !run.fixed_device) {
+    run.fixed_device = device_index(run, report.device);
+  }
+  cell.device = *run.fixed_device;
   cell.first_stage_peak = run.stage_peaks.size();
   cell.stage_count = report.stages.size();
   cell.min_headroom_bytes = report.device.bytes;
@@ -341,6 +353,14 @@ void restart_sweep(SweepRun& run, SweepGrid grid) {
   run.evaluated = 0;
   run.order.clear();
   run.strides.clear();
+  run.coordinates.clear();
+  run.written.clear();
+  run.shared_fields = false;
+  run.world_size = -1;
+  run.model_swept = false;
+  run.device_swept = false;
+  run.fixed_model = nullptr;
+  run.fixed_device.reset();
   if (run.models.size() > max_kept_models) run.models.clear();
   const std::vector<SweepAxis>& axes = run.grid.axes;
   for (const SweepAxis& axis : axes) {
@@ -366,15 +386,35 @@ void restart_sweep(SweepRun& run, SweepGrid grid) {
   std::stable_sort(run.order.begin(), run.order.end(), [&](std::size_t a, std::size_t b) {
     return discarded_cache(*axes[a].field) < discarded_cache(*axes[b].field);
   });
+  run.coordinates.assign(axes.size(), 0);
+  run.written.assign(axes.size(), std::string::npos);
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    const std::string_view path = axes[a].field->path;
+    run.model_swept = run.model_swept || path == "model" || path == "custom_model";
+    run.device_swept = run.device_swept || path.starts_with("device.");
+    for (std::size_t b = a + 1; b < axes.size(); ++b) {
+      run.shared_fields = run.shared_fields || axes[a].field == axes[b].field;
+    }
+  }
   run.cell_config = run.grid.base;
 }
 
 std::size_t evaluate_sweep(SweepRun& run, std::size_t max_cells) {
   std::size_t done = 0;
   while (done < max_cells && run.evaluated < run.cells.size()) {
-    evaluate_cell(run, cell_of(run, run.evaluated));
+    std::size_t index = 0;
+    for (std::size_t a = 0; a < run.coordinates.size(); ++a) {
+      index += run.coordinates[a] * run.strides[a];
+    }
+    evaluate_cell(run, index);
     ++run.evaluated;
     ++done;
+    // The last axis of the evaluation order turns fastest.
+    for (std::size_t i = run.order.size(); i-- > 0;) {
+      const std::size_t axis = run.order[i];
+      if (++run.coordinates[axis] < run.grid.axes[axis].values.size()) break;
+      run.coordinates[axis] = 0;
+    }
   }
   return done;
 }

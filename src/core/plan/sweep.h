@@ -141,9 +141,22 @@ struct SweepRun {
   // in the cell index.
   std::vector<std::size_t> order;
   std::vector<std::size_t> strides;
+  // The next cell's value index per axis: an odometer advanced in evaluation order (no division
+  // per cell); and per axis, the value index cell_config holds (npos: to write), so that a cell
+  // writes only the values that changed — all of them when two axes sweep one field.
+  std::vector<std::size_t> coordinates;
+  std::vector<std::size_t> written;
+  bool shared_fields = false;
+  std::int64_t world_size = -1;  // of cell_config's layout; -1: to compute
   std::vector<std::unique_ptr<SweepModel>> models;
   std::size_t last_model = 0;  // index into models: consecutive cells mostly share a model
-  Config cell_config;          // scratch of one cell, reused (assignment keeps storage)
+  // Whether an axis sweeps the model (model, custom) or the device (device, device_bytes); when
+  // not, every cell has the first cell's, looked up once per run.
+  bool model_swept = false;
+  bool device_swept = false;
+  SweepModel* fixed_model = nullptr;
+  std::optional<std::int32_t> fixed_device;
+  Config cell_config;  // scratch of one cell, reused (assignment keeps storage)
   Report report;
   Diagnostics parse;
 };
