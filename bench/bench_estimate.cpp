@@ -5,7 +5,8 @@
 // stages, full recompute, distributed Muon), cold (only the model resolved) and with the layout
 // cached, the step timeline of that report (every stage), estimates into a kept report after a
 // sequence-length, device and optimizer change, and configurations per second for a
-// seq x mbs x recompute sweep. The same source builds
+// seq x mbs x recompute sweep through the sweep engine (plan/sweep.h), warm and cold, beside the
+// hand-written loop it replaced. The same source builds
 // natively (stagemem_bench) and to wasm (stagemem_bench_wasm, run under node with the web flags).
 #include <algorithm>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "estimate/estimate.h"
 #include "memory/timeline.h"
 #include "model/presets.h"
+#include "plan/sweep.h"
 #include "report/report.h"
 
 namespace {
@@ -151,10 +153,49 @@ int main(int argc, char** argv) {
         *std::min_element(times.begin(), times.end()), iterations);
   }
 
-  // A sweep as the app's heat map and the planner run it: seq x mbs x recompute, the model
-  // resolved once, one EstimateCache for the whole sweep, per-stage numbers only
-  // (EstimateDetail::peaks: no term lists), one configuration changed in place and one Report
-  // reused (estimate_into), as the app's heat map and the planner keep theirs.
+  // A sweep as `stagemem sweep` and the app's heat map run it (plan/sweep.h): seq x mbs x
+  // recompute, per-stage numbers only (EstimateDetail::peaks), one EstimateCache per model, one
+  // Report reused. The run is restarted for each repeat (restart_sweep keeps the resolved model
+  // and its cache, as the app does on every edit); a cold run resolves the model and fills a new
+  // cache first (what one `stagemem sweep` does). The reference is the hand-written loop the
+  // engine replaced: one configuration changed in place, estimate_into into one Report.
+  stagemem::SweepGrid grid{config, {}};
+  for (const auto& [key, values] :
+       {std::pair{"seq", "2048, 4096, 8192, 16384, 32768"}, std::pair{"mbs", "1, 2, 4, 8"},
+        std::pair{"recompute", "none, selective, full"}}) {
+    stagemem::Diagnostics parsed;
+    grid.axes.push_back(*stagemem::parse_sweep_axis(key, values, config, 64, key, parsed));
+  }
+  const int repeats = std::max(1, iterations / 20);
+  // Prints the total and the median repeat's rate; `one` runs one grid and returns its cells.
+  const auto time_sweeps = [&](const char* what, const auto& one) {
+    std::vector<double> per_repeat;
+    int points = 0;
+    const auto start = Clock::now();
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+      const auto repeat_start = Clock::now();
+      const int cells = one();
+      per_repeat.push_back(cells /
+                           std::chrono::duration<double>(Clock::now() - repeat_start).count());
+      points += cells;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf(
+        "%s: %d configurations in %.3f s = %.0f configurations/s (median of %d grids: %.0f/s)\n",
+        what, points, seconds, points / seconds, repeats, median(per_repeat));
+  };
+  stagemem::SweepRun run;
+  time_sweeps("sweep (seq x mbs x recompute)", [&] {
+    stagemem::restart_sweep(run, grid);
+    stagemem::evaluate_sweep(run, run.cells.size());
+    sink += run.cells.back().binding_stage;
+    return static_cast<int>(run.cells.size());
+  });
+  time_sweeps("sweep (seq x mbs x recompute), cold", [&] {
+    const stagemem::SweepRun cold = stagemem::compute_sweep(grid);
+    sink += cold.cells.back().binding_stage;
+    return static_cast<int>(cold.cells.size());
+  });
   const std::int64_t sequences[] = {2048, 4096, 8192, 16384, 32768};
   const std::int64_t batches[] = {1, 2, 4, 8};
   const stagemem::RecomputePolicy policies[] = {stagemem::RecomputePolicy::none,
@@ -162,9 +203,8 @@ int main(int argc, char** argv) {
                                                 stagemem::RecomputePolicy::full};
   stagemem::Config point = config;
   stagemem::Report cell;
-  const auto sweep_start = Clock::now();
-  int points = 0;
-  for (int repeat = 0; repeat < std::max(1, iterations / 20); ++repeat) {
+  time_sweeps("sweep (seq x mbs x recompute), hand-written loop", [&] {
+    int points = 0;
     for (std::int64_t sequence : sequences) {
       for (std::int64_t batch : batches) {
         for (stagemem::RecomputePolicy policy : policies) {
@@ -177,10 +217,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - sweep_start).count();
-  std::printf(
-      "sweep (seq x mbs x recompute): %d configurations in %.3f s = %.0f configurations/s\n",
-      points, seconds, points / seconds);
+    return points;
+  });
   return sink == 42 ? 2 : 0;  // keeps the work observable
 }

@@ -134,12 +134,13 @@ std::string view_fragment(const AppState& state) {
     out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
   }
   for (std::size_t i = 0; i < 2; ++i) {
-    const SweepAxis& axis = state.sweep.axes[i];
-    if (axis.key == default_axis_fields[i] && axis.values_text == default_axis_values[i]) continue;
+    const SweepAxisEdit& axis = state.sweep.axes[i];
+    if (axis.key() == default_axis_fields[i] && axis.values_text == default_axis_values[i])
+      continue;
     std::string values;
-    for (const std::string& v : axis.values) values += (values.empty() ? "" : ",") + v;
-    out +=
-        "&" + std::string(axis_keys[i]) + "=" + stagemem::percent_encode(axis.key + ":" + values);
+    for (const std::string& v : axis.axis.values) values += (values.empty() ? "" : ",") + v;
+    out += "&" + std::string(axis_keys[i]) + "=" +
+           stagemem::percent_encode(std::string(axis.key()) + ":" + values);
   }
   // The Plan tab's inputs ride along as plan_* keys.
   out += plan_link_keys(state.plan);

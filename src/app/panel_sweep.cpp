@@ -3,13 +3,15 @@
 // headroom (red: does not fit) or, without a device, by its peak. The grid is drawn by our own
 // shader (heat_map.h), the numbers by ImGui on top. Hover a cell for its numbers; click it to
 // apply its two values to the configuration (the link follows through the usual sync).
-// The grid is recomputed (sweep.h) only when the configuration or the axes change.
+// The grid is the core's sweep engine's (plan/sweep.h), recomputed (sweep.h) only when the
+// configuration or the axes change.
 #include <algorithm>
 
 #include "app.h"
 #include "config/config_fields.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
+#include "plan/sweep.h"
 
 namespace {
 
@@ -58,22 +60,20 @@ void draw_colour_legend(bool headroom_mode, float scale) {
 }
 
 void edit_axis(AppState& state, std::size_t axis, const char* name) {
-  SweepAxis& edited = state.sweep.axes[axis];
+  SweepAxisEdit& edited = state.sweep.axes[axis];
   ImGui::PushID(name);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(name);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.0f);
-  if (ImGui::BeginCombo("##field", edited.key.c_str())) {
-    for (std::string_view key : sweepable_keys()) {
-      // Keys are string literals (sweep.cpp): NUL-terminated.
-      if (ImGui::Selectable(key.data(), key == edited.key)) {
-        set_sweep_axis(state.sweep, axis, key, "", state.config);
+  if (ImGui::BeginCombo("##field", edited.key())) {
+    // The fields the engine can sweep (plan/sweep.h: sweepable), in the field table's order.
+    for (const stagemem::ConfigField* field : stagemem::sweepable_fields()) {
+      // Keys are string literals of the field table: NUL-terminated.
+      if (ImGui::Selectable(field->key.data(), field == edited.axis.field)) {
+        set_sweep_axis(state.sweep, axis, field->key, "", state.config);
       }
-      const stagemem::ConfigField* field = stagemem::find_field_by_key(key);
-      if (field != nullptr) {
-        ImGui::SetItemTooltip("%.*s", static_cast<int>(field->help.size()), field->help.data());
-      }
+      ImGui::SetItemTooltip("%.*s", static_cast<int>(field->help.size()), field->help.data());
     }
     ImGui::EndCombo();
   }
@@ -83,7 +83,7 @@ void edit_axis(AppState& state, std::size_t axis, const char* name) {
   if (ImGui::InputText("##values", &text, ImGuiInputTextFlags_EnterReturnsTrue) ||
       ImGui::IsItemDeactivatedAfterEdit()) {
     const std::string typed = text;
-    set_sweep_axis(state.sweep, axis, edited.key, typed, state.config);
+    set_sweep_axis(state.sweep, axis, edited.key(), typed, state.config);
   }
   ImGui::SetItemTooltip("comma-separated values in the field's link form; Enter applies");
   if (!edited.error.empty()) {
@@ -98,16 +98,20 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
   map.version = sweeps;
   map.columns = static_cast<int>(sweep.columns);
   map.rows = static_cast<int>(sweep.rows);
-  map.headroom_mode = sweep.device_bytes > 0;
-  for (std::size_t i = 0; i < sweep.cells.size() && i < map.values.size(); ++i) {
-    const SweepCell& cell = sweep.cells[i];
+  map.headroom_mode = sweep_device_bytes(sweep) > 0;
+  const stagemem::SweepRun& run = sweep.run;
+  for (std::size_t i = 0; i < run.cells.size() && i < map.values.size(); ++i) {
+    const stagemem::SweepCell& cell = run.cells[i];
+    // Headroom as a fraction of the cell's own device (a sweep over `device` has several).
     map.values[i] = !cell.valid ? HeatMap::invalid_cell
                     : map.headroom_mode
-                        ? static_cast<float>(static_cast<double>(cell.headroom_bytes) /
-                                             static_cast<double>(sweep.device_bytes))
-                        : static_cast<float>(
-                              static_cast<double>(cell.peak_bytes) /
-                              static_cast<double>(std::max<std::int64_t>(1, sweep.largest_peak)));
+                        ? (cell.device_bytes > 0
+                               ? static_cast<float>(static_cast<double>(cell.min_headroom_bytes) /
+                                                    static_cast<double>(cell.device_bytes))
+                               : HeatMap::invalid_cell)
+                        : static_cast<float>(static_cast<double>(cell.max_peak_bytes) /
+                                             static_cast<double>(std::max<std::int64_t>(
+                                                 1, run.largest_peak_bytes)));
   }
 }
 
@@ -126,12 +130,12 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   edit_axis(state, 1, "rows   ");
   if (sweep.complete) {
     ImGui::TextDisabled(
-        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; model resolved "
-        "once per configuration change)",
-        sweep.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
+        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; each model "
+        "resolved once, its estimate cache kept across edits)",
+        sweep.run.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
         sweep.longest_slice_milliseconds);
   } else {
-    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.next_cell, sweep.cells.size());
+    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.run.evaluated, sweep.run.cells.size());
   }
   if (!sweep.model_error.empty()) {
     ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", sweep.model_error.c_str());
@@ -139,11 +143,11 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   }
   if (sweep.columns == 0 || sweep.rows == 0) return;
   feed_heat_map(state.heat_map, sweep,
-                sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.next_cell);
+                sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.run.evaluated);
 
   const float scale = state.ui_scale;
-  float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key.c_str()).x;
-  for (const std::string& value : sweep.axes[1].values) {
+  float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key()).x;
+  for (const std::string& value : sweep.axes[1].axis.values) {
     row_label_width = std::max(row_label_width, ImGui::CalcTextSize(value.c_str()).x);
   }
   row_label_width += 12.0f * state.ui_scale;
@@ -163,9 +167,9 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
 
   // Axis labels: the field's key and the values, every k-th one when they would overlap (a 64-value
   // axis); a value's label always starts at its own column or row.
-  draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key.c_str());
+  draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key());
   float widest_column_label = 0.0f;
-  for (const std::string& value : sweep.axes[0].values) {
+  for (const std::string& value : sweep.axes[0].axis.values) {
     widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
   }
   const auto label_step = [](float needed, float available_per_value) {
@@ -176,7 +180,7 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, cell_width);
   const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), cell_height);
   for (std::size_t x = 0; x < sweep.columns; x += column_step) {
-    const char* value = sweep.axes[0].values[x].c_str();
+    const char* value = sweep.axes[0].axis.values[x].c_str();
     draw_list->AddText(
         ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale, origin.y),
         label_colour, value);
@@ -184,7 +188,7 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
   for (std::size_t y = 0; y < sweep.rows; y += row_step) {
     draw_list->AddText(ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
                                             ImGui::GetTextLineHeight() * 0.5f),
-                       label_colour, sweep.axes[1].values[y].c_str());
+                       label_colour, sweep.axes[1].axis.values[y].c_str());
   }
 
   const ImVec2 grid_min(grid_left, grid_top);
@@ -203,22 +207,23 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
         std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
     sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
   }
-  const bool show_gpus = parallel_axis(sweep.axes[0].key) || parallel_axis(sweep.axes[1].key);
+  const bool show_gpus = parallel_axis(sweep.axes[0].key()) || parallel_axis(sweep.axes[1].key());
   // Cells narrower than a short label draw none (a 64 x 64 grid): no text work per cell then.
   const bool labels_fit = cell_width >= ImGui::CalcTextSize("-00.0").x + 4.0f * scale;
-  for (std::size_t i = 0; i < sweep.cells.size() && labels_fit; ++i) {
-    const SweepCell& cell = sweep.cells[i];
+  for (std::size_t i = 0; i < sweep.run.cells.size() && labels_fit; ++i) {
+    const stagemem::SweepCell& cell = sweep.run.cells[i];
     const float cx = grid_left + cell_width * static_cast<float>(i % sweep.columns);
     const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);
     // The label, and the cell's GPU count on a sweep over a parallel size, when they fit.
-    const std::string gpus = show_gpus ? std::to_string(cell.gpus) + " GPUs" : std::string();
-    const ImVec2 size = ImGui::CalcTextSize(cell.label.c_str());
+    const std::string gpus = show_gpus ? std::to_string(cell.world_size) + " GPUs" : std::string();
+    const std::string label = sweep_cell_label(sweep, i);
+    const ImVec2 size = ImGui::CalcTextSize(label.c_str());
     const bool two_lines = !gpus.empty() && cell_height >= 2.2f * ImGui::GetTextLineHeight();
     const float text_top = cy + (cell_height - size.y * (two_lines ? 2.0f : 1.0f)) * 0.5f;
     const ImU32 text_colour = cell.valid ? text_on_cell : label_colour;
     if (size.x < cell_width - 4.0f * scale) {
       draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f, text_top), text_colour,
-                         cell.label.c_str());
+                         label.c_str());
     }
     if (two_lines) {
       const ImVec2 gpu_size = ImGui::CalcTextSize(gpus.c_str());
@@ -227,7 +232,7 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
                            text_colour, gpus.c_str());
       }
     }
-    if (cell.current) {
+    if (cell.is_base) {
       draw_list->AddRect(ImVec2(cx + 2.0f * scale, cy + 2.0f * scale),
                          ImVec2(cx + cell_width - 2.0f * scale, cy + cell_height - 2.0f * scale),
                          current_colour, 0.0f, 0, 3.0f * scale);
@@ -246,7 +251,8 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_max.y + 4.0f * scale));
-  ImGui::TextDisabled(sweep.device_bytes > 0 ? "cell text: headroom of the binding stage"
-                                             : "cell text: peak of the binding stage");
-  draw_colour_legend(sweep.device_bytes > 0, scale);
+  const bool headroom = sweep_device_bytes(sweep) > 0;
+  ImGui::TextDisabled(headroom ? "cell text: headroom of the binding stage"
+                               : "cell text: peak of the binding stage");
+  draw_colour_legend(headroom, scale);
 }

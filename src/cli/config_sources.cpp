@@ -135,21 +135,6 @@ std::string_view implied_split(std::string_view key) {
   return {};
 }
 
-bool sweepable(const ConfigField& field) {
-  return field.kind != FieldKind::integer_list && field.kind != FieldKind::name_set &&
-         field.key != "custom" && field.key != "layout";
-}
-
-std::vector<std::string> split_list(std::string_view text) {
-  std::vector<std::string> parts;
-  while (true) {
-    const auto comma = text.find(',');
-    parts.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) return parts;
-    text.remove_prefix(comma + 1);
-  }
-}
-
 void append(Diagnostics& into, Diagnostics&& from) {
   for (auto& e : from.errors) into.errors.push_back(std::move(e));
   for (auto& w : from.warnings) into.warnings.push_back(std::move(w));
@@ -291,19 +276,14 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
   const auto set_field = [&](const ConfigField& field, std::string_view value,
                              std::string_view flag) {
     if (!given_once(&field, flag, value)) return;
-    std::erase_if(line.axes, [&](const SweepAxis& axis) { return axis.field == &field; });
-    if (rules.allow_lists && sweepable(field) && value.find(',') != std::string_view::npos) {
-      SweepAxis axis{.field = &field, .flag = std::string(flag), .values = split_list(value)};
-      if (axis.values.size() > max_sweep_values) {
-        d.error(std::string(flag), "at most " + std::to_string(max_sweep_values) + " values");
-        return;
-      }
-      for (const std::string& item : axis.values) {
-        Config scratch = config;
-        if (!stagemem::parse_field_text(field, item, scratch, d, flag)) return;
-      }
-      stagemem::parse_field_text(field, axis.values.front(), config, d, flag);
-      line.axes.push_back(std::move(axis));
+    std::erase_if(line.axes, [&](const stagemem::SweepAxis& axis) { return axis.field == &field; });
+    if (rules.allow_lists && stagemem::sweepable(field) &&
+        value.find(',') != std::string_view::npos) {
+      std::optional<stagemem::SweepAxis> axis =
+          stagemem::parse_sweep_axis(field, value, config, max_sweep_values, flag, d);
+      if (!axis) return;
+      stagemem::parse_field_text(field, axis->values.front(), config, d, flag);
+      line.axes.push_back(std::move(*axis));
     } else if (!stagemem::parse_field_text(field, value, config, d, flag)) {
       return;
     }

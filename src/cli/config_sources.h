@@ -10,7 +10,8 @@
 // `--no-KEY` (false). Setting `stages`, `first_layers`, `last_layers` or `layout` also selects the
 // matching `split`. Megatron-style aliases (`--tensor-model-parallel-size`, `--seq-length`,
 // `--micro-batch-size`, `--recompute-granularity`, ...) map onto the same fields.
-// With lists allowed (`sweep`), a comma-separated value of a scalar field becomes a sweep axis.
+// With lists allowed (`sweep`, `plan`), a comma-separated value of a field the sweep engine can
+// sweep (plan/sweep.h: sweepable) becomes a sweep axis.
 // Every error names the flag as typed and the allowed values.
 #pragma once
 
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "config/config_fields.h"
+#include "plan/sweep.h"
 
 namespace stagemem_cli {
 
@@ -33,13 +35,6 @@ struct CommandOption {
   std::string_view name;        // "--format"
   std::string_view value_name;  // "" for a switch, else e.g. "F"
   std::string_view help;
-};
-
-// One swept field and its values in their text form, in the order given.
-struct SweepAxis {
-  const stagemem::ConfigField* field = nullptr;
-  std::string flag;  // as typed, for messages and column titles
-  std::vector<std::string> values;
 };
 
 struct ParseRules {
@@ -53,7 +48,8 @@ struct CommandLine {
   stagemem::Diagnostics diagnostics;
   std::vector<std::pair<std::string_view, std::string>> options;  // command options, in order
   std::vector<std::string> positional;
-  std::vector<SweepAxis> axes;
+  // Sweep axes (plan/sweep.h), each named by its flag as typed (for messages and column titles).
+  std::vector<stagemem::SweepAxis> axes;
   bool help = false;
   bool model_given = false;  // a source named the model (preset, custom, HF config, file, link)
 

@@ -402,14 +402,13 @@ void read_bounds(const std::vector<std::string_view>& args, const stagemem_cli::
     const stagemem::ConfigField* field = stagemem::find_field_by_key(flag.key);
     if (!field) continue;
     std::vector<stagemem::Config> values;
-    const auto axis =
-        std::find_if(line.axes.begin(), line.axes.end(),
-                     [&](const stagemem_cli::SweepAxis& a) { return a.field == field; });
+    const auto axis = std::find_if(line.axes.begin(), line.axes.end(),
+                                   [&](const stagemem::SweepAxis& a) { return a.field == field; });
     if (axis != line.axes.end()) {
       for (const std::string& text : axis->values) {
         stagemem::Config scratch = line.config;
         stagemem::Diagnostics ignored;  // checked while parsing
-        stagemem::parse_field_text(*field, text, scratch, ignored, axis->flag);
+        stagemem::parse_field_text(*field, text, scratch, ignored, axis->name);
         values.push_back(std::move(scratch));
       }
     } else if (typed(args, flag)) {
@@ -508,7 +507,7 @@ int run_plan(const std::vector<std::string_view>& args) {
     bool searched = false;
     for (const SearchedFlag& f : searched_flags) searched |= axis.field->key == f.key;
     if (!searched) {
-      d.error(axis.flag,
+      d.error(axis.name,
               "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
               "--recompute --sp --optimizer; give one value here");
     }

@@ -466,11 +466,11 @@ val get_sweep() {
   Sweep& sweep = app_state->sweep;
   update_sweep(sweep, app_state->config);
   val axes = val::array();
-  for (const SweepAxis& axis : sweep.axes) {
+  for (const SweepAxisEdit& axis : sweep.axes) {
     val item = val::object();
-    item.set("key", axis.key);
+    item.set("key", std::string(axis.key()));
     val values = val::array();
-    for (const auto& v : axis.values) values.call<void>("push", v);
+    for (const auto& v : axis.axis.values) values.call<void>("push", v);
     item.set("values", values);
     item.set("error", axis.error);
     axes.call<void>("push", item);
@@ -478,20 +478,20 @@ val get_sweep() {
   out.set("axes", axes);
   out.set("columns", static_cast<double>(sweep.columns));
   out.set("rows", static_cast<double>(sweep.rows));
-  out.set("deviceBytes", static_cast<double>(sweep.device_bytes));
+  out.set("deviceBytes", static_cast<double>(sweep_device_bytes(sweep)));
   val cells = val::array();
-  for (std::size_t i = 0; i < sweep.cells.size(); ++i) {
-    const SweepCell& c = sweep.cells[i];
+  for (std::size_t i = 0; i < sweep.run.cells.size(); ++i) {
+    const stagemem::SweepCell& c = sweep.run.cells[i];
     val cell = val::object();
     cell.set("x", static_cast<double>(i % sweep.columns));
     cell.set("y", static_cast<double>(i / sweep.columns));
     cell.set("valid", c.valid);
-    cell.set("peak", static_cast<double>(c.peak_bytes));
-    cell.set("headroom", static_cast<double>(c.headroom_bytes));
+    cell.set("peak", static_cast<double>(c.max_peak_bytes));
+    cell.set("headroom", static_cast<double>(c.min_headroom_bytes));
     cell.set("bindingStage", static_cast<double>(c.binding_stage));
-    cell.set("current", c.current);
-    cell.set("gpus", static_cast<double>(c.gpus));
-    cell.set("label", c.label);
+    cell.set("current", c.is_base);
+    cell.set("gpus", static_cast<double>(c.world_size));
+    cell.set("label", sweep_cell_label(sweep, i));
     cell.set("detail", sweep_cell_detail(sweep, i));
     cells.call<void>("push", cell);
   }
@@ -500,7 +500,7 @@ val get_sweep() {
   out.set("computeMs", sweep.compute_milliseconds);
   out.set("longestSliceMs", sweep.longest_slice_milliseconds);
   out.set("complete", sweep.complete);
-  out.set("computedCells", static_cast<double>(sweep.next_cell));
+  out.set("computedCells", static_cast<double>(sweep.run.evaluated));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
   out.set("heatMapDraws", static_cast<double>(app_state->heat_map.draws));
   out.set("modelError", sweep.model_error);
@@ -512,8 +512,8 @@ val get_sweep_progress() {
   if (!app_state) return out;
   const Sweep& sweep = app_state->sweep;
   out.set("complete", sweep.complete);
-  out.set("computedCells", static_cast<double>(sweep.next_cell));
-  out.set("cellCount", static_cast<double>(sweep.cells.size()));
+  out.set("computedCells", static_cast<double>(sweep.run.evaluated));
+  out.set("cellCount", static_cast<double>(sweep.run.cells.size()));
   out.set("sweepMs", sweep.last_milliseconds);
   out.set("computeMs", sweep.compute_milliseconds);
   out.set("longestSliceMs", sweep.longest_slice_milliseconds);

@@ -17,6 +17,12 @@ namespace {
 
 constexpr std::int64_t max_bytes = max_config_bytes;
 
+std::vector<std::string_view> device_names() {
+  std::vector<std::string_view> names;
+  for (const DevicePreset& device : device_presets()) names.push_back(device.name);
+  return names;
+}
+
 // Accessor shorthands for the table: each expands to the accessor pair of one member.
 #define STAGEMEM_INTEGER(member) .integer = [](Config& c) { return &c.member; }
 #define STAGEMEM_BOOLEAN(member) .boolean = [](Config& c) { return &c.member; }
@@ -33,7 +39,8 @@ const std::array<ConfigField, 55> fields = {{
      .help = "built-in model preset name",
      .kind = FieldKind::text,
      .max_text_length = 64,
-     STAGEMEM_TEXT(model)},
+     STAGEMEM_TEXT(model),
+     .names = preset_names},
     {.key = "custom",
      .path = "custom_model",
      .help = "a custom model in stagemem's one-line model text (overrides model)",
@@ -304,7 +311,8 @@ const std::array<ConfigField, 55> fields = {{
      .help = "device preset (see `stagemem devices`)",
      .kind = FieldKind::text,
      .max_text_length = 64,
-     STAGEMEM_TEXT(device.preset)},
+     STAGEMEM_TEXT(device.preset),
+     .names = device_names},
     {.key = "device_bytes",
      .path = "device.bytes",
      .help = "usable device bytes of a custom device (overrides the preset; 0: preset)",

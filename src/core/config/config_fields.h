@@ -53,6 +53,11 @@ struct ConfigField {
   void (*set_choice)(Config&, int) = nullptr;
   double* (*number)(Config&) = nullptr;
   std::uint32_t* (*bits)(Config&) = nullptr;  // name_set
+
+  // text only: the names the value is one of (the model presets, the device presets) when it
+  // names one item rather than being free text. parse_field_text does not check it (a link may
+  // name a preset of another build); check_references and the estimate do. nullptr: free text.
+  std::vector<std::string_view> (*names)() = nullptr;
 };
 
 // A configuration read from untrusted text (URL fragment, JSON, CLI flags): use `config` only
