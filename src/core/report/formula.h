@@ -14,6 +14,8 @@
 #include <limits>
 #include <string_view>
 
+#include "base/checked_math.h"
+
 namespace stagemem {
 
 // Every label a formula factor can carry. Ids are indices; label_id() finds one at compile time,
@@ -140,29 +142,6 @@ consteval Label label_id(std::string_view text) {
 
 inline std::string_view label_text(Label id) {
   return id < formula_label_count ? formula_labels[id] : std::string_view("?");
-}
-
-// Checked int64 arithmetic: false (and *out untouched) when the result does not fit.
-inline bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  // On 32-bit targets (wasm32) the overflow check needs a 128-bit product, a library call: a fast
-  // path skips it for non-negative factors whose bit lengths add up to at most 63 (they cannot
-  // overflow). 64-bit targets check with one multiply and its overflow flag.
-  if (sizeof(void*) < 8 && a >= 0 && b >= 0) {
-    const auto ua = static_cast<std::uint64_t>(a);
-    const auto ub = static_cast<std::uint64_t>(b);
-    if (ua == 0 || ub == 0 || __builtin_clzll(ua) + __builtin_clzll(ub) >= 65) {
-      *out = a * b;
-      return true;
-    }
-  }
-  return !__builtin_mul_overflow(a, b, out);
-}
-// Elements per shard when `value` is split over `divisor` ranks (a divisor <= 0 splits nothing).
-inline std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
-  return divisor <= 0 ? value : (value + divisor - 1) / divisor;
-}
-inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
-  return !__builtin_add_overflow(a, b, out);
 }
 
 enum class FactorOp : std::uint8_t {
