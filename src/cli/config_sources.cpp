@@ -1,7 +1,7 @@
 #include "config_sources.h"
 
+#include <algorithm>
 #include <array>
-#include <cstdio>
 
 #include "bounded_read.h"
 #include "config/config_json.h"
@@ -95,12 +95,6 @@ constexpr const char* sources_help =
     "      KIND: allocator-fragmentation | communication-buffers | runtime-context |\n"
     "            math-library-workspaces\n";
 
-std::string normalized(std::string_view flag) {
-  std::string out(flag.substr(2));
-  for (char& c : out) c = c == '-' ? '_' : c;
-  return out;
-}
-
 std::string dashed(std::string_view key) {
   std::string out(key);
   for (char& c : out) c = c == '_' ? '-' : c;
@@ -159,11 +153,10 @@ std::optional<std::string> CommandLine::option(std::string_view name) const {
   return value;
 }
 
-void print_diagnostics(const Diagnostics& d) {
-  for (const auto& e : d.errors)
-    std::fprintf(stderr, "error: %s: %s\n", e.field.c_str(), e.message.c_str());
-  for (const auto& w : d.warnings)
-    std::fprintf(stderr, "warning: %s: %s\n", w.field.c_str(), w.message.c_str());
+std::string flag_key(std::string_view flag) {
+  std::string out(flag.substr(2));
+  for (char& c : out) c = c == '-' ? '_' : c;
+  return out;
 }
 
 std::optional<std::string> read_text_file(const std::string& path, std::string_view flag,
@@ -210,26 +203,28 @@ std::string configuration_flags_help() {
 
 namespace {
 
+// The text of one --memory-log input: the file at `path`, or standard input for "-" (once).
+std::optional<std::string> memory_log_text(const std::string& path, bool& stdin_read,
+                                           Diagnostics& d) {
+  if (path != "-") return read_text_file(path, "--memory-log", stagemem::max_log_bytes, d);
+  if (stdin_read) {
+    d.error("--memory-log", "standard input (-) can be read once");
+    return std::nullopt;
+  }
+  stdin_read = true;
+  stagemem_io::ReadResult read = stagemem_io::read_descriptor(0, stagemem::max_log_bytes);
+  if (read.status != stagemem_io::ReadStatus::ok) {
+    d.error("--memory-log", stagemem_io::failure_text(read, "standard input (-)"));
+    return std::nullopt;
+  }
+  return std::move(read.bytes);
+}
+
 // Each --memory-log FILE ("-": standard input) as measurements of `config`'s layout.
 void add_memory_logs(const std::vector<std::string>& paths, Config& config, Diagnostics& d) {
   bool stdin_read = false;
   for (const std::string& path : paths) {
-    std::optional<std::string> text;
-    if (path == "-") {
-      if (stdin_read) {
-        d.error("--memory-log", "standard input (-) can be read once");
-        continue;
-      }
-      stdin_read = true;
-      stagemem_io::ReadResult read = stagemem_io::read_descriptor(0, stagemem::max_log_bytes);
-      if (read.status == stagemem_io::ReadStatus::ok) {
-        text = std::move(read.bytes);
-      } else {
-        d.error("--memory-log", stagemem_io::failure_text(read, "standard input (-)"));
-      }
-    } else {
-      text = read_text_file(path, "--memory-log", stagemem::max_log_bytes, d);
-    }
+    const std::optional<std::string> text = memory_log_text(path, stdin_read, d);
     if (!text) continue;
     const std::string name = path == "-" ? "stdin" : path.substr(path.rfind('/') + 1);
     const std::string field = "--memory-log " + name.substr(0, 60);
@@ -248,194 +243,282 @@ void add_memory_logs(const std::vector<std::string>& paths, Config& config, Diag
   }
 }
 
-}  // namespace
+// A field flag as typed: the field it sets and, for an alias switch or `--no-KEY`, the value it
+// means by itself ("" when it takes the next argument).
+struct FieldFlag {
+  const ConfigField* field = nullptr;
+  std::string_view fixed_value;
+};
 
-CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules) {
-  CommandLine line;
-  std::vector<std::string> memory_logs;
-  Config& config = line.config;
-  Diagnostics& d = line.diagnostics;
+// A table field, an alias of one, or `--no-KEY` for a boolean field; no field when none.
+FieldFlag find_field_flag(const std::string& name) {
+  if (const ConfigField* field = stagemem::find_field_by_key(name)) return {field, {}};
+  for (const Alias& alias : aliases) {
+    if (alias.name == name) return {stagemem::find_field_by_key(alias.key), alias.value};
+  }
+  if (name.starts_with("no_")) {
+    const ConfigField* field = stagemem::find_field_by_key(std::string_view(name).substr(3));
+    if (field && field->kind == FieldKind::boolean) return {field, "0"};
+  }
+  return {};
+}
+
+// One pass over the arguments, left to right: each is --help, a positional word, a command
+// option, a source (--config, --url, --preset, ...) or a field flag.
+struct Parser {
+  std::span<const std::string_view> args;
+  const ParseRules& rules;
+  CommandLine line{};
+  std::size_t at = 0;                      // the argument being read
+  std::vector<std::string> memory_logs{};  // read once the whole layout is known
   // What each field and command option was set to on this command line, to refuse a second
   // setting (`--pp 4 --pp 8`, or a flag and its alias) instead of silently taking the last.
   // Sources (--config, --url) may still be layered: they are files and links, not repeats.
-  std::vector<std::pair<const void*, std::string>> given;
-  const auto given_once = [&](const void* what, std::string_view flag, std::string_view value) {
-    const std::string shown = std::string(flag.substr(0, 64)) +
-                              (value.empty() ? "" : " " + std::string(value.substr(0, 64)));
-    for (const auto& [earlier, text] : given) {
-      if (earlier != what) continue;
-      d.error(std::string(flag.substr(0, 64)),
-              "given twice, first `" + text + "`, then `" + shown + "`; give it once");
-      return false;
-    }
-    given.emplace_back(what, shown);
-    return true;
-  };
+  std::vector<std::pair<const void*, std::string>> given{};
 
-  // Applies `value` to `field`, or records a sweep axis; `flag` names errors.
-  const auto set_field = [&](const ConfigField& field, std::string_view value,
-                             std::string_view flag) {
-    if (!given_once(&field, flag, value)) return;
-    std::erase_if(line.axes, [&](const stagemem::SweepAxis& axis) { return axis.field == &field; });
-    if (rules.allow_lists && stagemem::sweepable(field) &&
-        value.find(',') != std::string_view::npos) {
-      std::optional<stagemem::SweepAxis> axis =
-          stagemem::parse_sweep_axis(field, value, config, max_sweep_values, flag, d);
-      if (!axis) return;
-      stagemem::parse_field_text(field, axis->values.front(), config, d, flag);
-      line.axes.push_back(std::move(*axis));
-    } else if (!stagemem::parse_field_text(field, value, config, d, flag)) {
-      return;
-    }
-    if (field.key == "model" || field.key == "custom") line.model_given = true;
-    if (const std::string_view split = implied_split(field.key); !split.empty()) {
-      stagemem::parse_field_text(*stagemem::find_field_by_key("split"), split, config, d, flag);
-    }
-  };
+  Config& config() { return line.config; }
+  Diagnostics& diagnostics() { return line.diagnostics; }
 
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    const auto next_value = [&]() -> std::optional<std::string_view> {
-      if (i + 1 >= args.size()) {
-        d.error(std::string(flag), "needs a value");
-        return std::nullopt;
-      }
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
-      line.help = true;
-      continue;
-    }
-    if (!flag.starts_with("--") || flag.size() == 2) {
-      if (rules.allow_positional) {
-        line.positional.emplace_back(flag);
-      } else {
-        d.error(std::string(flag.substr(0, 64)), "unexpected argument; flags start with --");
-      }
-      continue;
-    }
-    bool command_option = false;
-    for (const CommandOption& o : rules.options) {
-      if (o.name != flag) continue;
-      command_option = true;
-      if (o.value_name.empty()) {
-        if (given_once(&o, flag, "")) line.options.emplace_back(o.name, "");
-      } else if (const auto value = next_value()) {
-        if (given_once(&o, flag, *value)) line.options.emplace_back(o.name, std::string(*value));
-      }
-    }
-    if (command_option) continue;
+  CommandLine parse();
+  void read_argument(std::string_view flag);
+  void read_positional(std::string_view word);
+  bool read_command_option(std::string_view flag);
+  void read_field_flag(const std::string& name, std::string_view flag);
+  std::optional<std::string_view> next_value(std::string_view flag);
+  bool given_once(const void* what, std::string_view flag, std::string_view value);
+  void set_field(const ConfigField& field, std::string_view value, std::string_view flag);
+  bool set_sweep_axis(const ConfigField& field, std::string_view value, std::string_view flag);
 
-    const std::string name = normalized(flag);
-    if (name == "config") {
-      const auto path = next_value();
-      if (!path) continue;
-      if (const auto text =
-              read_text_file(std::string(*path), flag, stagemem::max_config_json_bytes, d)) {
-        stagemem::DecodedConfig decoded = stagemem::config_from_json(*text, config);
-        if (decoded.diagnostics.ok()) config = std::move(decoded.config);
-        append(d, std::move(decoded.diagnostics));
-        line.model_given = true;
-      }
-    } else if (name == "url") {
-      const auto link = next_value();
-      if (!link) continue;
-      stagemem::DecodedFragment decoded = stagemem::decode_fragment(*link, config);
-      if (decoded.diagnostics.ok()) config = std::move(decoded.config);
-      append(d, std::move(decoded.diagnostics));
-      line.model_given = true;
-    } else if (name == "preset") {
-      const auto preset = next_value();
-      if (!preset) continue;
-      // --preset and --model set the same field.
-      if (!given_once(stagemem::find_field_by_key("model"), flag, *preset)) continue;
-      if (!stagemem::find_preset(*preset)) {
-        d.error(std::string(flag), "unknown preset '" + std::string(preset->substr(0, 64)) +
-                                       "': expected one of: " + preset_list());
-        continue;
-      }
-      config.model = std::string(*preset);
-      config.custom_model.clear();
-      line.model_given = true;
-    } else if (name == "hf_config") {
-      const auto path = next_value();
-      if (!path) continue;
-      if (const auto text =
-              read_text_file(std::string(*path), flag, stagemem::max_hf_config_bytes, d)) {
-        stagemem::HfImport imported = stagemem::import_hf_config(*text);
-        if (imported.model) config.custom_model = stagemem::model_to_text(*imported.model);
-        append(d, std::move(imported.diagnostics));
-        line.model_given = true;
-      }
-    } else if (name == "production_layout") {
-      const auto production = config.custom_model.empty()
-                                  ? stagemem::preset_production_layout(config.model)
-                                  : std::nullopt;
-      if (!production) {
-        d.error(std::string(flag), "model '" + config.model.substr(0, 64) +
-                                       "' has no production layout (kimi-k3 has one)");
-        continue;
-      }
-      config.parallel = production->layout;
-      config.optimizer = production->optimizer;
-    } else if (name == "use_distributed_optimizer") {
-      using stagemem::OptimizerKind;
-      if (config.optimizer.kind == OptimizerKind::adam)
-        config.optimizer.kind = OptimizerKind::distributed_adam;
-      if (config.optimizer.kind == OptimizerKind::muon)
-        config.optimizer.kind = OptimizerKind::distributed_muon;
-    } else if (name == "memory_log") {
-      // Read once the whole layout is known (the ranks map to stages through it).
-      if (const auto path = next_value()) memory_logs.emplace_back(*path);
-    } else if (name == "measured" || name == "gap") {
-      const auto text = next_value();
-      if (!text) continue;
-      if (name == "measured") {
-        if (auto m = stagemem::parse_measurement_text(*text, d, std::string(flag))) {
-          config.measurements.push_back(std::move(*m));
-        }
-      } else if (auto g = stagemem::parse_gap_text(*text, d, std::string(flag))) {
-        config.gaps.push_back(std::move(*g));
-      }
-    } else {
-      // A table field, an alias of one, or `--no-KEY` for a boolean field.
-      const ConfigField* field = stagemem::find_field_by_key(name);
-      std::string_view fixed_value;
-      for (const Alias& alias : aliases) {
-        if (!field && alias.name == name) {
-          field = stagemem::find_field_by_key(alias.key);
-          fixed_value = alias.value;
-        }
-      }
-      if (!field && name.starts_with("no_")) {
-        field = stagemem::find_field_by_key(std::string_view(name).substr(3));
-        if (field && field->kind == FieldKind::boolean) {
-          fixed_value = "0";
-        } else {
-          field = nullptr;
-        }
-      }
-      if (!field) {
-        d.error(std::string(flag.substr(0, 64)), "unknown option; see `--help`");
-        continue;
-      }
-      if (!fixed_value.empty()) {
-        set_field(*field, fixed_value, flag);
-      } else if (field->kind == FieldKind::boolean) {
-        // `--sp` alone means true; a following 0/1/true/false is its value.
-        const bool has_value =
-            i + 1 < args.size() &&
-            (args[i + 1] == "0" || args[i + 1] == "1" || args[i + 1] == "true" ||
-             args[i + 1] == "false" ||
-             (rules.allow_lists && args[i + 1].find(',') != std::string_view::npos));
-        set_field(*field, has_value ? args[++i] : std::string_view("1"), flag);
-      } else if (const auto value = next_value()) {
-        set_field(*field, *value, flag);
-      }
-    }
+  // The sources, one per flag (sources below): each reads its own value, if it takes one.
+  void read_config_file(std::string_view flag);
+  void read_link(std::string_view flag);
+  void select_preset(std::string_view flag);
+  void import_hf_config(std::string_view flag);
+  void apply_production_layout(std::string_view flag);
+  void use_distributed_optimizer(std::string_view flag);
+  void add_memory_log(std::string_view flag);
+  void add_measured(std::string_view flag);
+  void add_gap(std::string_view flag);
+};
+
+// The source flags by key (flag_key), and the member that reads each.
+struct SourceFlag {
+  std::string_view name;
+  void (Parser::*read)(std::string_view flag);
+};
+constexpr std::array<SourceFlag, 9> sources = {{
+    {"config", &Parser::read_config_file},
+    {"url", &Parser::read_link},
+    {"preset", &Parser::select_preset},
+    {"hf_config", &Parser::import_hf_config},
+    {"production_layout", &Parser::apply_production_layout},
+    {"use_distributed_optimizer", &Parser::use_distributed_optimizer},
+    {"memory_log", &Parser::add_memory_log},
+    {"measured", &Parser::add_measured},
+    {"gap", &Parser::add_gap},
+}};
+
+CommandLine Parser::parse() {
+  for (at = 0; at < args.size(); ++at) read_argument(args[at]);
+  if (!memory_logs.empty() && diagnostics().ok())
+    add_memory_logs(memory_logs, config(), diagnostics());
+  return std::move(line);
+}
+
+void Parser::read_argument(std::string_view flag) {
+  if (flag == "--help" || flag == "-h") {
+    line.help = true;
+    return;
   }
-  if (!memory_logs.empty() && d.ok()) add_memory_logs(memory_logs, config, d);
-  return line;
+  if (!flag.starts_with("--") || flag.size() == 2) return read_positional(flag);
+  if (read_command_option(flag)) return;
+  const std::string name = flag_key(flag);
+  for (const SourceFlag& source : sources) {
+    if (source.name == name) return (this->*source.read)(flag);
+  }
+  read_field_flag(name, flag);
+}
+
+void Parser::read_positional(std::string_view word) {
+  if (rules.allow_positional) {
+    line.positional.emplace_back(word);
+  } else {
+    diagnostics().error(std::string(word.substr(0, 64)),
+                        "unexpected argument; flags start with --");
+  }
+}
+
+// A command option (rules.options): false when `flag` is none.
+bool Parser::read_command_option(std::string_view flag) {
+  const auto option = std::find_if(rules.options.begin(), rules.options.end(),
+                                   [&](const CommandOption& o) { return o.name == flag; });
+  if (option == rules.options.end()) return false;
+  if (option->value_name.empty()) {
+    if (given_once(&*option, flag, "")) line.options.emplace_back(option->name, "");
+  } else if (const auto value = next_value(flag)) {
+    if (given_once(&*option, flag, *value))
+      line.options.emplace_back(option->name, std::string(*value));
+  }
+  return true;
+}
+
+void Parser::read_field_flag(const std::string& name, std::string_view flag) {
+  const FieldFlag found = find_field_flag(name);
+  if (!found.field) {
+    diagnostics().error(std::string(flag.substr(0, 64)), "unknown option; see `--help`");
+    return;
+  }
+  if (!found.fixed_value.empty()) return set_field(*found.field, found.fixed_value, flag);
+  if (found.field->kind != FieldKind::boolean) {
+    if (const auto value = next_value(flag)) set_field(*found.field, *value, flag);
+    return;
+  }
+  // `--sp` alone means true; a following 0/1/true/false is its value (with lists, a list of them).
+  const std::string_view next = at + 1 < args.size() ? args[at + 1] : std::string_view{};
+  const bool has_value = next == "0" || next == "1" || next == "true" || next == "false" ||
+                         (rules.allow_lists && next.find(',') != std::string_view::npos);
+  set_field(*found.field, has_value ? args[++at] : std::string_view("1"), flag);
+}
+
+std::optional<std::string_view> Parser::next_value(std::string_view flag) {
+  if (at + 1 >= args.size()) {
+    diagnostics().error(std::string(flag), "needs a value");
+    return std::nullopt;
+  }
+  return args[++at];
+}
+
+bool Parser::given_once(const void* what, std::string_view flag, std::string_view value) {
+  const std::string shown = std::string(flag.substr(0, 64)) +
+                            (value.empty() ? "" : " " + std::string(value.substr(0, 64)));
+  for (const auto& [earlier, text] : given) {
+    if (earlier != what) continue;
+    diagnostics().error(std::string(flag.substr(0, 64)),
+                        "given twice, first `" + text + "`, then `" + shown + "`; give it once");
+    return false;
+  }
+  given.emplace_back(what, shown);
+  return true;
+}
+
+// Applies `value` to `field`, or records a sweep axis; `flag` names errors.
+void Parser::set_field(const ConfigField& field, std::string_view value, std::string_view flag) {
+  if (!given_once(&field, flag, value)) return;
+  std::erase_if(line.axes, [&](const stagemem::SweepAxis& axis) { return axis.field == &field; });
+  const bool list =
+      rules.allow_lists && stagemem::sweepable(field) && value.find(',') != std::string_view::npos;
+  if (list ? !set_sweep_axis(field, value, flag)
+           : !stagemem::parse_field_text(field, value, config(), diagnostics(), flag)) {
+    return;
+  }
+  if (field.key == "model" || field.key == "custom") line.model_given = true;
+  if (const std::string_view split = implied_split(field.key); !split.empty()) {
+    stagemem::parse_field_text(*stagemem::find_field_by_key("split"), split, config(),
+                               diagnostics(), flag);
+  }
+}
+
+// A comma-separated value as a sweep axis; the configuration takes its first value.
+bool Parser::set_sweep_axis(const ConfigField& field, std::string_view value,
+                            std::string_view flag) {
+  std::optional<stagemem::SweepAxis> axis =
+      stagemem::parse_sweep_axis(field, value, config(), max_sweep_values, flag, diagnostics());
+  if (!axis) return false;
+  stagemem::parse_field_text(field, axis->values.front(), config(), diagnostics(), flag);
+  line.axes.push_back(std::move(*axis));
+  return true;
+}
+
+void Parser::read_config_file(std::string_view flag) {
+  const auto path = next_value(flag);
+  if (!path) return;
+  const auto text =
+      read_text_file(std::string(*path), flag, stagemem::max_config_json_bytes, diagnostics());
+  if (!text) return;
+  stagemem::DecodedConfig decoded = stagemem::config_from_json(*text, config());
+  if (decoded.diagnostics.ok()) config() = std::move(decoded.config);
+  append(diagnostics(), std::move(decoded.diagnostics));
+  line.model_given = true;
+}
+
+void Parser::read_link(std::string_view flag) {
+  const auto link = next_value(flag);
+  if (!link) return;
+  stagemem::DecodedFragment decoded = stagemem::decode_fragment(*link, config());
+  if (decoded.diagnostics.ok()) config() = std::move(decoded.config);
+  append(diagnostics(), std::move(decoded.diagnostics));
+  line.model_given = true;
+}
+
+void Parser::select_preset(std::string_view flag) {
+  const auto preset = next_value(flag);
+  if (!preset) return;
+  // --preset and --model set the same field.
+  if (!given_once(stagemem::find_field_by_key("model"), flag, *preset)) return;
+  if (!stagemem::find_preset(*preset)) {
+    diagnostics().error(std::string(flag), "unknown preset '" + std::string(preset->substr(0, 64)) +
+                                               "': expected one of: " + preset_list());
+    return;
+  }
+  config().model = std::string(*preset);
+  config().custom_model.clear();
+  line.model_given = true;
+}
+
+void Parser::import_hf_config(std::string_view flag) {
+  const auto path = next_value(flag);
+  if (!path) return;
+  const auto text =
+      read_text_file(std::string(*path), flag, stagemem::max_hf_config_bytes, diagnostics());
+  if (!text) return;
+  stagemem::HfImport imported = stagemem::import_hf_config(*text);
+  if (imported.model) config().custom_model = stagemem::model_to_text(*imported.model);
+  append(diagnostics(), std::move(imported.diagnostics));
+  line.model_given = true;
+}
+
+void Parser::apply_production_layout(std::string_view flag) {
+  const auto production = config().custom_model.empty()
+                              ? stagemem::preset_production_layout(config().model)
+                              : std::nullopt;
+  if (!production) {
+    diagnostics().error(std::string(flag), "model '" + config().model.substr(0, 64) +
+                                               "' has no production layout (kimi-k3 has one)");
+    return;
+  }
+  config().parallel = production->layout;
+  config().optimizer = production->optimizer;
+}
+
+void Parser::use_distributed_optimizer(std::string_view /*flag*/) {
+  using stagemem::OptimizerKind;
+  OptimizerKind& kind = config().optimizer.kind;
+  if (kind == OptimizerKind::adam) kind = OptimizerKind::distributed_adam;
+  if (kind == OptimizerKind::muon) kind = OptimizerKind::distributed_muon;
+}
+
+void Parser::add_memory_log(std::string_view flag) {
+  if (const auto path = next_value(flag)) memory_logs.emplace_back(*path);
+}
+
+void Parser::add_measured(std::string_view flag) {
+  const auto text = next_value(flag);
+  if (!text) return;
+  if (auto m = stagemem::parse_measurement_text(*text, diagnostics(), std::string(flag)))
+    config().measurements.push_back(std::move(*m));
+}
+
+void Parser::add_gap(std::string_view flag) {
+  const auto text = next_value(flag);
+  if (!text) return;
+  if (auto g = stagemem::parse_gap_text(*text, diagnostics(), std::string(flag)))
+    config().gaps.push_back(std::move(*g));
+}
+
+}  // namespace
+
+CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules) {
+  return Parser{.args = args, .rules = rules}.parse();
 }
 
 }  // namespace stagemem_cli

@@ -28,8 +28,6 @@
 
 namespace stagemem_cli {
 
-inline constexpr int exit_bad_input = 2;
-
 // An option of one command beside the configuration flags.
 struct CommandOption {
   std::string_view name;        // "--format"
@@ -64,7 +62,10 @@ CommandLine parse_command_line(std::span<const std::string_view> args, const Par
 std::string configuration_flags_help();
 std::string command_options_help(std::span<const CommandOption> options);
 
-void print_diagnostics(const stagemem::Diagnostics& diagnostics);  // to stderr
+// The key a flag spells, as the field table and the aliases write it: without the leading "--",
+// '-' as '_' ("--seq-length" -> "seq_length").
+std::string flag_key(std::string_view flag);
+
 // A file's whole contents, read with the bounded reader (src/io/bounded_read.h): at most `limit`
 // bytes, the limit of the kind of input it is (e.g. stagemem::max_config_json_bytes). On failure
 // (cannot open or read it, or more than `limit` bytes: reading stops at limit + 1) nullopt and an

@@ -1,17 +1,21 @@
 // stagemem — command-line front end of the estimator.
 //
 // Dispatches the commands; each lives in its own file (report_command, check_command,
-// sweep_command, params_command, plan_command, url_command); all read the configuration through one
-// parser (config_sources.h). Exit codes: 0 success, 1 `check` found a stage that does not fit, 2
-// bad input (every error names the field and the allowed range).
-#include <charconv>
+// sweep_command, params_command, plan_command, layout_command, url_command, snapshot_command);
+// all read the configuration through one parser (config_sources.h) and share the steps of
+// command_steps.h (help, output format, diagnostics and exit codes). Exit codes: 0 success,
+// 1 `check` found a stage that does not fit, 2 bad input (every error names the field and the
+// allowed range).
+#include <array>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "check_command.h"
+#include "command_steps.h"
 #include "config/devices.h"
+#include "layout_command.h"
 #include "model/presets.h"
 #include "params_command.h"
 #include "plan_command.h"
@@ -22,8 +26,6 @@
 #include "url_command.h"
 
 namespace {
-
-constexpr int exit_bad_input = 2;
 
 constexpr const char* usage_text =
     "usage: stagemem <command> [options]\n"
@@ -52,53 +54,72 @@ constexpr const char* usage_text =
     "  --help       this text\n"
     "  --version    the version\n";
 
+using Args = std::vector<std::string_view>;
+
+// `devices` and `presets` take no options: --help, or an error for anything else.
+int listing_help(std::string_view command, std::string_view argument) {
+  const bool help = argument == "--help" || argument == "-h";
+  std::fprintf(help ? stdout : stderr, "%susage: stagemem %s\n\n%s\n",
+               help ? "" : "error: unexpected argument\n", std::string(command).c_str(),
+               command == "devices"
+                   ? "Lists the device presets (--device NAME) with their usable bytes and sources."
+                   : "Lists the built-in models (--preset NAME).");
+  return help ? stagemem_cli::exit_ok : stagemem_cli::exit_bad_input;
+}
+
+int run_devices(const Args& args) {
+  if (!args.empty()) return listing_help("devices", args[0]);
+  for (const auto& device : stagemem::device_presets()) {
+    std::printf("%-10s %s  %s\n  source: %s\n", std::string(device.name).c_str(),
+                stagemem::bytes_text(device.bytes).c_str(),
+                std::string(device.display_name).c_str(), std::string(device.source).c_str());
+  }
+  return stagemem_cli::exit_ok;
+}
+
+int run_presets(const Args& args) {
+  if (!args.empty()) return listing_help("presets", args[0]);
+  for (std::string_view name : stagemem::preset_names())
+    std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+  return stagemem_cli::exit_ok;
+}
+
+struct Command {
+  std::string_view name;
+  int (*run)(const Args& args);  // the arguments after the command's name
+};
+constexpr std::array<Command, 11> commands = {{
+    {"report", run_report},
+    {"params", run_params},
+    {"check", run_check},
+    {"sweep", run_sweep},
+    {"plan", run_plan},
+    {"layout", run_layout},
+    {"url", run_url},
+    {"snapshot", run_snapshot},
+    {"probe-check", run_probe_check},
+    {"devices", run_devices},
+    {"presets", run_presets},
+}};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
+  const Args args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(usage_text, args.empty() ? stderr : stdout);
-    return args.empty() ? exit_bad_input : 0;
+    return args.empty() ? stagemem_cli::exit_bad_input : stagemem_cli::exit_ok;
   }
   if (args[0] == "--version") {
     std::printf("stagemem %s\n", STAGEMEM_VERSION);
-    return 0;
+    return stagemem_cli::exit_ok;
   }
-  if (args[0] == "report") return run_report({args.begin() + 1, args.end()});
-  if (args[0] == "params") return run_params({args.begin() + 1, args.end()});
-  if (args[0] == "check") return run_check({args.begin() + 1, args.end()});
-  if (args[0] == "sweep") return run_sweep({args.begin() + 1, args.end()});
-  if (args[0] == "plan") return run_plan({args.begin() + 1, args.end()});
-  if (args[0] == "layout") return run_layout({args.begin() + 1, args.end()});
-  if (args[0] == "url") return run_url({args.begin() + 1, args.end()});
-  if (args[0] == "snapshot") return run_snapshot({args.begin() + 1, args.end()});
-  if (args[0] == "probe-check") return run_probe_check({args.begin() + 1, args.end()});
-  if ((args[0] == "devices" || args[0] == "presets") && args.size() > 1) {
-    const bool help = args[1] == "--help" || args[1] == "-h";
-    std::fprintf(
-        help ? stdout : stderr, "%susage: stagemem %s\n\n%s\n",
-        help ? "" : "error: unexpected argument\n", std::string(args[0]).c_str(),
-        args[0] == "devices"
-            ? "Lists the device presets (--device NAME) with their usable bytes and sources."
-            : "Lists the built-in models (--preset NAME).");
-    return help ? 0 : exit_bad_input;
-  }
-  if (args[0] == "devices") {
-    for (const auto& device : stagemem::device_presets()) {
-      std::printf("%-10s %s  %s\n  source: %s\n", std::string(device.name).c_str(),
-                  stagemem::bytes_text(device.bytes).c_str(),
-                  std::string(device.display_name).c_str(), std::string(device.source).c_str());
-    }
-    return 0;
-  }
-  if (args[0] == "presets") {
-    for (std::string_view name : stagemem::preset_names())
-      std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
-    return 0;
+  for (const Command& command : commands) {
+    if (command.name == args[0]) return command.run({args.begin() + 1, args.end()});
   }
   std::fprintf(stderr,
                "error: command: unknown command '%s'; expected one of: report, check, sweep, "
                "params, plan, layout, url, presets, devices, probe-check, snapshot\n",
                std::string(args[0]).c_str());
-  return exit_bad_input;
+  return stagemem_cli::exit_bad_input;
 }

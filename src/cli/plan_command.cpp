@@ -10,10 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escaping.h"
+#include "command_steps.h"
 #include "config/config_json.h"
 #include "config/url_fragment.h"
-#include "config_sources.h"
-#include "plan/layout_advisor.h"
 #include "plan/plan.h"
 #include "render/table.h"
 #include "render/vocabulary.h"
@@ -22,7 +21,7 @@
 namespace {
 
 using json = nlohmann::ordered_json;
-using stagemem_cli::exit_bad_input;
+using stagemem_cli::CommandLine;
 
 constexpr int exit_nothing_fits = 1;
 
@@ -41,14 +40,28 @@ constexpr std::array<stagemem_cli::CommandOption, 12> plan_options = {{
     {"--format", "F", "text | json | csv | markdown (default text)"},
 }};
 
-constexpr std::array<stagemem_cli::CommandOption, 4> layout_options = {{
-    {"--align-attn-res", "", "move whole AttnRes blocks only (boundaries at block multiples)"},
-    {"--base", "URL", "prefix of the link (default: the fragment alone)"},
-    {"--json", "", "JSON: even and advised per-stage peaks, layout, gain_bytes"},
-    {"--format", "F", "text | json | markdown (default text)"},
-}};
+constexpr std::array<std::string_view, 4> plan_formats = {"text", "json", "csv", "markdown"};
 
-// The flag spellings (normalized: no "--", '-' as '_') that bound one searched dimension.
+constexpr const char* plan_help =
+    "usage: stagemem plan [options] (the parallel flags take comma-separated lists)\n\n"
+    "The smallest GPU count at which some configuration fits every stage, and at each GPU\n"
+    "count the best few configurations by each derived cost factor (never combined):\n"
+    "  bubble fraction     (P-1)/(v M) interleaved, (P-1)/M 1F1B (M micro-batches per step)\n"
+    "  recompute overhead  recomputed forward FLOPs / (3 x forward FLOPs), from shapes\n"
+    "  headroom            device bytes - the binding stage's peak\n"
+    "e.g.\n"
+    "  stagemem plan --preset kimi-k3 --device mi355x --seq 8192 --gbs 896 \\\n"
+    "    --optimizer distributed-muon --tp 1,2,4,8 --pp 4,5,6,7,8,9,10,11,12,13,14,15,16 \\\n"
+    "    --vpp 1,2,3,4 --mbs 1,2,3,4 --recompute none,selective,full\n"
+    "Searched: --tp --pp --vpp --cp --ep --etp --dp --mbs --recompute --sp --optimizer; a\n"
+    "list allows its values, one value fixes it, an absent flag takes the default range\n"
+    "(TP: powers of 2 within a node; PP 1..32; VPP 1..4; CP 1; EP: divisors of the experts;\n"
+    "ETP 1; DP: divisors of gbs/mbs; mbs 1..4; recompute none,selective,full; SP on with TP\n"
+    "> 1; optimizer: the configuration's). Layers split evenly; `stagemem layout` advises\n"
+    "uneven splits. Exit codes: 0 something fits, 1 nothing fits, 2 bad input.\n\n"
+    "options:\n";
+
+// The flag spellings (flag_key: no "--", '-' as '_') that bound one searched dimension.
 struct SearchedFlag {
   std::string_view key;
   std::array<std::string_view, 3> spellings;
@@ -80,12 +93,6 @@ constexpr std::array<std::string_view, 12> derived_flags = {"world",
                                                             "decoder_first_pipeline_num_layers",
                                                             "decoder_last_pipeline_num_layers"};
 
-std::string normalized(std::string_view flag) {
-  std::string out(flag.substr(2));
-  for (char& c : out) c = c == '-' ? '_' : c;
-  return out;
-}
-
 std::string fraction(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.4f", value);
@@ -94,6 +101,39 @@ std::string fraction(double value) {
 
 std::string thousands(std::int64_t n) {
   return stagemem::group_digits(n);
+}
+
+std::string recompute_name(stagemem::RecomputePolicy policy) {
+  return std::string(stagemem::enum_name(policy));
+}
+
+std::int64_t nodes_of(std::int64_t gpus, std::int64_t per_node) {
+  return (gpus + per_node - 1) / per_node;
+}
+
+// ---- Reading the request: the output format, the searched space and its bounds.
+
+struct PlanRequest {
+  std::string format;
+  stagemem::PlanBounds bounds;
+  std::int64_t threads = 1;
+  bool all = false;  // --all: every configuration estimated instead of the frontier
+};
+
+// A flag typed on the command line: as typed, and its key (flag_key).
+struct TypedFlag {
+  std::string_view typed;
+  std::string key;
+};
+
+// Every argument that looks like a flag, in order. Only typed flags bound the search: values
+// from --config or --url do not.
+std::vector<TypedFlag> typed_flags(const std::vector<std::string_view>& args) {
+  std::vector<TypedFlag> flags;
+  for (std::string_view a : args) {
+    if (a.starts_with("--") && a.size() >= 3) flags.push_back({a, stagemem_cli::flag_key(a)});
+  }
+  return flags;
 }
 
 bool parse_int(std::string_view text, std::int64_t& out) {
@@ -108,7 +148,7 @@ bool parse_int(std::string_view text, std::int64_t& out) {
 }
 
 // --FLAG N as an integer in [low, high]; errors name the flag.
-std::optional<std::int64_t> int_option(const stagemem_cli::CommandLine& line, std::string_view flag,
+std::optional<std::int64_t> int_option(const CommandLine& line, std::string_view flag,
                                        std::int64_t low, std::int64_t high,
                                        stagemem::Diagnostics& d) {
   const auto text = line.option(flag);
@@ -122,9 +162,239 @@ std::optional<std::int64_t> int_option(const stagemem_cli::CommandLine& line, st
   return v;
 }
 
-std::string recompute_name(stagemem::RecomputePolicy policy) {
-  return std::string(stagemem::enum_name(policy));
+// The fields the plan derives (world size, layer split) cannot be given: say what to use.
+void refuse_derived_flags(const std::vector<TypedFlag>& flags, stagemem::Diagnostics& d) {
+  for (const TypedFlag& flag : flags) {
+    if (std::find(derived_flags.begin(), derived_flags.end(), flag.key) == derived_flags.end())
+      continue;
+    d.error(std::string(flag.typed), flag.key.starts_with("world")
+                                         ? "plan derives the world size; bound the GPU count "
+                                           "with --min-gpus/--max-gpus or --min-nodes/--max-nodes"
+                                         : "plan splits layers evenly; `stagemem layout` advises "
+                                           "uneven layouts for one configuration");
+  }
 }
+
+// A list given to a field the plan does not search (e.g. --seq 4096,8192) is an error.
+void refuse_unsearched_lists(const CommandLine& line, stagemem::Diagnostics& d) {
+  for (const auto& axis : line.axes) {
+    bool searched = false;
+    for (const SearchedFlag& f : searched_flags) searched |= axis.field->key == f.key;
+    if (!searched) {
+      d.error(axis.name,
+              "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
+              "--recompute --sp --optimizer; give one value here");
+    }
+  }
+}
+
+// --gpus-per-node, --min-gpus/--max-gpus and --min-nodes/--max-nodes (nodes x GPUs per node).
+void read_gpu_counts(const CommandLine& line, stagemem::PlanBounds& bounds,
+                     stagemem::Diagnostics& d) {
+  bounds.gpus_per_node = int_option(line, "--gpus-per-node", 1, 1024, d).value_or(8);
+  if (auto v = int_option(line, "--min-gpus", 1, std::int64_t{1} << 32, d)) bounds.min_gpus = *v;
+  if (auto v = int_option(line, "--max-gpus", 1, std::int64_t{1} << 32, d)) bounds.max_gpus = *v;
+  if (auto v = int_option(line, "--min-nodes", 1, std::int64_t{1} << 22, d))
+    bounds.min_gpus = std::max(bounds.min_gpus, *v * bounds.gpus_per_node);
+  if (auto v = int_option(line, "--max-nodes", 1, std::int64_t{1} << 22, d)) {
+    bounds.max_gpus = bounds.max_gpus > 0 ? std::min(bounds.max_gpus, *v * bounds.gpus_per_node)
+                                          : *v * bounds.gpus_per_node;
+  }
+  if (bounds.max_gpus > 0 && bounds.max_gpus < bounds.min_gpus) {
+    d.error("--max-gpus", "the largest GPU count (" + std::to_string(bounds.max_gpus) +
+                              ") is below the smallest (" + std::to_string(bounds.min_gpus) + ")");
+  }
+}
+
+// Was one of `flag`'s spellings typed?
+bool typed(const std::vector<TypedFlag>& flags, const SearchedFlag& flag) {
+  for (const TypedFlag& f : flags) {
+    for (std::string_view s : flag.spellings) {
+      if (!s.empty() && f.key == s) return true;
+    }
+  }
+  return false;
+}
+
+// The configurations a typed searched flag allows: one per value of its list (sweep axis), or
+// the configuration itself for one value; none when it was not typed.
+std::vector<stagemem::Config> allowed_values(const std::vector<TypedFlag>& flags,
+                                             const CommandLine& line, const SearchedFlag& flag,
+                                             const stagemem::ConfigField& field) {
+  const auto axis = std::find_if(line.axes.begin(), line.axes.end(),
+                                 [&](const stagemem::SweepAxis& a) { return a.field == &field; });
+  if (axis == line.axes.end()) {
+    if (typed(flags, flag)) return {line.config};
+    return {};
+  }
+  std::vector<stagemem::Config> values;
+  for (const std::string& text : axis->values) {
+    stagemem::Config scratch = line.config;
+    stagemem::Diagnostics ignored;  // checked while parsing
+    stagemem::parse_field_text(field, text, scratch, ignored, axis->name);
+    values.push_back(std::move(scratch));
+  }
+  return values;
+}
+
+// The searched dimension `key` takes the value `c` has.
+void add_bound(std::string_view key, const stagemem::Config& c, stagemem::PlanBounds& b) {
+  const auto& p = c.parallel;
+  if (key == "tp") b.tp.push_back(p.tensor_parallel);
+  if (key == "pp") b.pp.push_back(p.pipeline_parallel);
+  if (key == "vpp") b.vpp.push_back(p.virtual_stages);
+  if (key == "cp") b.cp.push_back(p.context_parallel);
+  if (key == "ep") b.ep.push_back(p.expert_parallel);
+  if (key == "etp") b.etp.push_back(p.expert_tensor_parallel);
+  if (key == "dp") b.dp.push_back(p.data_parallel);
+  if (key == "mbs") b.mbs.push_back(c.training.micro_batch);
+  if (key == "recompute") b.recompute.push_back(c.training.recompute.policy);
+  if (key == "sp") b.sp.push_back(p.sequence_parallel);
+  if (key == "optimizer") b.optimizer.push_back(c.optimizer.kind);
+}
+
+// Duplicates would only repeat work: keep the first of each.
+void remove_repeats(stagemem::PlanBounds& b) {
+  const auto unique = [](auto& list) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      for (std::size_t j = list.size(); j-- > i + 1;) {
+        if (list[j] == list[i]) list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
+      }
+    }
+  };
+  unique(b.tp), unique(b.pp), unique(b.vpp), unique(b.cp), unique(b.ep), unique(b.etp);
+  unique(b.dp), unique(b.mbs), unique(b.recompute), unique(b.optimizer);
+  std::vector<bool> sp;
+  for (bool v : b.sp) {
+    if (std::find(sp.begin(), sp.end(), v) == sp.end()) sp.push_back(v);
+  }
+  b.sp = sp;
+}
+
+// Fills `bounds` from the typed flags: a list (sweep axis) allows its values, one value fixes it.
+void read_searched_values(const std::vector<TypedFlag>& flags, const CommandLine& line,
+                          stagemem::PlanBounds& bounds) {
+  for (const SearchedFlag& flag : searched_flags) {
+    const stagemem::ConfigField* field = stagemem::find_field_by_key(flag.key);
+    if (!field) continue;
+    for (const stagemem::Config& c : allowed_values(flags, line, flag, *field))
+      add_bound(flag.key, c, bounds);
+  }
+  remove_repeats(bounds);
+}
+
+// Everything the command line asks of the search; errors go to line.diagnostics.
+PlanRequest read_plan_request(const std::vector<std::string_view>& args, CommandLine& line) {
+  stagemem::Diagnostics& d = line.diagnostics;
+  PlanRequest request;
+  request.format = stagemem_cli::json_or_checked_format(line, plan_formats, d);
+  const std::vector<TypedFlag> flags = typed_flags(args);
+  refuse_derived_flags(flags, d);
+  stagemem_cli::require_model(line, "give a model: --preset NAME, --hf-config FILE, ...");
+  refuse_unsearched_lists(line, d);
+  stagemem::PlanBounds& bounds = request.bounds;
+  read_gpu_counts(line, bounds, d);
+  bounds.top = int_option(line, "--top", 1, 100, d).value_or(2);
+  bounds.tp_across_nodes = line.option("--tp-across-nodes").has_value();
+  // --all lists every configuration with its own numbers: no pruning by the resident bound.
+  request.all = line.option("--all").has_value();
+  bounds.exhaustive = request.all;
+  request.threads = int_option(line, "--threads", 1, 64, d).value_or(1);
+  read_searched_values(flags, line, bounds);
+  return request;
+}
+
+// ---- The search: split over threads, merged, the frontier selected.
+
+struct Timing {
+  double seconds = 0.0;
+  double per_second = 0.0;
+};
+
+struct PlanOutcome {
+  stagemem::PlanResult result;
+  // When nothing fits: the valid configuration closest to fitting (most headroom), to say how far.
+  std::optional<stagemem::PlanEntry> closest;
+  std::vector<stagemem::PlanEntry> every;  // --all: every configuration, in search order
+  Timing timing;
+};
+
+// The search's own errors name the flag the user typed for the plan's fields (plan.top: --top).
+void add_search_errors(const stagemem::Diagnostics& search, stagemem::Diagnostics& d) {
+  for (const auto& e : search.errors) {
+    std::string field = e.field;
+    if (field.starts_with("plan.")) {
+      field = "--" + field.substr(5);
+      std::replace(field.begin(), field.end(), '_', '-');
+    }
+    d.error(field, e.message);
+  }
+}
+
+// Runs every shard to its end, the first on this thread.
+void run_searches(std::vector<stagemem::PlanSearch>& searches) {
+  std::vector<std::thread> workers;
+  for (std::size_t t = 1; t < searches.size(); ++t) {
+    workers.emplace_back([&search = searches[t]] {
+      while (search.step(1 << 20)) {
+      }
+    });
+  }
+  while (searches.front().step(1 << 20)) {
+  }
+  for (auto& w : workers) w.join();
+}
+
+// The shards' entries and counts merged, and the plan selected from them.
+PlanOutcome merge_searches(const std::vector<stagemem::PlanSearch>& searches, bool all,
+                           std::int64_t top) {
+  std::vector<stagemem::PlanEntry> entries;
+  std::int64_t searched = 0, estimated = 0, pruned = 0;
+  for (const auto& s : searches) {
+    entries.insert(entries.end(), s.entries().begin(), s.entries().end());
+    searched += s.searched();
+    estimated += s.estimated();
+    pruned += s.pruned();
+  }
+  PlanOutcome outcome;
+  for (const stagemem::PlanEntry& e : entries) {
+    if (!outcome.closest || e.headroom_bytes > outcome.closest->headroom_bytes) outcome.closest = e;
+  }
+  if (all) {
+    outcome.every = entries;
+    std::sort(outcome.every.begin(), outcome.every.end(),
+              [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; });
+  }
+  outcome.result = stagemem::select_plan(std::move(entries), top);
+  outcome.result.configurations_searched = searched;
+  outcome.result.configurations_estimated = estimated;
+  outcome.result.configurations_pruned = pruned;
+  outcome.result.device_bytes = searches.front().device_bytes();
+  return outcome;
+}
+
+// The search over `request.threads` shards, timed; nullopt (errors in line.diagnostics) when
+// the search refuses the configuration or the bounds.
+std::optional<PlanOutcome> search_plan(CommandLine& line, const stagemem::Model& model,
+                                       const PlanRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<stagemem::PlanSearch> searches;
+  for (std::int64_t t = 0; t < request.threads; ++t)
+    searches.emplace_back(line.config, model, request.bounds, t, request.threads);
+  if (!searches.front().diagnostics().ok()) {
+    add_search_errors(searches.front().diagnostics(), line.diagnostics);
+    return std::nullopt;
+  }
+  run_searches(searches);
+  PlanOutcome outcome = merge_searches(searches, request.all, request.bounds.top);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto searched = static_cast<double>(outcome.result.configurations_searched);
+  outcome.timing = {seconds, seconds > 0 ? searched / seconds : 0.0};
+  return outcome;
+}
+
+// ---- The output: each shown configuration with its link and Megatron arguments.
 
 struct Shown {
   stagemem::PlanEntry entry;
@@ -147,8 +417,21 @@ Shown show(const PlanContext& context, const stagemem::PlanEntry& entry) {
   return s;
 }
 
-std::int64_t nodes_of(std::int64_t gpus, std::int64_t per_node) {
-  return (gpus + per_node - 1) / per_node;
+// What the plan shows: the minimum, or the closest when nothing fits, and the frontier (or
+// with --all every configuration).
+struct PlanView {
+  std::optional<Shown> minimum;
+  std::optional<Shown> closest;
+  std::vector<Shown> rows;
+};
+
+PlanView plan_view(const PlanContext& context, const PlanOutcome& outcome, bool all) {
+  PlanView view;
+  const stagemem::PlanResult& result = outcome.result;
+  if (result.has_minimum) view.minimum = show(context, result.minimum);
+  if (!result.has_minimum && outcome.closest) view.closest = show(context, *outcome.closest);
+  for (const auto& e : all ? outcome.every : result.frontier) view.rows.push_back(show(context, e));
+  return view;
 }
 
 std::string ranks_text(std::uint8_t ranks) {
@@ -205,6 +488,33 @@ json entry_json(const PlanContext& context, const Shown& s) {
   };
   if (e.ranks) out["ranked_by"] = ranked;
   return out;
+}
+
+void print_plan_json(const PlanContext& context, const PlanOutcome& outcome, const PlanView& view,
+                     bool all) {
+  const stagemem::PlanResult& result = outcome.result;
+  const stagemem::Config& base = *context.base;
+  json frontier = json::array();
+  for (const Shown& s : view.rows) frontier.push_back(entry_json(context, s));
+  stagemem_cli::print_json({
+      {"model", context.model->name},
+      {"device",
+       {{"name", base.device.bytes > 0 ? "custom" : base.device.preset},
+        {"bytes", result.device_bytes}}},
+      {"gpus_per_node", context.gpus_per_node},
+      {"sequence_length", base.training.sequence_length},
+      {"global_batch", base.training.global_batch},
+      {"minimum", view.minimum ? entry_json(context, *view.minimum) : json(nullptr)},
+      {"closest", view.closest ? entry_json(context, *view.closest) : json(nullptr)},
+      {all ? "configurations" : "frontier", frontier},
+      {"configurations_searched", result.configurations_searched},
+      {"configurations_estimated", result.configurations_estimated},
+      {"configurations_pruned", result.configurations_pruned},
+      {"configurations_valid", result.configurations_valid},
+      {"configurations_fitting", result.configurations_fitting},
+      {"seconds", outcome.timing.seconds},
+      {"configurations_per_second", outcome.timing.per_second},
+  });
 }
 
 const std::vector<std::string> table_header = {"gpus",
@@ -274,16 +584,10 @@ stagemem::Table plan_table(const std::vector<std::string>& header) {
   return table;
 }
 
-struct Timing {
-  double seconds = 0.0;
-  double per_second = 0.0;
-};
-
-void print_plan_text(const PlanContext& context, const stagemem::PlanResult& result,
-                     const std::vector<Shown>& rows, const std::optional<Shown>& minimum,
-                     const std::optional<Shown>& closest, const Timing& timing, bool all,
-                     std::int64_t top) {
+// The first lines of the text: what was planned, and how much was searched how fast.
+void print_plan_heading(const PlanContext& context, const PlanOutcome& outcome) {
   const stagemem::Config& base = *context.base;
+  const stagemem::PlanResult& result = outcome.result;
   std::printf("stagemem plan: %s on %s (%s per GPU), %lld GPUs per node, seq %lld, gbs %lld\n",
               context.model->name.c_str(),
               base.device.bytes > 0 ? "custom device" : base.device.preset.c_str(),
@@ -298,44 +602,51 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
       thousands(result.configurations_estimated).c_str(),
       thousands(result.configurations_pruned).c_str(),
       thousands(result.configurations_valid).c_str(),
-      thousands(result.configurations_fitting).c_str(), timing.seconds,
-      thousands(static_cast<std::int64_t>(timing.per_second)).c_str());
-  if (minimum) {
-    const stagemem::PlanEntry& e = minimum->entry;
-    const auto& c = e.candidate;
+      thousands(result.configurations_fitting).c_str(), outcome.timing.seconds,
+      thousands(static_cast<std::int64_t>(outcome.timing.per_second)).c_str());
+}
+
+void print_minimum_text(const PlanContext& context, const Shown& minimum) {
+  const stagemem::PlanEntry& e = minimum.entry;
+  const auto& c = e.candidate;
+  std::printf(
+      "minimum: %lld GPUs (%lld node%s): TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, ETP %lld, "
+      "DP %lld, SP %s, mbs %lld (M %lld), recompute %s, %s\n",
+      static_cast<long long>(e.gpus),
+      static_cast<long long>(nodes_of(e.gpus, context.gpus_per_node)),
+      nodes_of(e.gpus, context.gpus_per_node) == 1 ? "" : "s", static_cast<long long>(c.tp),
+      static_cast<long long>(c.pp), static_cast<long long>(c.vpp), static_cast<long long>(c.cp),
+      static_cast<long long>(c.ep), static_cast<long long>(c.etp), static_cast<long long>(c.dp),
+      c.sp ? "on" : "off", static_cast<long long>(c.mbs), static_cast<long long>(e.micro_batches),
+      recompute_name(c.recompute).c_str(),
+      std::string(stagemem::optimizer_kind_name(c.optimizer)).c_str());
+  std::printf("  binding stage %lld: peak %s, headroom %s\n",
+              static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str(),
+              stagemem::format_gib(e.headroom_bytes).c_str());
+  std::printf("  bubble %s = %s; recompute overhead %s (recomputed forward FLOPs / 3 x forward)\n",
+              fraction(e.bubble_fraction).c_str(), bubble_formula(e).c_str(),
+              fraction(e.recompute_overhead).c_str());
+  std::printf("  link: %s\n  megatron: %s\n\n", minimum.link.c_str(), minimum.megatron.c_str());
+}
+
+void print_nothing_fits_text(const std::optional<Shown>& closest) {
+  std::printf("nothing in the space fits the device\n");
+  if (closest) {
+    const stagemem::PlanEntry& e = closest->entry;
     std::printf(
-        "minimum: %lld GPUs (%lld node%s): TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, ETP %lld, "
-        "DP %lld, SP %s, mbs %lld (M %lld), recompute %s, %s\n",
-        static_cast<long long>(e.gpus),
-        static_cast<long long>(nodes_of(e.gpus, context.gpus_per_node)),
-        nodes_of(e.gpus, context.gpus_per_node) == 1 ? "" : "s", static_cast<long long>(c.tp),
-        static_cast<long long>(c.pp), static_cast<long long>(c.vpp), static_cast<long long>(c.cp),
-        static_cast<long long>(c.ep), static_cast<long long>(c.etp), static_cast<long long>(c.dp),
-        c.sp ? "on" : "off", static_cast<long long>(c.mbs), static_cast<long long>(e.micro_batches),
-        recompute_name(c.recompute).c_str(),
-        std::string(stagemem::optimizer_kind_name(c.optimizer)).c_str());
-    std::printf("  binding stage %lld: peak %s, headroom %s\n",
-                static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str(),
-                stagemem::format_gib(e.headroom_bytes).c_str());
-    std::printf(
-        "  bubble %s = %s; recompute overhead %s (recomputed forward FLOPs / 3 x forward)\n",
-        fraction(e.bubble_fraction).c_str(), bubble_formula(e).c_str(),
-        fraction(e.recompute_overhead).c_str());
-    std::printf("  link: %s\n  megatron: %s\n\n", minimum->link.c_str(), minimum->megatron.c_str());
-  } else {
-    std::printf("nothing in the space fits the device\n");
-    if (closest) {
-      const stagemem::PlanEntry& e = closest->entry;
-      std::printf(
-          "closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  "
-          "%s\n",
-          static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
-          stagemem::format_gib(e.peak_bytes).c_str(),
-          stagemem::format_gib(-e.headroom_bytes).c_str(), closest->link.c_str());
-    }
-    std::printf("\n");
+        "closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  "
+        "%s\n",
+        static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
+        stagemem::format_gib(e.peak_bytes).c_str(), stagemem::format_gib(-e.headroom_bytes).c_str(),
+        closest->link.c_str());
   }
-  if (rows.empty()) return;
+  std::printf("\n");
+}
+
+// The numbered table of the frontier (or every configuration), then each row's link and
+// Megatron arguments under its number.
+void print_rows_text(const PlanContext& context, const std::vector<Shown>& rows, bool all,
+                     std::int64_t top) {
   if (all) {
     std::printf("every valid configuration estimated (GiB):\n");
   } else {
@@ -358,9 +669,32 @@ void print_plan_text(const PlanContext& context, const stagemem::PlanResult& res
   }
 }
 
-// `first_is_minimum`: the first row is the minimum (its `entry` column says so).
-void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows, bool csv,
-                     bool first_is_minimum, bool all) {
+void print_plan_text(const PlanContext& context, const PlanOutcome& outcome, const PlanView& view,
+                     const PlanRequest& request) {
+  print_plan_heading(context, outcome);
+  if (view.minimum) {
+    print_minimum_text(context, *view.minimum);
+  } else {
+    print_nothing_fits_text(view.closest);
+  }
+  if (!view.rows.empty()) print_rows_text(context, view.rows, request.all, request.bounds.top);
+}
+
+// CSV or Markdown: one table, the minimum first (its `entry` column says so) unless --all, then
+// the frontier or every configuration; Markdown under a one-line summary.
+void print_plan_table(const PlanContext& context, const PlanOutcome& outcome, const PlanView& view,
+                      const PlanRequest& request) {
+  const bool csv = request.format == "csv";
+  const bool minimum_first = view.minimum && !request.all;
+  if (!csv) {
+    std::printf("stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
+                stagemem::markdown_cell(context.model->name).c_str(),
+                thousands(outcome.result.configurations_searched).c_str(),
+                thousands(outcome.result.configurations_fitting).c_str(),
+                view.minimum
+                    ? (std::to_string(view.minimum->entry.gpus) + " GPUs (first row)").c_str()
+                    : "none");
+  }
   std::vector<std::string> header = table_header;
   header.insert(header.begin(), "entry");
   header.push_back("link");
@@ -369,384 +703,51 @@ void print_plan_rows(const PlanContext& context, const std::vector<Shown>& rows,
     if (h == "peak" || h == "headroom") h += csv ? "_bytes" : " GiB";
   }
   stagemem::Table table = plan_table(header);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Shown& s = rows[i];
-    std::vector<std::string> row = table_row(context, s, csv);
-    row.insert(row.begin(), i == 0 && first_is_minimum ? "minimum"
-                            : all                      ? "configuration"
-                                                       : "frontier");
-    row.push_back(s.link);
-    row.push_back(s.megatron);
+  std::vector<const Shown*> shown;
+  if (minimum_first) shown.push_back(&*view.minimum);
+  for (const Shown& s : view.rows) shown.push_back(&s);
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    std::vector<std::string> row = table_row(context, *shown[i], csv);
+    row.insert(row.begin(), i == 0 && minimum_first ? "minimum"
+                            : request.all           ? "configuration"
+                                                    : "frontier");
+    row.push_back(shown[i]->link);
+    row.push_back(shown[i]->megatron);
     table.rows.push_back(std::move(row));
   }
-  std::fputs(csv ? stagemem::csv_table(table).c_str() : stagemem::markdown_table(table).c_str(),
-             stdout);
+  std::fputs(stagemem_cli::table_text(table, request.format).c_str(), stdout);
 }
 
-// Was one of `spellings` typed as a flag?
-bool typed(const std::vector<std::string_view>& args, const SearchedFlag& flag) {
-  for (std::string_view a : args) {
-    if (!a.starts_with("--") || a.size() < 3) continue;
-    const std::string name = normalized(a);
-    for (std::string_view s : flag.spellings) {
-      if (!s.empty() && name == s) return true;
-    }
+void print_plan(const PlanContext& context, const PlanOutcome& outcome, const PlanView& view,
+                const PlanRequest& request) {
+  if (request.format == "json") {
+    print_plan_json(context, outcome, view, request.all);
+  } else if (request.format == "csv" || request.format == "markdown") {
+    print_plan_table(context, outcome, view, request);
+  } else {
+    print_plan_text(context, outcome, view, request);
   }
-  return false;
-}
-
-// Fills `bounds` from the typed flags: a list (sweep axis) allows its values, one value fixes it.
-void read_bounds(const std::vector<std::string_view>& args, const stagemem_cli::CommandLine& line,
-                 stagemem::PlanBounds& b) {
-  for (const SearchedFlag& flag : searched_flags) {
-    const stagemem::ConfigField* field = stagemem::find_field_by_key(flag.key);
-    if (!field) continue;
-    std::vector<stagemem::Config> values;
-    const auto axis = std::find_if(line.axes.begin(), line.axes.end(),
-                                   [&](const stagemem::SweepAxis& a) { return a.field == field; });
-    if (axis != line.axes.end()) {
-      for (const std::string& text : axis->values) {
-        stagemem::Config scratch = line.config;
-        stagemem::Diagnostics ignored;  // checked while parsing
-        stagemem::parse_field_text(*field, text, scratch, ignored, axis->name);
-        values.push_back(std::move(scratch));
-      }
-    } else if (typed(args, flag)) {
-      values.push_back(line.config);
-    } else {
-      continue;
-    }
-    for (const stagemem::Config& c : values) {
-      const auto& p = c.parallel;
-      if (flag.key == "tp") b.tp.push_back(p.tensor_parallel);
-      if (flag.key == "pp") b.pp.push_back(p.pipeline_parallel);
-      if (flag.key == "vpp") b.vpp.push_back(p.virtual_stages);
-      if (flag.key == "cp") b.cp.push_back(p.context_parallel);
-      if (flag.key == "ep") b.ep.push_back(p.expert_parallel);
-      if (flag.key == "etp") b.etp.push_back(p.expert_tensor_parallel);
-      if (flag.key == "dp") b.dp.push_back(p.data_parallel);
-      if (flag.key == "mbs") b.mbs.push_back(c.training.micro_batch);
-      if (flag.key == "recompute") b.recompute.push_back(c.training.recompute.policy);
-      if (flag.key == "sp") b.sp.push_back(p.sequence_parallel);
-      if (flag.key == "optimizer") b.optimizer.push_back(c.optimizer.kind);
-    }
-  }
-  // Duplicates would only repeat work: keep the first of each.
-  const auto unique = [](auto& list) {
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      for (std::size_t j = list.size(); j-- > i + 1;) {
-        if (list[j] == list[i]) list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
-      }
-    }
-  };
-  unique(b.tp), unique(b.pp), unique(b.vpp), unique(b.cp), unique(b.ep), unique(b.etp);
-  unique(b.dp), unique(b.mbs), unique(b.recompute), unique(b.optimizer);
-  std::vector<bool> sp;
-  for (bool v : b.sp) {
-    if (std::find(sp.begin(), sp.end(), v) == sp.end()) sp.push_back(v);
-  }
-  b.sp = sp;
-}
-
-std::string format_of(const stagemem_cli::CommandLine& line, stagemem::Diagnostics& d,
-                      bool allow_csv) {
-  std::string format = line.option("--format").value_or("text");
-  if (line.option("--json")) format = "json";
-  const bool ok = format == "text" || format == "json" || format == "markdown" ||
-                  (allow_csv && format == "csv");
-  if (!ok) {
-    d.error("--format", "'" + format.substr(0, 32) + "' is not one of: text, json, " +
-                            (allow_csv ? "csv, " : "") + "markdown");
-  }
-  return format;
 }
 
 }  // namespace
 
 int run_plan(const std::vector<std::string_view>& args) {
-  stagemem_cli::CommandLine line =
+  CommandLine line =
       stagemem_cli::parse_command_line(args, {.options = plan_options, .allow_lists = true});
   if (line.help) {
-    std::printf(
-        "usage: stagemem plan [options] (the parallel flags take comma-separated lists)\n\n"
-        "The smallest GPU count at which some configuration fits every stage, and at each GPU\n"
-        "count the best few configurations by each derived cost factor (never combined):\n"
-        "  bubble fraction     (P-1)/(v M) interleaved, (P-1)/M 1F1B (M micro-batches per step)\n"
-        "  recompute overhead  recomputed forward FLOPs / (3 x forward FLOPs), from shapes\n"
-        "  headroom            device bytes - the binding stage's peak\n"
-        "e.g.\n"
-        "  stagemem plan --preset kimi-k3 --device mi355x --seq 8192 --gbs 896 \\\n"
-        "    --optimizer distributed-muon --tp 1,2,4,8 --pp 4,5,6,7,8,9,10,11,12,13,14,15,16 \\\n"
-        "    --vpp 1,2,3,4 --mbs 1,2,3,4 --recompute none,selective,full\n"
-        "Searched: --tp --pp --vpp --cp --ep --etp --dp --mbs --recompute --sp --optimizer; a\n"
-        "list allows its values, one value fixes it, an absent flag takes the default range\n"
-        "(TP: powers of 2 within a node; PP 1..32; VPP 1..4; CP 1; EP: divisors of the experts;\n"
-        "ETP 1; DP: divisors of gbs/mbs; mbs 1..4; recompute none,selective,full; SP on with TP\n"
-        "> 1; optimizer: the configuration's). Layers split evenly; `stagemem layout` advises\n"
-        "uneven splits. Exit codes: 0 something fits, 1 nothing fits, 2 bad input.\n\n"
-        "options:\n%s%s",
-        stagemem_cli::command_options_help(plan_options).c_str(),
-        stagemem_cli::configuration_flags_help().c_str());
-    return 0;
+    stagemem_cli::print_command_help(plan_help, plan_options);
+    return stagemem_cli::exit_ok;
   }
-  stagemem::Diagnostics& d = line.diagnostics;
-  const std::string format = format_of(line, d, true);
-  for (std::string_view a : args) {
-    if (!a.starts_with("--") || a.size() < 3) continue;
-    const std::string name = normalized(a);
-    if (std::find(derived_flags.begin(), derived_flags.end(), name) != derived_flags.end()) {
-      d.error(std::string(a), name.starts_with("world")
-                                  ? "plan derives the world size; bound the GPU count with "
-                                    "--min-gpus/--max-gpus or --min-nodes/--max-nodes"
-                                  : "plan splits layers evenly; `stagemem layout` advises uneven "
-                                    "layouts for one configuration");
-    }
-  }
-  if (!line.model_given) d.error("model", "give a model: --preset NAME, --hf-config FILE, ...");
-  for (const auto& axis : line.axes) {
-    bool searched = false;
-    for (const SearchedFlag& f : searched_flags) searched |= axis.field->key == f.key;
-    if (!searched) {
-      d.error(axis.name,
-              "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
-              "--recompute --sp --optimizer; give one value here");
-    }
-  }
-  stagemem::PlanBounds bounds;
-  bounds.gpus_per_node = int_option(line, "--gpus-per-node", 1, 1024, d).value_or(8);
-  if (auto v = int_option(line, "--min-gpus", 1, std::int64_t{1} << 32, d)) bounds.min_gpus = *v;
-  if (auto v = int_option(line, "--max-gpus", 1, std::int64_t{1} << 32, d)) bounds.max_gpus = *v;
-  if (auto v = int_option(line, "--min-nodes", 1, std::int64_t{1} << 22, d))
-    bounds.min_gpus = std::max(bounds.min_gpus, *v * bounds.gpus_per_node);
-  if (auto v = int_option(line, "--max-nodes", 1, std::int64_t{1} << 22, d)) {
-    bounds.max_gpus = bounds.max_gpus > 0 ? std::min(bounds.max_gpus, *v * bounds.gpus_per_node)
-                                          : *v * bounds.gpus_per_node;
-  }
-  if (bounds.max_gpus > 0 && bounds.max_gpus < bounds.min_gpus) {
-    d.error("--max-gpus", "the largest GPU count (" + std::to_string(bounds.max_gpus) +
-                              ") is below the smallest (" + std::to_string(bounds.min_gpus) + ")");
-  }
-  bounds.top = int_option(line, "--top", 1, 100, d).value_or(2);
-  bounds.tp_across_nodes = line.option("--tp-across-nodes").has_value();
-  // --all lists every configuration with its own numbers: no pruning by the resident bound.
-  bounds.exhaustive = line.option("--all").has_value();
-  const std::int64_t threads = int_option(line, "--threads", 1, 64, d).value_or(1);
-  read_bounds(args, line, bounds);
+  const PlanRequest request = read_plan_request(args, line);
+  const std::optional<stagemem::Model> model = stagemem_cli::resolved_model(line);
+  if (!model) return stagemem_cli::refuse(line.diagnostics);
+  const std::optional<PlanOutcome> outcome = search_plan(line, *model, request);
+  if (!outcome) return stagemem_cli::refuse(line.diagnostics);
 
-  std::optional<stagemem::Model> model;
-  if (d.ok()) model = stagemem::resolve_model(line.config, d);
-  if (!d.ok() || !model) {
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<stagemem::PlanSearch> searches;
-  for (std::int64_t t = 0; t < threads; ++t)
-    searches.emplace_back(line.config, *model, bounds, t, threads);
-  if (!searches.front().diagnostics().ok()) {
-    for (const auto& e : searches.front().diagnostics().errors) {
-      // Name the flag the user typed for the plan's own fields.
-      std::string field = e.field;
-      if (field.starts_with("plan.")) {
-        field = "--" + field.substr(5);
-        std::replace(field.begin(), field.end(), '_', '-');
-      }
-      d.error(field, e.message);
-    }
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
-  {
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < searches.size(); ++t) {
-      workers.emplace_back([&search = searches[t]] {
-        while (search.step(1 << 20)) {
-        }
-      });
-    }
-    while (searches.front().step(1 << 20)) {
-    }
-    for (auto& w : workers) w.join();
-  }
-  std::vector<stagemem::PlanEntry> entries;
-  std::int64_t searched = 0, estimated = 0, pruned = 0;
-  for (const auto& s : searches) {
-    entries.insert(entries.end(), s.entries().begin(), s.entries().end());
-    searched += s.searched();
-    estimated += s.estimated();
-    pruned += s.pruned();
-  }
-  // When nothing fits: the valid configuration closest to fitting (most headroom), to say how far.
-  std::optional<stagemem::PlanEntry> closest_entry;
-  for (const stagemem::PlanEntry& e : entries) {
-    if (!closest_entry || e.headroom_bytes > closest_entry->headroom_bytes) closest_entry = e;
-  }
-  std::vector<stagemem::PlanEntry> every;
-  const bool all = line.option("--all").has_value();
-  if (all) {
-    every = entries;
-    std::sort(every.begin(), every.end(),
-              [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; });
-  }
-  stagemem::PlanResult result = stagemem::select_plan(std::move(entries), bounds.top);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.configurations_searched = searched;
-  result.configurations_estimated = estimated;
-  result.configurations_pruned = pruned;
-  result.device_bytes = searches.front().device_bytes();
-  const Timing timing{seconds, seconds > 0 ? static_cast<double>(searched) / seconds : 0.0};
-
-  const PlanContext context{&line.config, &*model, bounds.gpus_per_node,
+  const PlanContext context{&line.config, &*model, request.bounds.gpus_per_node,
                             line.option("--base").value_or("")};
-  std::optional<Shown> minimum;
-  if (result.has_minimum) minimum = show(context, result.minimum);
-  std::optional<Shown> closest;
-  if (!result.has_minimum && closest_entry) closest = show(context, *closest_entry);
-  std::vector<Shown> rows;
-  for (const auto& e : all ? every : result.frontier) rows.push_back(show(context, e));
-
-  if (format == "json") {
-    json frontier = json::array();
-    for (const Shown& s : rows) frontier.push_back(entry_json(context, s));
-    json out = {
-        {"model", model->name},
-        {"device",
-         {{"name", line.config.device.bytes > 0 ? "custom" : line.config.device.preset},
-          {"bytes", result.device_bytes}}},
-        {"gpus_per_node", bounds.gpus_per_node},
-        {"sequence_length", line.config.training.sequence_length},
-        {"global_batch", line.config.training.global_batch},
-        {"minimum", minimum ? entry_json(context, *minimum) : json(nullptr)},
-        {"closest", closest ? entry_json(context, *closest) : json(nullptr)},
-        {all ? "configurations" : "frontier", frontier},
-        {"configurations_searched", result.configurations_searched},
-        {"configurations_estimated", result.configurations_estimated},
-        {"configurations_pruned", result.configurations_pruned},
-        {"configurations_valid", result.configurations_valid},
-        {"configurations_fitting", result.configurations_fitting},
-        {"seconds", seconds},
-        {"configurations_per_second", timing.per_second},
-    };
-    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-  } else if (format == "csv" || format == "markdown") {
-    std::vector<Shown> shown;
-    if (minimum && !all) {
-      // The minimum first, marked, then the frontier.
-      shown.push_back(*minimum);
-    }
-    shown.insert(shown.end(), rows.begin(), rows.end());
-    if (format == "markdown") {
-      std::printf(
-          "stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
-          stagemem::markdown_cell(model->name).c_str(),
-          thousands(result.configurations_searched).c_str(),
-          thousands(result.configurations_fitting).c_str(),
-          minimum ? (std::to_string(minimum->entry.gpus) + " GPUs (first row)").c_str() : "none");
-    }
-    print_plan_rows(context, shown, format == "csv", minimum && !all, all);
-  } else {
-    print_plan_text(context, result, rows, minimum, closest, timing, all, bounds.top);
-  }
-  stagemem_cli::print_diagnostics(d);  // warnings only here
-  return result.has_minimum ? 0 : exit_nothing_fits;
-}
-
-int run_layout(const std::vector<std::string_view>& args) {
-  stagemem_cli::CommandLine line =
-      stagemem_cli::parse_command_line(args, {.options = layout_options});
-  if (line.help) {
-    std::printf(
-        "usage: stagemem layout [options]\n\n"
-        "For the configuration's parallel layout, the uneven assignment of decoder layers (and\n"
-        "of the MTP layers) to virtual stages that lowers the worst stage's peak, as Megatron's\n"
-        "--pipeline-model-parallel-layout, with the gain over the even split. e.g.\n"
-        "  stagemem layout --preset kimi-k3 --pp 16 --ep 28 --dp 28 --seq 8192 --gbs 896 \\\n"
-        "    --recompute full --optimizer distributed-muon --device mi355x\n\noptions:\n%s%s",
-        stagemem_cli::command_options_help(layout_options).c_str(),
-        stagemem_cli::configuration_flags_help().c_str());
-    return 0;
-  }
-  stagemem::Diagnostics& d = line.diagnostics;
-  const std::string format = format_of(line, d, false);
-  if (!line.model_given) d.error("model", "give a model: --preset NAME, --hf-config FILE, ...");
-  std::optional<stagemem::Model> model;
-  if (d.ok()) model = stagemem::resolve_model(line.config, d);
-  if (!d.ok() || !model) {
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
-  stagemem::AdvisorOptions options;
-  options.align_attn_res = line.option("--align-attn-res").has_value();
-  const stagemem::LayoutAdvice advice = stagemem::advise_layout(line.config, *model, options);
-  if (!advice.diagnostics.ok()) {
-    stagemem_cli::print_diagnostics(advice.diagnostics);
-    return exit_bad_input;
-  }
-  stagemem::Config advised = line.config;
-  advised.parallel.assignment = stagemem::StageAssignment::layout_string;
-  advised.parallel.layout_string = advice.layout;
-  const std::string link =
-      line.option("--base").value_or("") + "#" + stagemem::encode_fragment(advised);
-  const std::string megatron = stagemem::megatron_arguments(advised, *model);
-  if (format == "json") {
-    const json out = {{"model", model->name},
-                      {"device_bytes", advice.device_bytes},
-                      {"even_layout", advice.even_layout},
-                      {"even_stage_peak_bytes", advice.even_stage_peaks},
-                      {"even_worst_peak_bytes", advice.even_worst_peak},
-                      {"even_binding_stage", advice.even_binding_stage},
-                      {"layout", advice.layout},
-                      {"stage_peak_bytes", advice.stage_peaks},
-                      {"worst_peak_bytes", advice.worst_peak},
-                      {"binding_stage", advice.binding_stage},
-                      {"gain_bytes", advice.gain_bytes},
-                      {"attn_res_blocks_split", advice.attn_res_blocks_split},
-                      {"moves", advice.moves},
-                      {"estimates", advice.estimates},
-                      {"link", link},
-                      {"megatron_args", megatron}};
-    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  const bool md = format == "markdown";
-  // A custom model's name is the user's text: a cell's escaping keeps it inert in Markdown.
-  const std::string name = md ? stagemem::markdown_cell(model->name) : model->name;
-  std::printf("%slayout advice for %s (PP %lld x VPP %lld)%s\n\n", md ? "**" : "", name.c_str(),
-              static_cast<long long>(line.config.parallel.pipeline_parallel),
-              static_cast<long long>(line.config.parallel.virtual_stages), md ? "**" : "");
-  std::printf("%seven split:  %s%s\n", md ? "- " : "", advice.even_layout.c_str(), "");
-  std::printf("%sadvised:     %s\n", md ? "- " : "", advice.layout.c_str());
-  std::printf("%sworst stage peak: even %s (stage %lld) -> advised %s (stage %lld): gain %s\n",
-              md ? "- " : "", stagemem::format_gib(advice.even_worst_peak).c_str(),
-              static_cast<long long>(advice.even_binding_stage),
-              stagemem::format_gib(advice.worst_peak).c_str(),
-              static_cast<long long>(advice.binding_stage),
-              stagemem::bytes_text(advice.gain_bytes).c_str());
-  if (advice.device_bytes > 0) {
-    std::printf("%sdevice %s: headroom even %s, advised %s\n", md ? "- " : "",
-                stagemem::format_gib(advice.device_bytes).c_str(),
-                stagemem::format_gib(advice.device_bytes - advice.even_worst_peak).c_str(),
-                stagemem::format_gib(advice.device_bytes - advice.worst_peak).c_str());
-  }
-  std::printf("%sAttnRes blocks split by stage boundaries: %lld; %lld moves, %lld estimates\n\n",
-              md ? "- " : "", static_cast<long long>(advice.attn_res_blocks_split),
-              static_cast<long long>(advice.moves), static_cast<long long>(advice.estimates));
-  constexpr auto number = stagemem::CellKind::number;
-  stagemem::Table table{.columns = {{"stage", stagemem::Align::left, number},
-                                    {"even GiB", stagemem::Align::left, number},
-                                    {"advised GiB", stagemem::Align::left, number},
-                                    {"change GiB", stagemem::Align::left, number}}};
-  for (std::size_t s = 0; s < advice.stage_peaks.size(); ++s) {
-    const std::int64_t even = s < advice.even_stage_peaks.size() ? advice.even_stage_peaks[s] : 0;
-    table.rows.push_back({std::to_string(s), stagemem::gib_number(even),
-                          stagemem::gib_number(advice.stage_peaks[s]),
-                          stagemem::gib_number(advice.stage_peaks[s] - even)});
-  }
-  std::printf("%s\n",
-              md ? stagemem::markdown_table(table).c_str() : stagemem::text_table(table).c_str());
-  std::printf("%slink: %s\n%smegatron: %s\n", md ? "- " : "", link.c_str(), md ? "- " : "",
-              megatron.c_str());
-  return 0;
+  print_plan(context, *outcome, plan_view(context, *outcome, request.all), request);
+  return stagemem_cli::finish(
+      outcome->result.has_minimum ? stagemem_cli::exit_ok : exit_nothing_fits,
+      line.diagnostics);  // warnings only here
 }

@@ -1,5 +1,5 @@
 // plan_command.h — `stagemem plan`: the smallest GPU count a model trains on and the frontier of
-// what fits at each GPU count; `stagemem layout`: the layout advisor for one parallel layout.
+// what fits at each GPU count (`stagemem layout`, the advisor for one layout: layout_command.h).
 //
 // plan: the configuration sources and flags fix the model, device, seq, gbs and everything not
 // searched; `--gpus-per-node N`, `--min-gpus N`, `--max-gpus N` (or `--min-nodes`/`--max-nodes`)
@@ -11,13 +11,9 @@
 // {gpus, nodes, link, megatron_args, config, peak_bytes, headroom_bytes, ...}, `frontier`,
 // `configurations_searched` and `configurations_per_second`.
 // Exit codes: 0 something fits, 1 nothing in the space fits, 2 bad input.
-//
-// layout: prints the advised --pipeline-model-parallel-layout for the configuration's parallel
-// layout, per-stage peaks against the even split and the gain. Exit 0, or 2 on bad input.
 #pragma once
 
 #include <string_view>
 #include <vector>
 
 int run_plan(const std::vector<std::string_view>& args);
-int run_layout(const std::vector<std::string_view>& args);

@@ -9,15 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text_escaping.h"
-#include "config_sources.h"
+#include "command_steps.h"
 #include "plan/sweep.h"
 #include "render/table.h"
 #include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace {
-
-using stagemem_cli::exit_bad_input;
 
 // Enough for any grid a person reads; each point is a full estimate (microseconds each).
 constexpr std::int64_t max_points = 10000;
@@ -63,12 +61,12 @@ std::size_t stage_count(const stagemem::SweepRun& run) {
   return count;
 }
 
-void print_table(const stagemem::SweepRun& run, const std::string& format) {
-  const std::vector<stagemem::SweepAxis>& axes = run.grid.axes;
-  const std::size_t stages = stage_count(run);
+// The column titles: each axis (as typed), each stage's peak, then the verdict columns; CSV
+// spells amounts in bytes with '_', text and Markdown in GiB with spaces.
+std::vector<std::string> sweep_header(const std::vector<stagemem::SweepAxis>& axes,
+                                      std::size_t stages, bool csv) {
   std::vector<std::string> header;
   for (const auto& axis : axes) header.push_back(axis_name(axis));
-  const bool csv = format == "csv";
   for (std::size_t s = 0; s < stages; ++s) {
     header.push_back(csv ? "stage_" + std::to_string(s) + "_peak_bytes"
                          : "stage " + std::to_string(s) + " GiB");
@@ -80,45 +78,53 @@ void print_table(const stagemem::SweepRun& run, const std::string& format) {
     if (!csv) std::replace(name.begin(), name.end(), '_', ' ');
     header.push_back(name);
   }
-  std::vector<std::vector<std::string>> rows;
-  for (std::size_t i = 0; i < run.cells.size(); ++i) {
-    const stagemem::SweepCell& p = run.cells[i];
-    const auto peaks = stagemem::sweep_stage_peaks(run, p);
-    std::vector<std::string> row;
-    for (std::size_t a = 0; a < axes.size(); ++a) {
-      row.push_back(axes[a].values[stagemem::sweep_value_index(run.grid, i, a)]);
-    }
-    for (std::size_t s = 0; s < stages; ++s) {
-      row.push_back(s < peaks.size() ? (csv ? std::to_string(peaks[s]) : gib(peaks[s])) : "");
-    }
-    row.push_back(p.valid ? (csv ? std::to_string(p.max_peak_bytes) : gib(p.max_peak_bytes)) : "");
-    row.push_back(p.valid ? std::to_string(p.binding_stage) : "");
-    row.push_back(p.valid && p.device_bytes > 0
-                      ? (csv ? std::to_string(p.min_headroom_bytes) : gib(p.min_headroom_bytes))
-                      : "");
-    row.push_back(fits_text(p));
-    row.push_back(error_text(p));
-    rows.push_back(std::move(row));
+  return header;
+}
+
+// Point `i`: its axis values, stage peaks, max peak, binding stage, min headroom, fit, error.
+std::vector<std::string> sweep_row(const stagemem::SweepRun& run, std::size_t i, std::size_t stages,
+                                   bool csv) {
+  const stagemem::SweepCell& p = run.cells[i];
+  const auto amount = [csv](std::int64_t bytes) {
+    return csv ? std::to_string(bytes) : gib(bytes);
+  };
+  const auto peaks = stagemem::sweep_stage_peaks(run, p);
+  std::vector<std::string> row;
+  for (std::size_t a = 0; a < run.grid.axes.size(); ++a) {
+    row.push_back(run.grid.axes[a].values[stagemem::sweep_value_index(run.grid, i, a)]);
   }
+  for (std::size_t s = 0; s < stages; ++s) {
+    row.push_back(s < peaks.size() ? amount(peaks[s]) : "");
+  }
+  row.push_back(p.valid ? amount(p.max_peak_bytes) : "");
+  row.push_back(p.valid ? std::to_string(p.binding_stage) : "");
+  row.push_back(p.valid && p.device_bytes > 0 ? amount(p.min_headroom_bytes) : "");
+  row.push_back(fits_text(p));
+  row.push_back(error_text(p));
+  return row;
+}
+
+void print_sweep_table(const stagemem::SweepRun& run, const std::string& format) {
+  const std::size_t axes = run.grid.axes.size();
+  const std::size_t stages = stage_count(run);
+  const bool csv = format == "csv";
+  const std::vector<std::string> header = sweep_header(run.grid.axes, stages, csv);
+  stagemem::Table table;
+  for (std::size_t i = 0; i < run.cells.size(); ++i)
+    table.rows.push_back(sweep_row(run, i, stages, csv));
   // Numbers stagemem computed (the stage peaks, max peak, binding stage, min headroom) are
   // number columns: in CSV a negative headroom stays a number, while every text cell goes through
   // the escaper so a user's text cannot start a formula (render/table.h).
-  const std::size_t first_number = axes.size();
-  const std::size_t end_numbers = first_number + stages + 3;
-  stagemem::Table table{.rows = std::move(rows)};
   for (std::size_t c = 0; c < header.size(); ++c) {
-    const bool number = c >= first_number && c < end_numbers;
+    const bool number = c >= axes && c < axes + stages + 3;
     table.columns.push_back(
         {.header = header[c],
          .kind = csv && number ? stagemem::CellKind::number : stagemem::CellKind::text});
   }
-  const std::string text = csv                    ? stagemem::csv_table(table)
-                           : format == "markdown" ? stagemem::markdown_table(table)
-                                                  : stagemem::text_table(table);
-  std::fputs(text.c_str(), stdout);
+  std::fputs(stagemem_cli::table_text(table, format).c_str(), stdout);
 }
 
-void print_json(const stagemem::SweepRun& run) {
+void print_sweep_json(const stagemem::SweepRun& run) {
   using json = nlohmann::ordered_json;
   const std::vector<stagemem::SweepAxis>& axes = run.grid.axes;
   json axis_list = json::array();
@@ -157,8 +163,18 @@ void print_json(const stagemem::SweepRun& run) {
   const json out = {{"axes", axis_list},
                     {"device", {{"name", device.name}, {"bytes", device.bytes}}},
                     {"points", point_list}};
-  std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  stagemem_cli::print_json(out);
 }
+
+constexpr std::array<std::string_view, 3> sweep_formats = {"text", "csv", "markdown"};
+
+constexpr const char* sweep_help =
+    "usage: stagemem sweep [options] (any field flag may take a comma-separated list)\n\n"
+    "Per-stage peaks and fits over the grid of every combination, e.g.\n"
+    "  stagemem sweep --preset kimi-k3 --production-layout --device h200 \\\n"
+    "    --seq 4096,8192,16384 --mbs 1,2,4 --recompute none,full\n"
+    "Fields whose values are lists themselves (stages, recompute-modules), custom and "
+    "layout cannot be swept.\n\noutput:\n";
 
 }  // namespace
 
@@ -166,39 +182,24 @@ int run_sweep(const std::vector<std::string_view>& args) {
   stagemem_cli::CommandLine line =
       stagemem_cli::parse_command_line(args, {.options = sweep_options, .allow_lists = true});
   if (line.help) {
-    std::printf(
-        "usage: stagemem sweep [options] (any field flag may take a comma-separated list)\n\n"
-        "Per-stage peaks and fits over the grid of every combination, e.g.\n"
-        "  stagemem sweep --preset kimi-k3 --production-layout --device h200 \\\n"
-        "    --seq 4096,8192,16384 --mbs 1,2,4 --recompute none,full\n"
-        "Fields whose values are lists themselves (stages, recompute-modules), custom and "
-        "layout cannot be swept.\n\noutput:\n%s%s",
-        stagemem_cli::command_options_help(sweep_options).c_str(),
-        stagemem_cli::configuration_flags_help().c_str());
-    return 0;
+    stagemem_cli::print_command_help(sweep_help, sweep_options);
+    return stagemem_cli::exit_ok;
   }
   stagemem::Diagnostics& d = line.diagnostics;
-  const std::string format = line.option("--format").value_or("text");
-  if (format != "text" && format != "csv" && format != "markdown") {
-    d.error("--format", "'" + format.substr(0, 32) + "' is not one of: text, csv, markdown");
-  }
+  const std::string format = stagemem_cli::checked_format(line, sweep_formats, d);
   if (stagemem::sweep_cell_count(line.axes) > max_points) {
     d.error("sweep",
             "the grid has more than " + std::to_string(max_points) + " points; sweep fewer values");
   }
-  if (!d.ok()) {
-    stagemem_cli::print_diagnostics(d);
-    return exit_bad_input;
-  }
+  if (!d.ok()) return stagemem_cli::refuse(d);
 
   // The grid, every point at once (plan/sweep.h: one model and EstimateCache per distinct model,
   // per-stage peaks only).
   const stagemem::SweepRun run = stagemem::compute_sweep({line.config, line.axes});
   if (line.option("--json")) {
-    print_json(run);
+    print_sweep_json(run);
   } else {
-    print_table(run, format);
+    print_sweep_table(run, format);
   }
-  stagemem_cli::print_diagnostics(d);  // warnings only here
-  return 0;
+  return stagemem_cli::finish(stagemem_cli::exit_ok, d);  // warnings only here
 }
