@@ -7,7 +7,9 @@
 // code). Output goes through print_json or table_text, the same writer for every command.
 // Exit codes: 0 success, 1 a command's "no" (check: a stage does not fit; plan: nothing fits),
 // 2 bad input. Diagnostics go to stderr, errors then warnings of each set in the order given.
-// Limitations: the help text is printed whole to stdout (no pager, no wrapping to the terminal).
+// Limitations: refuse and finish print every set they are given; a command whose output carries
+// its warnings (report --json, params --json) returns without them, and probe-check, which takes
+// no configuration, reads its two flags itself.
 #pragma once
 
 #include <optional>

@@ -29,3 +29,6 @@ set_tests_properties("cli: snapshot --url shows the comparison a link carries, w
 add_test(NAME "cli: snapshot --url refuses a link whose snapshot entries are cut short"
          COMMAND ${expect_exit} 2 "parameter-gradient-buffers is missing" ${cli} snapshot
                  --url "v=1&model=llama-3.1-8b&snapshot=after-first-step/0=1MiB@active|a.pickle")
+add_test(NAME "cli: snapshot --stage outside the model's stages (exit 2)"
+         COMMAND ${expect_exit} 2 "^error: --stage: 4 is not in \\[0, 3\\]\n$"
+                 ${cli} snapshot ${snapshots}/after_step.pickle --preset llama-3.1-8b --pp 4 --stage 4)
