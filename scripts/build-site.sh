@@ -18,14 +18,14 @@ if [[ $commit != unknown ]] && ! git diff --quiet HEAD -- 2>/dev/null; then comm
 version=$(sed -n 's/^project(stagemem VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 
 if [[ -n ${STAGEMEM_SITE_BUILD_DIR:-} ]]; then
-  app_dir=$STAGEMEM_SITE_BUILD_DIR/src/app
+  app_dir=$STAGEMEM_SITE_BUILD_DIR/src/web
 else
   bash scripts/install-deps.sh
   # shellcheck source=../emsdk.env
   . ./emsdk.env
   cmake --preset web -B out/build/site -DSTAGEMEM_COMMIT="$commit" >/dev/null
   cmake --build out/build/site -j "$(nproc)" --target stagemem_app
-  app_dir=out/build/site/src/app
+  app_dir=out/build/site/src/web
 fi
 
 mkdir -p "$out"

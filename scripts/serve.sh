@@ -8,4 +8,4 @@ bash scripts/install-deps.sh
 . ./emsdk.env
 cmake --preset web >/dev/null
 cmake --build --preset web -j "$(nproc)" --target stagemem_app
-exec node scripts/static-server.mjs out/build/web/src/app "${PORT:-8080}"
+exec node scripts/static-server.mjs out/build/web/src/web "${PORT:-8080}"

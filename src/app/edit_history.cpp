@@ -1,13 +1,10 @@
-// Undo/redo over every edit of the configuration. The frame function commits once per frame:
-// when the config differs from the one committed last, the committed one becomes an undo step,
-// except while a widget is held or typed in (a drag, a number being typed), whose changes merge
-// into the step that started it. Links loaded or pasted are steps too, so Ctrl+Z undoes them.
-#include <algorithm>
+#include "edit_history.h"
 
-#include "app.h"
-#include "imgui.h"
+#include <utility>
 
-void commit_edits(AppState& state) {
+#include "state.h"
+
+void commit_edits(AppState& state, bool widget_active) {
   EditHistory& h = state.history;
   if (!(state.config == h.committed)) {
     if (!h.editing) {
@@ -16,17 +13,10 @@ void commit_edits(AppState& state) {
       h.redo.clear();
     }
     h.committed = state.config;
-    h.editing = ImGui::IsAnyItemActive();
-  } else if (!ImGui::IsAnyItemActive()) {
+    h.editing = widget_active;
+  } else if (!widget_active) {
     h.editing = false;
   }
-}
-
-bool can_undo(const AppState& state) {
-  return !state.history.undo.empty();
-}
-bool can_redo(const AppState& state) {
-  return !state.history.redo.empty();
 }
 
 void undo(AppState& state) {
@@ -47,15 +37,4 @@ void redo(AppState& state) {
   h.redo.pop_back();
   h.committed = state.config;
   h.editing = false;
-}
-
-void handle_history_keys(AppState& state) {
-  // Inside a text field Ctrl+Z is the field's own undo (ImGui's InputText handles it).
-  if (ImGui::GetIO().WantTextInput) return;
-  if (ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiMod_Shift | ImGuiKey_Z) ||
-      ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_Y)) {
-    redo(state);
-  } else if (ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_Z)) {
-    undo(state);
-  }
 }

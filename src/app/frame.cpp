@@ -1,16 +1,23 @@
-// The per-frame function shared by both platforms: poll, new frame, panels, render.
-// The platform swaps (the native one may read the frame back for a screenshot first).
+// The per-frame function shared by both platforms: poll, new frame, refresh what is derived from
+// the state, panels (they read the state and emit actions), apply the actions, render. The
+// platform swaps (the native one may read the frame back for a screenshot first).
 // frame_needed() decides whether a frame is drawn at all: idle costs nothing.
+#include "frame.h"
+
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
 #include <chrono>
 
-#include "app.h"
+#include "actions.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
+#include "edit_history.h"
 #include "gl_api.h"
 #include "imgui.h"
+#include "panels.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
@@ -32,37 +39,57 @@ struct Tab {
   const char* title;
   MainTab tab;
   Widget widget;
-  void (*draw)(AppState&, const stagemem::Report&);
 };
-constexpr Tab tabs[] = {
-    {"Stages", MainTab::stages, Widget::tab_stages, draw_stages},
-    {"Sweep", MainTab::sweep, Widget::tab_sweep, draw_sweep},
-    {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks, draw_cross_checks},
-    {"Term catalogue", MainTab::model, Widget::tab_model, draw_model},
-    {"Plan", MainTab::plan, Widget::tab_plan, draw_plan},
-    {"Timeline", MainTab::timeline, Widget::tab_timeline, draw_timeline},
-    {"Snapshot", MainTab::snapshot, Widget::tab_snapshot, draw_snapshot}};
+constexpr Tab tabs[] = {{"Stages", MainTab::stages, Widget::tab_stages},
+                        {"Sweep", MainTab::sweep, Widget::tab_sweep},
+                        {"Cross-checks", MainTab::cross_checks, Widget::tab_cross_checks},
+                        {"Term catalogue", MainTab::model, Widget::tab_model},
+                        {"Plan", MainTab::plan, Widget::tab_plan},
+                        {"Timeline", MainTab::timeline, Widget::tab_timeline},
+                        {"Snapshot", MainTab::snapshot, Widget::tab_snapshot}};
 
-// The main view's tabs; only the open one is drawn (and only the sweep's tab runs sweeps).
-void draw_main_tabs(AppState& state) {
+void draw_tab(const AppState& state, MainTab tab, Views& views, Actions& out) {
+  switch (tab) {
+    case MainTab::stages:
+      return draw_stages(state, views.stages, out);
+    case MainTab::sweep:
+      return draw_sweep(state, views.sweep, out);
+    case MainTab::cross_checks:
+      return draw_cross_checks(state, out);
+    case MainTab::model:
+      return draw_model(state, views.model, out);
+    case MainTab::plan:
+      return draw_plan(state, views.plan, out);
+    case MainTab::timeline:
+      return draw_timeline(state, views.timeline, out);
+    case MainTab::snapshot:
+      return draw_snapshot(state, out);
+    case MainTab::count:
+      break;
+  }
+}
+
+// The main view's tabs; only the open one is drawn (and only its data is refreshed).
+void draw_main_tabs(const AppState& state, Views& views, Actions& out) {
   if (!ImGui::BeginTabBar("main_tabs")) return;
   for (const Tab& tab : tabs) {
+    // A requested tab is selected until the tab bar shows it (ImGui does in the next frame).
     const ImGuiTabItemFlags flags =
         state.requested_tab == tab.tab ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
     const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);
-    record_widget_rect(state, tab.widget);
+    publish(out, tab.widget);
     if (!open) continue;
-    state.main_tab = tab.tab;
+    // Reported when it changes, and when it is the requested one (which ends the request).
+    if (tab.tab != state.main_tab || tab.tab == state.requested_tab) out.push(TabShown{tab.tab});
     ImGui::BeginChild("tab", ImVec2(0, 0));
-    tab.draw(state, state.report);
+    draw_tab(state, tab.tab, views, out);
     ImGui::EndChild();
     ImGui::EndTabItem();
   }
   ImGui::EndTabBar();
-  state.requested_tab = MainTab::count;
 }
 
-void draw_panels(AppState& state) {
+void draw_panels(AppState& state, Actions& out) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->WorkPos);
   ImGui::SetNextWindowSize(viewport->WorkSize);
@@ -70,9 +97,10 @@ void draw_panels(AppState& state) {
                                      ImGuiWindowFlags_NoSavedSettings |
                                      ImGuiWindowFlags_NoBringToFrontOnFocus;
   ImGui::Begin("stagemem", nullptr, flags);
-  draw_link_banner(state);
-  draw_toolbar(state, state.report);
-  draw_summary_line(state, state.report);
+  Views& views = state.views;
+  draw_link_banner(state, out);
+  draw_toolbar(state, out);
+  draw_summary_line(state, views.summary, out);
 
   const float scale = state.ui_scale;
   state.stacked_layout = viewport->WorkSize.x / scale < narrow_window_width;
@@ -86,14 +114,27 @@ void draw_panels(AppState& state) {
     const float width = std::max(config_min_width * scale, viewport->WorkSize.x * config_share);
     ImGui::BeginChild("config", ImVec2(width, panels_height), ImGuiChildFlags_Border);
   }
-  draw_config(state, state.report);
+  draw_config(state, views.config, out);
+  draw_measurements(state, out);
   ImGui::EndChild();
   if (!state.stacked_layout) ImGui::SameLine();
   ImGui::BeginChild("main", ImVec2(0, panels_height), ImGuiChildFlags_Border);
-  draw_main_tabs(state);
+  draw_main_tabs(state, views, out);
   ImGui::EndChild();
-  draw_status_bar(state, state.report);
+  draw_status_bar(state, views.status, out);
   ImGui::End();
+}
+
+// Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y outside text fields (inside one, Ctrl+Z is the field's own
+// undo: ImGui's InputText handles it).
+void history_shortcuts(Actions& out) {
+  if (ImGui::GetIO().WantTextInput) return;
+  if (ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiMod_Shift | ImGuiKey_Z) ||
+      ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_Y)) {
+    out.push(Redo{});
+  } else if (ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_Z)) {
+    out.push(Undo{});
+  }
 }
 
 }  // namespace
@@ -132,16 +173,19 @@ bool frame_needed(AppState& state) {
   return needed;
 }
 
-void run_frame(AppState& state, GLFWwindow* window) {
+void run_frame(AppState& state, GLFWwindow* window, Platform& platform) {
   const auto start = std::chrono::steady_clock::now();
   glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   refresh_report(state);
-  handle_history_keys(state);
-  draw_panels(state);
-  commit_edits(state);
+  refresh_open_tab(state);
+  Actions actions(state.frame_count);
+  history_shortcuts(actions);
+  draw_panels(state, actions);
+  apply_actions(state, actions, platform);
+  commit_edits(state, ImGui::IsAnyItemActive());
   // Edits made this frame (a click, a typed digit) show their result in the next one.
   if (!(state.redraw.drawn_config == state.config)) request_frames(state, frames_after_change);
   state.redraw.drawn_config = state.config;

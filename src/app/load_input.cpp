@@ -14,18 +14,20 @@
 //     replacing the readings of an earlier log; the Cross-checks tab opens.
 // Problems are shown in the banner naming the field, as for a link; nothing is applied then,
 // except a link's good fields.
+#include "load_input.h"
+
 #include <algorithm>
 #include <cctype>
 #include <string>
 
-#include "app.h"
 #include "config/config_json.h"
-#include "imgui.h"
+#include "link.h"
 #include "measured/memory_log.h"
 #include "measured/snapshot.h"
-#include "measured/snapshot_link.h"
 #include "model/hf_config.h"
 #include "model/model_text.h"
+#include "platform.h"
+#include "state.h"
 
 namespace {
 
@@ -75,8 +77,16 @@ bool looks_like_memory_log(std::string_view text) {
          text.find("| allocated:", marker) != std::string_view::npos;
 }
 
+// Applies a link (or its fragment) as a user action: a history entry; true when it had no errors.
+bool load_link(AppState& state, std::string_view link, Platform& platform) {
+  apply_fragment(state, link);
+  platform.push_link(state);
+  return state.link_problems.empty();
+}
+
 // Megatron's memory report lines as measurements of the current layout.
-std::string load_memory_log(AppState& state, const std::string& from, std::string_view text) {
+std::string load_memory_log(AppState& state, const std::string& from, std::string_view text,
+                            Platform& platform) {
   stagemem::Diagnostics d;
   const auto readings = stagemem::parse_memory_log(text, from, d);
   std::vector<stagemem::Measurement> kept = state.config.measurements;
@@ -98,7 +108,7 @@ std::string load_memory_log(AppState& state, const std::string& from, std::strin
   state.config.measurements = std::move(kept);
   show_problems(state, from + ":", std::move(d.warnings));
   state.requested_tab = MainTab::cross_checks;
-  platform_push_link(state);
+  platform.push_link(state);
   return "Loaded " + std::to_string(count) + " memory readings from " + from +
          " (Megatron's memory report lines)";
 }
@@ -118,7 +128,8 @@ bool looks_like_pickle(std::string_view name, std::string_view bytes) {
   return ends(".pickle") || ends(".pkl") || proto;
 }
 
-std::string load_snapshot(AppState& state, const std::string& from, std::string_view bytes) {
+std::string load_snapshot(AppState& state, const std::string& from, std::string_view bytes,
+                          Platform& platform) {
   const stagemem::SnapshotDecoded decoded = stagemem::read_snapshot(bytes);
   std::string error = decoded.error;
   stagemem::SnapshotSummary summary;
@@ -134,30 +145,32 @@ std::string load_snapshot(AppState& state, const std::string& from, std::string_
     state.requested_tab = MainTab::snapshot;
     return "Nothing loaded from " + from;
   }
-  SnapshotView& view = state.snapshot;
   // Compared with the stage the timeline shows (the binding stage unless one was chosen).
   std::int64_t stage = state.timeline.stage;
   if (stage < 0) stage = state.report.binding_stage;
-  view = SnapshotView{.loaded = true,
-                      .from_link = false,
-                      .file = from,
-                      .stage = std::max<std::int64_t>(stage, 0),
-                      .summary = std::move(summary),
-                      .file_bytes = static_cast<std::int64_t>(bytes.size()),
-                      .error = {},
-                      .error_file = {}};
+  state.snapshot = SnapshotTab{.loaded = true,
+                               .from_link = false,
+                               .file = from,
+                               .stage = std::max<std::int64_t>(stage, 0),
+                               .summary = std::move(summary),
+                               .file_bytes = static_cast<std::int64_t>(bytes.size()),
+                               .error = {},
+                               .error_file = {}};
   state.link_banner_visible = false;
   state.requested_tab = MainTab::snapshot;
-  platform_push_link(state);
+  platform.push_link(state);
   return "Read the allocator snapshot " + from + " in the page (" + std::to_string(bytes.size()) +
          " bytes; it was not uploaded)";
 }
 
 }  // namespace
 
-std::string load_file(AppState& state, std::string_view name, std::string_view bytes) {
-  if (looks_like_pickle(name, bytes)) return load_snapshot(state, std::string(name), bytes);
-  return load_text(state, name, bytes);
+std::string load_file(AppState& state, std::string_view name, std::string_view bytes,
+                      Platform& platform) {
+  if (looks_like_pickle(name, bytes)) {
+    return load_snapshot(state, std::string(name), bytes, platform);
+  }
+  return load_text(state, name, bytes, platform);
 }
 
 std::size_t file_limit(std::string_view name, std::string_view head) {
@@ -173,40 +186,17 @@ std::string refuse_file(AppState& state, std::string_view name, std::string prob
   return "Nothing loaded from " + from;
 }
 
-std::string snapshot_link_part(const AppState& state) {
-  if (!state.snapshot.loaded) return {};
-  return stagemem::snapshot_fragment(stagemem::snapshot_link_entries(
-      state.snapshot.summary, state.snapshot.file, state.snapshot.stage));
-}
-
-void apply_snapshot_link(AppState& state, std::string_view link) {
-  stagemem::DecodedSnapshotLink decoded = stagemem::decode_snapshot_link(link);
-  for (auto& e : decoded.diagnostics.errors) state.link_problems.push_back(std::move(e));
-  if (!decoded.snapshot) {
-    // A link without a snapshot shows none; a bad one keeps nothing half-read.
-    state.snapshot = SnapshotView{};
-    return;
-  }
-  state.snapshot = SnapshotView{.loaded = true,
-                                .from_link = true,
-                                .file = std::move(decoded.snapshot->file),
-                                .stage = decoded.snapshot->stage,
-                                .summary = std::move(decoded.snapshot->summary),
-                                .file_bytes = 0,
-                                .error = {},
-                                .error_file = {}};
-}
-
-std::string load_text(AppState& state, std::string_view name, std::string_view text) {
+std::string load_text(AppState& state, std::string_view name, std::string_view text,
+                      Platform& platform) {
   text = trim(text);
   const std::string from(name);
   if (looks_like_link(text)) {
-    const bool clean = load_link(state, text);
+    const bool clean = load_link(state, text, platform);
     state.link_problems_title = "This link has problems; its other fields are applied:";
     return clean ? "Loaded the link from " + from : "Loaded the link from " + from + " (see above)";
   }
   if (!text.starts_with("{") && looks_like_memory_log(text))
-    return load_memory_log(state, from, text);
+    return load_memory_log(state, from, text, platform);
   if (!text.starts_with("{")) {
     show_problems(state, "Nothing was loaded:",
                   {{from,
@@ -217,7 +207,7 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
   std::string fragment = string_value(text, "link");
   if (!looks_like_link(fragment)) fragment = string_value(text, "fragment");
   if (looks_like_link(fragment)) {
-    load_link(state, fragment);
+    load_link(state, fragment, platform);
     state.link_problems_title =
         "The report's configuration has problems; its other fields are applied:";
     return "Loaded the configuration of the report " + from;
@@ -230,7 +220,7 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
     }
     state.config = std::move(decoded.config);
     show_problems(state, from + ":", std::move(decoded.diagnostics.warnings));
-    platform_push_link(state);
+    platform.push_link(state);
     return "Loaded the configuration " + from;
   }
   stagemem::HfImport imported = stagemem::import_hf_config(text);
@@ -241,18 +231,11 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
   }
   state.config.custom_model = stagemem::model_to_text(*imported.model);
   state.link_banner_visible = false;
-  platform_push_link(state);
+  platform.push_link(state);
   return "Loaded " + from + " as the custom model";
 }
 
-void on_paste(AppState& state, std::string_view text) {
-  state.clipboard_text = std::string(text);
-  request_frames(state, 2);
-  // A text field being edited takes the text through ImGui's own Ctrl+V (it reads
-  // clipboard_text); anywhere else a link or a JSON document loads.
-  if (ImGui::GetIO().WantTextInput) return;
+bool loadable_text(std::string_view text) {
   const std::string_view trimmed = trim(text);
-  if (!looks_like_link(trimmed) && !trimmed.starts_with("{") && !looks_like_memory_log(trimmed))
-    return;
-  show_message(state, load_text(state, "the clipboard", text));
+  return looks_like_link(trimmed) || trimmed.starts_with("{") || looks_like_memory_log(trimmed);
 }

@@ -1,10 +1,11 @@
 // The link banner: problems found in the link the page was opened with (or a pasted, dropped or
 // opened file). Non-blocking; the good fields are applied, each bad one is named. Text is drawn by
 // ImGui, never inserted into the page as HTML.
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
+#include "state.h"
 
-void draw_link_banner(AppState& state) {
+void draw_link_banner(const AppState& state, Actions& out) {
   if (!state.link_banner_visible) return;
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.35f, 0.12f, 0.10f, 1.0f));
   const float line = ImGui::GetTextLineHeightWithSpacing();
@@ -14,7 +15,7 @@ void draw_link_banner(AppState& state) {
   for (const auto& problem : state.link_problems) {
     ImGui::BulletText("%s: %s", problem.field.c_str(), problem.message.c_str());
   }
-  if (ImGui::SmallButton("Dismiss")) state.link_banner_visible = false;
+  if (ImGui::SmallButton("Dismiss")) out.push(DismissBanner{});
   ImGui::EndChild();
   ImGui::PopStyleColor();
 }

@@ -5,16 +5,17 @@
 // comes back as the core's Diagnostics and is shown under the field the error names.
 // The model group adds the preset list, a Hugging Face config.json import and the custom model
 // text; the device group the device list. Measured values have their own panel
-// (panel_measurements.cpp), drawn at the end of this one.
+// (panel_measurements.cpp), drawn under this one.
 // Model, device and parallel layout come first: they answer "does it fit?". Fields that do not
 // apply to the model or to other choices (KDA kernels for a Llama, Muon options under Adam, the
 // explicit stage list under an even split) are hidden unless "show every field" is ticked or they
 // hold an error. An error with an obvious remedy gets a one-click fix under the field.
+// The widgets edit a copy of the configuration, emitted as one SetConfig when it changed.
 #include <algorithm>
 #include <array>
 #include <string>
 
-#include "app.h"
+#include "actions.h"
 #include "config/config_fields.h"
 #include "config/devices.h"
 #include "imgui.h"
@@ -23,13 +24,14 @@
 #include "model/model_text.h"
 #include "model/presets.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
 using stagemem::ConfigField;
 using stagemem::FieldKind;
 
-constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
 constexpr ImVec4 warning_colour(0.95f, 0.80f, 0.35f, 1.0f);
 
 struct Group {
@@ -139,10 +141,21 @@ bool field_applies(const AppState& state, const ConfigField& field) {
   return true;
 }
 
+// What the field editors work with in one frame.
+struct Edit {
+  const AppState& state;
+  stagemem::Config& config;  // the copy being edited: one SetConfig after the panel
+  ConfigView& view;
+  Actions& out;
+};
+
 // One-click fixes for errors with an obvious remedy; each says what it will do.
-void offer_fixes(AppState& state, const ConfigField& field) {
-  for (const auto& e : state.diagnostics.errors) {
-    if (names_field(e.field, field)) draw_fix(state, e);
+void offer_fixes(Edit& e, const ConfigField& field) {
+  for (const auto& error : e.state.diagnostics.errors) {
+    if (!names_field(error.field, field)) continue;
+    bool pressed = false;
+    const Fix fix = fix_button(e.state.config, error, pressed);
+    if (pressed) apply_fix(e.config, fix);
   }
 }
 
@@ -161,8 +174,8 @@ void trailing_label(const FieldEditor& editor, const ConfigField& field) {
   help_tooltip(field);
 }
 
-void record_field_rect(AppState& state, FieldEditor& editor) {
-  editor.rect = last_item_rect(state);
+void record_field_rect(const Edit& e, FieldEditor& editor) {
+  editor.rect = last_item_rect(e.out.frame());
 }
 
 // The "-" and "+" buttons of the fields the first browser tests drive keep their names.
@@ -180,8 +193,8 @@ StepWidgets step_widgets(std::string_view key) {
 // An integer with "-" and "+" buttons (what ImGui::InputScalar draws with a step), built from
 // parts so that the buttons' rectangles can be published. No hold-to-repeat: one click is one
 // step. Values outside [min, max] are refused as typed. Byte fields step by 1 GiB.
-void edit_integer(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  std::int64_t& value = *field.integer(state.config);
+void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  std::int64_t& value = *field.integer(e.config);
   const bool bytes = field.path.ends_with("bytes");
   const std::int64_t step = bytes ? std::int64_t{1} << 30 : 1;
   const float button_size = ImGui::GetFrameHeight();
@@ -192,27 +205,27 @@ void edit_integer(AppState& state, FieldEditor& editor, const ConfigField& field
       shown <= field.max) {
     value = shown;
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   const StepWidgets widgets = step_widgets(field.key);
   ImGui::SameLine(0.0f, spacing);
   if (ImGui::Button("-", ImVec2(button_size, button_size))) {
     value = std::max(field.min, value - step);
   }
-  if (widgets.minus != Widget::count) record_widget_rect(state, widgets.minus);
+  if (widgets.minus != Widget::count) publish(e.out, widgets.minus);
   ImGui::SameLine(0.0f, spacing);
   if (ImGui::Button("+", ImVec2(button_size, button_size))) {
     value = std::min(field.max, value + step);
   }
-  if (widgets.plus != Widget::count) record_widget_rect(state, widgets.plus);
+  if (widgets.plus != Widget::count) publish(e.out, widgets.plus);
   trailing_label(editor, field);
   if (bytes && value > 0) {
     ImGui::TextDisabled("= %s", stagemem::format_gib(value).c_str());
   }
 }
 
-void edit_choice(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  const int index = field.get_choice(state.config);
+void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  const int index = field.get_choice(e.config);
   const auto count = static_cast<int>(field.choices.size());
   // The names are string literals (each enum's list, base/enum_names.h): NUL-terminated.
   const char* preview =
@@ -220,33 +233,33 @@ void edit_choice(AppState& state, FieldEditor& editor, const ConfigField& field)
   if (ImGui::BeginCombo("##value", preview)) {
     for (int i = 0; i < count; ++i) {
       if (ImGui::Selectable(field.choices[static_cast<std::size_t>(i)].data(), i == index)) {
-        field.set_choice(state.config, i);
+        field.set_choice(e.config, i);
       }
     }
     ImGui::EndCombo();
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
 }
 
-void edit_number(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  double& value = *field.number(state.config);
+void edit_number(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  double& value = *field.number(e.config);
   double shown = value;
   if (ImGui::InputDouble("##value", &shown, 0.1, 1.0, "%.3f") &&
       shown >= static_cast<double>(field.min) && shown <= static_cast<double>(field.max)) {
     value = shown;
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
 }
 
-void edit_name_set(AppState& state, FieldEditor& editor, const ConfigField& field) {
+void edit_name_set(Edit& e, FieldEditor& editor, const ConfigField& field) {
   ImGui::TextUnformatted(editor.label.c_str());
   help_tooltip(field);
-  record_field_rect(state, editor);
-  auto* bits = reinterpret_cast<unsigned int*>(field.bits(state.config));
+  record_field_rect(e, editor);
+  auto* bits = reinterpret_cast<unsigned int*>(field.bits(e.config));
   ImGui::Indent();
   for (std::size_t i = 0; i < field.choices.size(); ++i) {
     if (i % 2 == 1) ImGui::SameLine(ImGui::GetWindowContentRegionMax().x * 0.5f);
@@ -255,95 +268,98 @@ void edit_name_set(AppState& state, FieldEditor& editor, const ConfigField& fiel
   ImGui::Unindent();
 }
 
-void edit_integer_list(AppState& state, FieldEditor& editor, const ConfigField& field) {
+void edit_integer_list(Edit& e, FieldEditor& editor, const ConfigField& field) {
   if (ImGui::InputText("##value", &editor.text)) {
-    stagemem::Config scratch = state.config;
+    stagemem::Config scratch = e.config;
     stagemem::Diagnostics diagnostics;
     if (stagemem::parse_field_text(field, editor.text, scratch, diagnostics, field.path)) {
-      *field.integer_list(state.config) = *field.integer_list(scratch);
+      *field.integer_list(e.config) = *field.integer_list(scratch);
       editor.error.clear();
     } else {
       editor.error = diagnostics.errors.front().message;
     }
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
   if (!editor.error.empty()) ImGui::TextColored(error_colour, "%s", editor.error.c_str());
 }
 
-void edit_text(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  std::string& text = *field.text(state.config);
+void edit_text(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  std::string& text = *field.text(e.config);
   if (ImGui::InputText("##value", &text)) {
     const auto limit = static_cast<std::size_t>(field.max_text_length);
     if (text.size() > limit) text.resize(limit);
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
 }
 
-void edit_model_preset(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  const bool custom = !state.config.custom_model.empty();
-  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : state.config.model.c_str())) {
-    for (const std::string& name : state.preset_names) {
-      if (ImGui::Selectable(name.c_str(), !custom && name == state.config.model)) {
-        state.config.model = name;
-        state.config.custom_model.clear();
+void edit_model_preset(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  const bool custom = !e.config.custom_model.empty();
+  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : e.config.model.c_str())) {
+    for (const std::string& name : e.view.preset_names) {
+      if (ImGui::Selectable(name.c_str(), !custom && name == e.config.model)) {
+        e.config.model = name;
+        e.config.custom_model.clear();
       }
     }
     ImGui::EndCombo();
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
 }
 
-void import_hugging_face(AppState& state) {
+// The pasted text is the panel's own until Import parses it: then its model becomes the custom
+// model of the configuration being edited.
+void import_hugging_face(Edit& e) {
+  ConfigView& view = e.view;
   if (ImGui::TreeNode("Paste a Hugging Face config.json")) {
-    ImGui::InputTextMultiline("##hf_config", &state.hf_config_text,
+    ImGui::InputTextMultiline("##hf_config", &view.hf_config_text,
                               ImVec2(-1.0f, ImGui::GetTextLineHeight() * 6.0f));
     if (ImGui::Button("Import")) {
-      stagemem::HfImport imported = stagemem::import_hf_config(state.hf_config_text);
-      state.hf_import_errors = std::move(imported.diagnostics.errors);
+      stagemem::HfImport imported = stagemem::import_hf_config(view.hf_config_text);
+      view.hf_import_errors = std::move(imported.diagnostics.errors);
       if (imported.model) {
-        state.config.custom_model = stagemem::model_to_text(*imported.model);
-        state.hf_import_message = "Imported as the custom model below";
+        e.config.custom_model = stagemem::model_to_text(*imported.model);
+        view.hf_import_message = "Imported as the custom model below";
       } else {
-        state.hf_import_message.clear();
+        view.hf_import_message.clear();
       }
     }
-    record_widget_rect(state, Widget::hf_import);
+    publish(e.out, Widget::hf_import);
     ImGui::SetItemTooltip(
         "Reads the model's shapes (stagemem's custom model text replaces the preset)");
-    if (!state.hf_import_message.empty()) {
+    if (!view.hf_import_message.empty()) {
       ImGui::SameLine();
-      ImGui::TextDisabled("%s", state.hf_import_message.c_str());
+      ImGui::TextDisabled("%s", view.hf_import_message.c_str());
     }
-    for (const auto& e : state.hf_import_errors) {
+    for (const auto& error : view.hf_import_errors) {
       ImGui::PushStyleColor(ImGuiCol_Text, error_colour);
-      ImGui::TextWrapped("%s: %s", e.field.c_str(), e.message.c_str());
+      ImGui::TextWrapped("%s: %s", error.field.c_str(), error.message.c_str());
       ImGui::PopStyleColor();
     }
     ImGui::TreePop();
   }
 }
 
-void edit_custom_model(AppState& state, FieldEditor& editor, const ConfigField& field) {
+void edit_custom_model(Edit& e, FieldEditor& editor, const ConfigField& field) {
   ImGui::TextUnformatted(editor.label.c_str());
   help_tooltip(field);
-  std::string& text = state.config.custom_model;
+  std::string& text = e.config.custom_model;
   if (ImGui::InputTextMultiline("##value", &text,
                                 ImVec2(-1.0f, ImGui::GetTextLineHeight() * 3.5f))) {
     const auto limit = static_cast<std::size_t>(field.max_text_length);
     if (text.size() > limit) text.resize(limit);
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
 }
 
-void edit_device_preset(AppState& state, FieldEditor& editor, const ConfigField& field) {
-  std::string& preset = state.config.device.preset;
+void edit_device_preset(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  std::string& preset = e.config.device.preset;
   if (ImGui::BeginCombo("##value", preset.empty() ? "(none)" : preset.c_str())) {
     if (ImGui::Selectable("(none)", preset.empty())) preset.clear();
     for (const stagemem::DevicePreset& device : stagemem::device_presets()) {
@@ -357,7 +373,7 @@ void edit_device_preset(AppState& state, FieldEditor& editor, const ConfigField&
     }
     ImGui::EndCombo();
   }
-  record_field_rect(state, editor);
+  record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
 }
@@ -373,7 +389,7 @@ float label_width(const FieldEditor& editor) {
 
 // `column`: the widest label of the group, so that the group's values line up. The label goes
 // beside the value when the value keeps at least 9 em, else above it (never cut off).
-void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field, float column) {
+void edit_field(Edit& e, FieldEditor& editor, const ConfigField& field, float column) {
   ImGui::PushID(field.key.data(), field.key.data() + field.key.size());
   const float room = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 9.0f;
   const float own = label_width(editor);
@@ -384,113 +400,95 @@ void edit_field(AppState& state, FieldEditor& editor, const ConfigField& field, 
   if (editor.label_above) {
     ImGui::TextUnformatted(editor.label.c_str());
     help_tooltip(field);
-    if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
+    if (ImGui::GetItemRectMax().x > right_edge) ++e.view.truncated_labels;
   }
   ImGui::PushItemWidth(editor.label_above ? -1.0f : -width);
   if (field.key == "model") {
-    edit_model_preset(state, editor, field);
-    import_hugging_face(state);
+    edit_model_preset(e, editor, field);
+    import_hugging_face(e);
   } else if (field.key == "custom") {
-    edit_custom_model(state, editor, field);
+    edit_custom_model(e, editor, field);
   } else if (field.key == "device") {
-    edit_device_preset(state, editor, field);
+    edit_device_preset(e, editor, field);
   } else {
     switch (field.kind) {
       case FieldKind::integer:
-        edit_integer(state, editor, field);
+        edit_integer(e, editor, field);
         break;
       case FieldKind::boolean:
-        ImGui::Checkbox(editor.label.c_str(), field.boolean(state.config));
-        record_field_rect(state, editor);
+        ImGui::Checkbox(editor.label.c_str(), field.boolean(e.config));
+        record_field_rect(e, editor);
         help_tooltip(field);
         break;
       case FieldKind::choice:
-        edit_choice(state, editor, field);
+        edit_choice(e, editor, field);
         break;
       case FieldKind::number:
-        edit_number(state, editor, field);
+        edit_number(e, editor, field);
         break;
       case FieldKind::name_set:
-        edit_name_set(state, editor, field);
+        edit_name_set(e, editor, field);
         break;
       case FieldKind::integer_list:
-        edit_integer_list(state, editor, field);
+        edit_integer_list(e, editor, field);
         break;
       case FieldKind::text:
-        edit_text(state, editor, field);
+        edit_text(e, editor, field);
         break;
     }
   }
-  if (ImGui::GetItemRectMax().x > right_edge) ++state.truncated_labels;
+  if (ImGui::GetItemRectMax().x > right_edge) ++e.view.truncated_labels;
   ImGui::PopItemWidth();
   ImGui::PopID();
 }
 
 }  // namespace
 
-bool draw_fix(AppState& state, const stagemem::FieldMessage& error) {
-  const stagemem::ParallelLayout& p = state.config.parallel;
-  const char* label = nullptr;
-  if (error.field == "parallel.sequence_parallel" && !p.sequence_parallel) {
-    label = "Enable sequence parallelism";
-  } else if (error.field == "training.sequence_length" && p.sequence_parallel &&
-             p.context_parallel <= 1) {
-    label = "Turn sequence parallelism off";
+void sync_field_texts(ConfigView& view, const stagemem::Config& config) {
+  const auto fields = stagemem::config_fields();
+  for (std::size_t i = 0; i < fields.size() && i < view.editors.size(); ++i) {
+    const ConfigField& field = fields[i];
+    if (field.kind != FieldKind::integer_list) continue;
+    FieldEditor& editor = view.editors[i];
+    stagemem::Config scratch = config;
+    stagemem::Diagnostics ignored;
+    if (stagemem::parse_field_text(field, editor.text, scratch, ignored, field.path) &&
+        stagemem::field_equals(field, scratch, config)) {
+      continue;  // the text already says this (perhaps spelt differently while being typed)
+    }
+    editor.text = stagemem::format_field_text(field, config);
+    editor.error.clear();
   }
-  if (label == nullptr) return false;
-  ImGui::PushID(label);
-  const bool pressed = ImGui::SmallButton(label);
-  ImGui::SetItemTooltip("%s", error.message.c_str());
-  ImGui::PopID();
-  if (pressed) {
-    state.config.parallel.sequence_parallel = !p.sequence_parallel;
-  }
-  return true;
 }
 
-void init_field_editors(AppState& state) {
+void init_config_view(ConfigView& view, const stagemem::Config& config) {
   const auto fields = stagemem::config_fields();
-  state.field_editors.assign(fields.size(), FieldEditor{});
+  view.editors.assign(fields.size(), FieldEditor{});
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const ConfigField& field = fields[i];
     // "parallel.tensor_parallel" -> "tensor parallel (tp)"
     std::string name(field.path.substr(field.path.rfind('.') + 1));
     std::replace(name.begin(), name.end(), '_', ' ');
-    state.field_editors[i].label = name + " (" + std::string(field.key) + ")";
+    view.editors[i].label = name + " (" + std::string(field.key) + ")";
   }
-  state.preset_names.clear();
-  for (std::string_view name : stagemem::preset_names()) state.preset_names.emplace_back(name);
-  sync_field_texts(state);
+  view.preset_names.clear();
+  for (std::string_view name : stagemem::preset_names()) view.preset_names.emplace_back(name);
+  sync_field_texts(view, config);
 }
 
-void sync_field_texts(AppState& state) {
-  const auto fields = stagemem::config_fields();
-  for (std::size_t i = 0; i < fields.size() && i < state.field_editors.size(); ++i) {
-    const ConfigField& field = fields[i];
-    if (field.kind != FieldKind::integer_list) continue;
-    FieldEditor& editor = state.field_editors[i];
-    stagemem::Config scratch = state.config;
-    stagemem::Diagnostics ignored;
-    if (stagemem::parse_field_text(field, editor.text, scratch, ignored, field.path) &&
-        stagemem::field_equals(field, scratch, state.config)) {
-      continue;  // the text already says this (perhaps spelt differently while being typed)
-    }
-    editor.text = stagemem::format_field_text(field, state.config);
-    editor.error.clear();
-  }
-}
-
-void draw_config(AppState& state, const stagemem::Report& report) {
+void draw_config(const AppState& state, ConfigView& view, Actions& out) {
+  stagemem::Config edited = state.config;
+  Edit e{state, edited, view, out};
   // Problems the core names by a field this panel has no widget for.
   show_field_errors(state.diagnostics, nullptr);
   const auto fields = stagemem::config_fields();
   std::size_t hidden = 0;
-  state.truncated_labels = 0;
+  view.truncated_labels = 0;
   for (const Group& group : groups) {
     ImGui::SetNextItemOpen(group.open, ImGuiCond_FirstUseEver);
     if (!ImGui::CollapsingHeader(group.title)) continue;
     const auto shown = [&](std::size_t i) {
-      return state.show_all_fields || field_applies(state, fields[i]) ||
+      return view.show_all_fields || field_applies(state, fields[i]) ||
              has_error(state.diagnostics, fields[i]);
     };
     // The group's label column: its widest label that leaves the value 9 em (longer labels go
@@ -499,29 +497,29 @@ void draw_config(AppState& state, const stagemem::Report& report) {
     float column = 0.0f;
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (group_of(fields[i]) == group.prefix && shown(i) && !draws_own_label(fields[i])) {
-        const float width = label_width(state.field_editors[i]);
+        const float width = label_width(view.editors[i]);
         if (width <= room) column = std::max(column, width);
       }
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (group_of(fields[i]) != group.prefix) continue;
       if (!shown(i)) {
-        state.field_editors[i].rect = WidgetRect{};
+        view.editors[i].rect = WidgetRect{};
         ++hidden;
         continue;
       }
-      edit_field(state, state.field_editors[i], fields[i], column);
+      edit_field(e, view.editors[i], fields[i], column);
       show_field_errors(state.diagnostics, &fields[i]);
-      offer_fixes(state, fields[i]);
+      offer_fixes(e, fields[i]);
     }
     if (group.prefix == "model" && state.report_valid && !report_stale(state)) {
       ImGui::TextDisabled("%s parameters", state.report_labels.total_parameters.c_str());
     }
   }
-  ImGui::Checkbox("show every field", &state.show_all_fields);
+  ImGui::Checkbox("show every field", &view.show_all_fields);
   if (hidden > 0) {
     ImGui::TextDisabled("%d fields hidden: they do not apply to this model or these choices",
                         static_cast<int>(hidden));
   }
-  draw_measurements(state, report);
+  if (!(edited == state.config)) out.push(SetConfig{std::move(edited)});
 }

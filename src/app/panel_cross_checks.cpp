@@ -2,8 +2,10 @@
 // at its measurement point, the gap in bytes and GiB, the ratio, the terms summed and what could
 // explain the gap. Measurements are entered under "Measured values" in the configuration; they
 // never feed the model. Strings come from state.report_labels (built when the report changes).
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
@@ -12,14 +14,14 @@ void row(const char* name, const std::string& value, const AppState& state) {
   ImGui::TableNextColumn();
   ImGui::TextUnformatted(name);
   ImGui::TableNextColumn();
-  ImGui::PushFont(state.mono_font);
-  ImGui::TextUnformatted(value.c_str());
-  ImGui::PopFont();
+  mono_text(state.mono_font, value);
 }
 
 }  // namespace
 
-void draw_cross_checks(AppState& state, const stagemem::Report& report) {
+// Nothing to ask for here: the measurements are edited in the configuration column.
+void draw_cross_checks(const AppState& state, Actions& /*out*/) {
+  const stagemem::Report& report = state.report;
   if (!report.diagnostics.ok()) {
     ImGui::TextWrapped("Fix the highlighted fields to see the cross-checks.");
     return;

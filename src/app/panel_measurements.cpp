@@ -1,19 +1,22 @@
 // Measured values: readings for the cross-checks (Config::measurements) and measured gaps
 // (Config::gaps), as two small editable tables with add and remove. Measurements never feed the
 // model; a gap is a named MEASURED amount that shapes cannot derive. Errors the core names
-// ("measurements[2].source", "gaps[0].stage") are listed under their table.
+// ("measurements[2].source", "gaps[0].stage") are listed under their table. The tables edit copies
+// of the two lists, emitted as one SetMeasuredValues when they changed.
 #include <algorithm>
 #include <array>
 #include <type_traits>
+#include <utility>
 
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
-constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
 constexpr ImGuiTableFlags table_flags =
     ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
 
@@ -67,8 +70,7 @@ void list_errors(const stagemem::Diagnostics& diagnostics, std::string_view pref
   }
 }
 
-void measurements_table(AppState& state) {
-  auto& measurements = state.config.measurements;
+void measurements_table(std::vector<stagemem::Measurement>& measurements, Actions& out) {
   std::size_t remove = measurements.size();
   if (!measurements.empty() && ImGui::BeginTable("measurements", 6, table_flags)) {
     ImGui::TableSetupColumn("point", ImGuiTableColumnFlags_WidthStretch, 2.2f);
@@ -107,12 +109,11 @@ void measurements_table(AppState& state) {
   }
   ImGui::BeginDisabled(measurements.size() >= stagemem::max_measurements);
   if (ImGui::Button("Add measurement")) measurements.push_back(stagemem::Measurement{});
-  record_widget_rect(state, Widget::add_measurement);
+  publish(out, Widget::add_measurement);
   ImGui::EndDisabled();
 }
 
-void gaps_table(AppState& state) {
-  auto& gaps = state.config.gaps;
+void gaps_table(std::vector<stagemem::GapEntry>& gaps, Actions& out) {
   std::size_t remove = gaps.size();
   if (!gaps.empty() && ImGui::BeginTable("gaps", 5, table_flags)) {
     ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthStretch, 2.4f);
@@ -144,24 +145,28 @@ void gaps_table(AppState& state) {
   if (remove < gaps.size()) gaps.erase(gaps.begin() + static_cast<std::ptrdiff_t>(remove));
   ImGui::BeginDisabled(gaps.size() >= stagemem::max_measurements);
   if (ImGui::Button("Add gap")) gaps.push_back(stagemem::GapEntry{});
-  record_widget_rect(state, Widget::add_gap);
+  publish(out, Widget::add_gap);
   ImGui::EndDisabled();
 }
 
 }  // namespace
 
-void draw_measurements(AppState& state, const stagemem::Report& /*report*/) {
+void draw_measurements(const AppState& state, Actions& out) {
   ImGui::SetNextItemOpen(true, ImGuiCond_FirstUseEver);
   if (!ImGui::CollapsingHeader("Measured values")) return;
+  SetMeasuredValues edited{state.config.measurements, state.config.gaps};
   ImGui::TextDisabled("readings compared with the derived terms (never model inputs)");
   ImGui::PushID("measurements");
-  measurements_table(state);
+  measurements_table(edited.measurements, out);
   ImGui::PopID();
   list_errors(state.diagnostics, "measurements");
   ImGui::SeparatorText("Measured gaps");
   ImGui::TextDisabled("memory shapes cannot derive, as a named measured amount");
   ImGui::PushID("gaps");
-  gaps_table(state);
+  gaps_table(edited.gaps, out);
   ImGui::PopID();
   list_errors(state.diagnostics, "gaps");
+  if (edited.measurements != state.config.measurements || edited.gaps != state.config.gaps) {
+    out.push(std::move(edited));
+  }
 }

@@ -5,16 +5,14 @@
 #include <algorithm>
 #include <cctype>
 
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
-
-void text_view(std::string_view text) {
-  ImGui::TextUnformatted(text.data(), text.data() + text.size());
-}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -22,44 +20,44 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+void filter_catalogue(ModelView& view) {
+  const std::string needle = lower(view.catalogue_filter);
+  view.catalogue_rows.clear();
+  for (std::size_t i = 0; i < view.catalogue.size(); ++i) {
+    if (view.catalogue_search[i].find(needle) != std::string::npos) {
+      view.catalogue_rows.push_back(i);
+    }
+  }
+}
+
 }  // namespace
 
-void init_catalogue(AppState& state) {
-  state.catalogue = stagemem::term_catalogue();
-  state.catalogue_search.clear();
-  for (const auto& entry : state.catalogue) {
-    state.catalogue_search.push_back(
+void init_model_view(ModelView& view) {
+  view.catalogue = stagemem::term_catalogue();
+  view.catalogue_search.clear();
+  for (const auto& entry : view.catalogue) {
+    view.catalogue_search.push_back(
         lower(entry.name + " " + std::string(stagemem::family_name(entry.family)) + " " +
               std::string(stagemem::tag_name(entry.tag)) + " " + entry.scaling + " " +
               entry.brought_in_by + " " +
               std::string(stagemem::allocation_point_name(entry.allocated_at))));
   }
-  filter_catalogue(state);
+  filter_catalogue(view);
 }
 
-void filter_catalogue(AppState& state) {
-  const std::string needle = lower(state.catalogue_filter);
-  state.catalogue_rows.clear();
-  for (std::size_t i = 0; i < state.catalogue.size(); ++i) {
-    if (state.catalogue_search[i].find(needle) != std::string::npos) {
-      state.catalogue_rows.push_back(i);
-    }
-  }
-}
-
-void draw_model(AppState& state, const stagemem::Report&) {
+void draw_model(const AppState& state, ModelView& view, Actions& out) {
   ImGui::TextWrapped(
       "Every term stagemem can produce, with the formula as the report shows it on "
       "a small synthetic model (h 1024, seq 4096, mbs 1) and the option that "
       "brings it in.");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 20.0f);
   if (ImGui::InputTextWithHint("##filter", "filter: name, family, tag, option...",
-                               &state.catalogue_filter)) {
-    filter_catalogue(state);
+                               &view.catalogue_filter)) {
+    filter_catalogue(view);
   }
-  record_widget_rect(state, Widget::catalogue_filter);
+  publish(out, Widget::catalogue_filter);
   ImGui::SameLine();
-  ImGui::TextDisabled("%zu of %zu terms", state.catalogue_rows.size(), state.catalogue.size());
+  ImGui::TextDisabled("%zu of %zu terms", view.catalogue_rows.size(), view.catalogue.size());
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
   if (!ImGui::BeginTable("catalogue", 5, flags, ImVec2(0.0f, ImGui::GetContentRegionAvail().y))) {
@@ -72,8 +70,8 @@ void draw_model(AppState& state, const stagemem::Report&) {
   ImGui::TableSetupColumn("example formula", ImGuiTableColumnFlags_WidthStretch, 2.4f);
   ImGui::TableSetupColumn("brought in by", ImGuiTableColumnFlags_WidthStretch, 1.0f);
   ImGui::TableHeadersRow();
-  for (const std::size_t i : state.catalogue_rows) {
-    const stagemem::CatalogueEntry& entry = state.catalogue[i];
+  for (const std::size_t i : view.catalogue_rows) {
+    const stagemem::CatalogueEntry& entry = view.catalogue[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::TextWrapped("%s", entry.name.c_str());

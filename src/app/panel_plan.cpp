@@ -3,19 +3,20 @@
 // a frontier plot (GPUs, log scale, against the binding stage's headroom; hover a point for its
 // bubble fraction and recompute overhead) and the ranked table. Click a point or a row to apply
 // that configuration (the link follows through the usual sync). The factors are shown side by
-// side, never combined into a score (plan.h).
+// side, never combined into a score (plan.h). The frame advances the search (frame.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
-
-constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
 
 std::string summary(const stagemem::PlanEntry& e) {
   const auto& c = e.candidate;
@@ -51,11 +52,6 @@ void entry_tooltip(const stagemem::PlanEntry& e) {
   ImGui::EndTooltip();
 }
 
-void apply_entry(AppState& state, const stagemem::PlanEntry& e) {
-  // Over the configuration the search ran for, so the applied one is exactly the one ranked.
-  state.config = stagemem::candidate_config(state.plan.result_config, e.candidate);
-}
-
 void input(const char* label, std::string& text, const char* help, bool& changed) {
   ImGui::TableNextColumn();
   ImGui::AlignTextToFramePadding();
@@ -68,18 +64,20 @@ void input(const char* label, std::string& text, const char* help, bool& changed
   ImGui::SetItemTooltip("%s", help);
 }
 
-void draw_inputs(AppState& state) {
-  PlanTab& tab = state.plan;
+// The inputs are edited as a copy, emitted as one SetPlanInputs when it changed (the reducer
+// checks them at once: the error shows in the next frame).
+void draw_inputs(const PlanTab& tab, Actions& out) {
+  PlanInputs edited = tab.inputs;
   bool changed = false;
   if (ImGui::BeginTable("plan_inputs", 4, ImGuiTableFlags_SizingStretchProp)) {
-    input("GPUs per node", tab.gpus_per_node, "TP stays within a node", changed);
-    input("min GPUs", tab.min_gpus, "empty: 1", changed);
-    input("max GPUs", tab.max_gpus, "empty: what the global batch allows", changed);
-    input("TP", tab.tp, "comma list; empty: powers of 2 within a node", changed);
-    input("PP", tab.pp, "comma list; empty: 1 .. min(layers, 32)", changed);
-    input("VPP", tab.vpp, "comma list; empty: 1, 2, 3, 4", changed);
-    input("EP", tab.ep, "comma list; empty: every divisor of the routed experts", changed);
-    input("mbs", tab.mbs, "comma list; empty: 1, 2, 3, 4", changed);
+    input("GPUs per node", edited.gpus_per_node, "TP stays within a node", changed);
+    input("min GPUs", edited.min_gpus, "empty: 1", changed);
+    input("max GPUs", edited.max_gpus, "empty: what the global batch allows", changed);
+    input("TP", edited.tp, "comma list; empty: powers of 2 within a node", changed);
+    input("PP", edited.pp, "comma list; empty: 1 .. min(layers, 32)", changed);
+    input("VPP", edited.vpp, "comma list; empty: 1, 2, 3, 4", changed);
+    input("EP", edited.ep, "comma list; empty: every divisor of the routed experts", changed);
+    input("mbs", edited.mbs, "comma list; empty: 1, 2, 3, 4", changed);
     ImGui::EndTable();
   }
   ImGui::AlignTextToFramePadding();
@@ -87,22 +85,19 @@ void draw_inputs(AppState& state) {
   const std::array<const char*, 3> names = {"none", "selective", "full"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     ImGui::SameLine();
-    bool on = tab.recompute[i];
+    bool on = edited.recompute[i];
     if (ImGui::Checkbox(names[i], &on)) {
-      tab.recompute[i] = on;
+      edited.recompute[i] = on;
       changed = true;
     }
   }
-  if (changed) {
-    stagemem::PlanBounds ignored;
-    plan_bounds_from_inputs(tab, ignored);  // shows the error at once
-  }
+  if (changed) out.push(SetPlanInputs{std::move(edited)});
   if (!tab.input_error.empty()) ImGui::TextColored(error_colour, "%s", tab.input_error.c_str());
 }
 
 // GPUs (log2) across, headroom up; one point per frontier entry.
-void draw_plot(AppState& state) {
-  PlanTab& tab = state.plan;
+void draw_plot(const AppState& state, PlanView& view, Actions& out) {
+  const PlanTab& tab = state.plan;
   const auto& frontier = tab.result.frontier;
   if (frontier.empty()) return;
   const float scale = state.ui_scale;
@@ -160,19 +155,19 @@ void draw_plot(AppState& state) {
       }
     }
   }
-  if (nearest >= 0) tab.hovered = nearest;
+  if (nearest >= 0) view.hovered = nearest;
   for (std::size_t i = 0; i < frontier.size(); ++i) {
     const auto& e = frontier[i];
     // Colour by the factor the entry ranks on: bubble blue, recompute green, headroom amber.
     const ImU32 colour = (e.ranks & stagemem::rank_bubble)      ? IM_COL32(90, 160, 255, 255)
                          : (e.ranks & stagemem::rank_recompute) ? IM_COL32(110, 210, 120, 255)
                                                                 : IM_COL32(240, 180, 70, 255);
-    const bool hot = static_cast<std::int64_t>(i) == tab.hovered;
+    const bool hot = static_cast<std::int64_t>(i) == view.hovered;
     draw->AddCircleFilled(to_screen(e), (hot ? 6.0f : 4.0f) * scale, colour);
   }
   if (nearest >= 0) {
     entry_tooltip(frontier[static_cast<std::size_t>(nearest)]);
-    if (clicked) apply_entry(state, frontier[static_cast<std::size_t>(nearest)]);
+    if (clicked) out.push(ApplyPlanRow{static_cast<std::size_t>(nearest)});
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
   ImGui::TextDisabled(
@@ -180,8 +175,8 @@ void draw_plot(AppState& state) {
       "amber headroom)");
 }
 
-void draw_table(AppState& state) {
-  PlanTab& tab = state.plan;
+void draw_table(const AppState& state, PlanView& view, Actions& out) {
+  const PlanTab& tab = state.plan;
   const auto& frontier = tab.result.frontier;
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
@@ -214,13 +209,13 @@ void draw_table(AppState& state) {
     ImGui::PushID(static_cast<int>(i));
     char gpus[32];
     std::snprintf(gpus, sizeof gpus, "%lld", static_cast<long long>(e.gpus));
-    const bool selected = static_cast<std::int64_t>(i) == tab.hovered;
+    const bool selected = static_cast<std::int64_t>(i) == view.hovered;
     if (ImGui::Selectable(gpus, selected, ImGuiSelectableFlags_SpanAllColumns)) {
-      apply_entry(state, e);
+      out.push(ApplyPlanRow{i});
     }
-    if (i == 0) record_widget_rect(state, Widget::plan_first_row);
+    if (i == 0) publish(out, Widget::plan_first_row);
     if (ImGui::IsItemHovered()) {
-      tab.hovered = static_cast<std::int64_t>(i);
+      view.hovered = static_cast<std::int64_t>(i);
       entry_tooltip(e);
     }
     ImGui::PopID();
@@ -250,22 +245,20 @@ void draw_table(AppState& state) {
 
 }  // namespace
 
-void draw_plan(AppState& state, const stagemem::Report& report) {
-  (void)report;
-  PlanTab& tab = state.plan;
-  advance_plan_search(tab);
+void draw_plan(const AppState& state, PlanView& view, Actions& out) {
+  const PlanTab& tab = state.plan;
   ImGui::TextWrapped(
       "The fewest GPUs at which some layout fits every stage, and at each GPU count the best 2 "
       "by each factor: bubble (P-1)/(v M), recompute overhead (recomputed forward FLOPs / 3 x "
       "forward), headroom of the binding stage. Empty bounds take the default ranges of "
       "`stagemem plan`; the model, device, seq and gbs are the configuration's.");
-  draw_inputs(state);
+  draw_inputs(tab, out);
   if (tab.search) {
-    if (ImGui::Button("Stop")) tab.search.reset();
+    if (ImGui::Button("Stop")) out.push(StopPlanSearch{});
   } else if (ImGui::Button("Search")) {
-    start_plan_search(tab, state.config);
+    out.push(StartPlanSearch{});
   }
-  record_widget_rect(state, Widget::plan_search);
+  publish(out, Widget::plan_search);
   ImGui::SameLine();
   char overlay[160];
   const std::int64_t searched = tab.search       ? tab.search->searched()
@@ -291,7 +284,7 @@ void draw_plan(AppState& state, const stagemem::Report& report) {
                        static_cast<long long>(r.configurations_searched));
     return;
   }
-  tab.hovered = -1;
-  draw_plot(state);
-  draw_table(state);
+  view.hovered = -1;
+  draw_plot(state, view, out);
+  draw_table(state, view, out);
 }

@@ -8,18 +8,19 @@
 #include <algorithm>
 #include <string>
 
-#include "app.h"
+#include "actions.h"
 #include "base/units.h"
 #include "imgui.h"
 #include "measured/snapshot.h"
 #include "memory/timeline.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
 constexpr ImVec4 warning_colour(1.0f, 0.75f, 0.35f, 1.0f);
-constexpr ImVec4 error_colour(1.0f, 0.45f, 0.40f, 1.0f);
 constexpr ImVec4 match_colour(0.45f, 0.85f, 0.50f, 1.0f);
 
 std::string amount(std::int64_t bytes) {
@@ -42,14 +43,13 @@ ImVec4 status_colour(stagemem::SnapshotMatch match) {
 
 void mono_cell(const AppState& state, const std::string& text) {
   ImGui::TableNextColumn();
-  ImGui::PushFont(state.mono_font);
-  ImGui::TextUnformatted(text.c_str());
-  ImGui::PopFont();
+  mono_text(state.mono_font, text);
 }
 
-void draw_comparison(AppState& state, const stagemem::StageReport& stage) {
-  const SnapshotView& view = state.snapshot;
-  const stagemem::SnapshotSummary& s = view.summary;
+void draw_comparison(const AppState& state, std::int64_t stage_index,
+                     const stagemem::StageReport& stage) {
+  const SnapshotTab& snap = state.snapshot;
+  const stagemem::SnapshotSummary& s = snap.summary;
   const auto rows = stagemem::compare_snapshot(s, stage);
   constexpr ImGuiTableFlags flags =
       ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
@@ -95,7 +95,7 @@ void draw_comparison(AppState& state, const stagemem::StageReport& stage) {
   ImGui::TextDisabled("%s", std::string(stagemem::snapshot_activation_note()).c_str());
   ImGui::PopTextWrapPos();
   if (ImGui::TreeNode("derived_terms", "the derived terms of stage %lld per bucket",
-                      static_cast<long long>(view.stage))) {
+                      static_cast<long long>(stage_index))) {
     for (const auto& row : rows) {
       if (row.derived_terms.empty()) continue;
       ImGui::TextUnformatted(std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str());
@@ -109,23 +109,22 @@ void draw_comparison(AppState& state, const stagemem::StageReport& stage) {
 
 }  // namespace
 
-void draw_snapshot(AppState& state, const stagemem::Report& report) {
-  SnapshotView& view = state.snapshot;
-  if (ImGui::Button("Open an allocator snapshot (.pickle)...")) {
-    show_message(state, platform_open_snapshot(state));
-  }
-  record_widget_rect(state, Widget::snapshot_open);
+void draw_snapshot(const AppState& state, Actions& out) {
+  const stagemem::Report& report = state.report;
+  const SnapshotTab& snap = state.snapshot;
+  if (ImGui::Button("Open an allocator snapshot (.pickle)...")) out.push(OpenSnapshot{});
+  publish(out, Widget::snapshot_open);
   ImGui::SameLine();
   ImGui::TextWrapped(
       "or drop one anywhere on the page: torch.cuda.memory._dump_snapshot()'s pickle, read here "
       "in the page (nothing is uploaded; nothing in it is executed).");
-  if (!view.error.empty()) {
-    ImGui::TextColored(error_colour, "%s was not read:", view.error_file.c_str());
+  if (!snap.error.empty()) {
+    ImGui::TextColored(error_colour, "%s was not read:", snap.error_file.c_str());
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextColored(error_colour, "%s", view.error.c_str());
+    ImGui::TextColored(error_colour, "%s", snap.error.c_str());
     ImGui::PopTextWrapPos();
   }
-  if (!view.loaded) {
+  if (!snap.loaded) {
     ImGui::Spacing();
     ImGui::TextWrapped(
         "No snapshot loaded. Record one on the GPU run with "
@@ -135,14 +134,14 @@ void draw_snapshot(AppState& state, const stagemem::Report& report) {
         "replayed trace is drawn over the stage's step timeline.");
     return;
   }
-  const stagemem::SnapshotSummary& s = view.summary;
-  ImGui::SeparatorText(view.file.c_str());
-  if (view.from_link) {
+  const stagemem::SnapshotSummary& s = snap.summary;
+  ImGui::SeparatorText(snap.file.c_str());
+  if (snap.from_link) {
     ImGui::TextColored(warning_colour,
                        "summary from the link (the file is not in it): per-bucket bytes and the "
                        "peak, not the trace's curve");
   } else {
-    ImGui::TextDisabled("%s read in the page", amount(view.file_bytes).c_str());
+    ImGui::TextDisabled("%s read in the page", amount(snap.file_bytes).c_str());
   }
   ImGui::Text("reserved %s, active %s (requested bytes of active blocks)",
               amount(s.reserved_bytes).c_str(), amount(s.active_bytes).c_str());
@@ -151,26 +150,28 @@ void draw_snapshot(AppState& state, const stagemem::Report& report) {
     return;
   }
   const auto stages = static_cast<std::int64_t>(report.stages.size());
-  view.stage = std::clamp<std::int64_t>(view.stage, 0, stages - 1);
+  // The frame's refresh keeps the stage in range while the tab is open (this frame may be the
+  // tab's first).
+  const std::int64_t shown = std::clamp<std::int64_t>(snap.stage, 0, stages - 1);
   ImGui::TextUnformatted("taken on");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(140.0f * state.ui_scale);
-  const std::string preview = "stage " + std::to_string(view.stage);
+  const std::string preview = "stage " + std::to_string(shown);
   if (ImGui::BeginCombo("##snapshot_stage", preview.c_str())) {
     for (std::int64_t k = 0; k < stages; ++k) {
       const std::string label = "stage " + std::to_string(k);
-      if (ImGui::Selectable(label.c_str(), k == view.stage)) view.stage = k;
+      if (ImGui::Selectable(label.c_str(), k == shown)) out.push(SetSnapshotStage{k});
     }
     ImGui::EndCombo();
   }
-  record_widget_rect(state, Widget::snapshot_stage);
+  publish(out, Widget::snapshot_stage);
   ImGui::SameLine();
   if (ImGui::SmallButton("Show over its timeline")) {
-    state.timeline.stage = view.stage;
-    state.requested_tab = MainTab::timeline;
+    out.push(SelectTimelineStage{shown});
+    out.push(OpenTab{MainTab::timeline});
   }
-  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
-  draw_comparison(state, stage);
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(shown)];
+  draw_comparison(state, shown, stage);
   ImGui::PushTextWrapPos(0.0f);
   if (const std::string note = stagemem::snapshot_frameless_note(s); !note.empty()) {
     ImGui::TextDisabled("%s", note.c_str());

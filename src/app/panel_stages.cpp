@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <string>
 
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
@@ -23,20 +25,6 @@ constexpr ImU32 flat_over_colour = IM_COL32(120, 200, 120, 255);
 constexpr ImU32 flat_under_colour = IM_COL32(255, 120, 200, 255);
 constexpr ImU32 seam_colour = IM_COL32(20, 22, 26, 255);
 constexpr ImVec4 warning_text(1.0f, 0.55f, 0.45f, 1.0f);
-
-void text_view(std::string_view text) {
-  ImGui::TextUnformatted(text.data(), text.data() + text.size());
-}
-
-// Exact bytes and formulas in the monospaced font, so digits line up. `wrap`: at the cell's
-// right edge (only for stretched columns: a fixed column takes its width from its text).
-void mono_text(const AppState& state, const std::string& text, bool wrap = false) {
-  ImGui::PushFont(state.mono_font);
-  if (wrap) ImGui::PushTextWrapPos(0.0f);
-  ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
-  if (wrap) ImGui::PopTextWrapPos();
-  ImGui::PopFont();
-}
 
 void colour_swatch(ImU32 colour) {
   const float size = ImGui::GetTextLineHeight() * 0.8f;
@@ -74,11 +62,11 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
     colour_swatch(labels.terms[i].colour);
     ImGui::TextWrapped("%s", stagemem::term_name(term).c_str());
     ImGui::TableNextColumn();
-    mono_text(state, labels.terms[i].gib);
+    mono_text(state.mono_font, labels.terms[i].gib);
     ImGui::TableNextColumn();
-    mono_text(state, labels.terms[i].exact_bytes);
+    mono_text(state.mono_font, labels.terms[i].exact_bytes);
     ImGui::TableNextColumn();
-    mono_text(state, stagemem::term_formula(term), true);
+    mono_text(state.mono_font, stagemem::term_formula(term), true);
     ImGui::TableNextColumn();
     text_view(stagemem::tag_name(term.tag));
     if (with_allocation) {
@@ -91,9 +79,15 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
   ImGui::EndTable();
 }
 
-void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
-                      const StageLabels& labels, float chart_bottom, float bar_left,
-                      float bar_right) {
+// Where a stage's bar is, for its tooltip.
+struct BarPlace {
+  float chart_bottom = 0.0f;
+  float left = 0.0f;
+  float right = 0.0f;
+};
+
+void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::StageReport& stage,
+                      const StageLabels& labels, const BarPlace& bar, Actions& out) {
   // Placed by hand so that it never hides the bar being explained: under the chart (over the
   // summary table) when it fits there, else beside the bar (right of it, or left when the bar is
   // near the right edge). Kept inside the window using the height it had last frame.
@@ -105,21 +99,21 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
   const float right = viewport->WorkPos.x + viewport->WorkSize.x - margin;
   const float bottom = viewport->WorkPos.y + viewport->WorkSize.y - margin;
   float x = std::clamp(mouse.x - width * 0.5f, left, std::max(left, right - width));
-  float y = chart_bottom + margin;
-  if (y + state.tooltip_height > bottom) {
+  float y = bar.chart_bottom + margin;
+  if (y + view.tooltip_height > bottom) {
     // Beside the bar, on the side with room (narrower, down to 360 px, rather than over it).
-    const float room_right = right - (bar_right + margin);
-    const float room_left = bar_left - margin - left;
+    const float room_right = right - (bar.right + margin);
+    const float room_left = bar.left - margin - left;
     const float narrowest = std::min(width, 360.0f * state.ui_scale);
     if (room_right >= width || (room_right >= room_left && room_right >= narrowest)) {
       width = std::min(width, room_right);
-      x = bar_right + margin;
+      x = bar.right + margin;
     } else if (room_left >= narrowest) {
       width = std::min(width, room_left);
-      x = bar_left - margin - width;
+      x = bar.left - margin - width;
     }
-    y = std::clamp(mouse.y - state.tooltip_height * 0.5f, viewport->WorkPos.y + margin,
-                   std::max(viewport->WorkPos.y + margin, bottom - state.tooltip_height));
+    y = std::clamp(mouse.y - view.tooltip_height * 0.5f, viewport->WorkPos.y + margin,
+                   std::max(viewport->WorkPos.y + margin, bottom - view.tooltip_height));
   }
   ImGui::SetNextWindowPos(ImVec2(x, y));
   ImGui::SetNextWindowSize(ImVec2(width, 0.0f));
@@ -127,9 +121,9 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
   ImGui::TextUnformatted(labels.title.c_str());
   ImGui::Text("peak %s per rank", labels.peak_gib.c_str());
   ImGui::SameLine();
-  mono_text(state, labels.peak_bytes);
-  if (state.hovered_term >= 0) {
-    const auto i = static_cast<std::size_t>(state.hovered_term);
+  mono_text(state.mono_font, labels.peak_bytes);
+  if (view.hovered_term >= 0) {
+    const auto i = static_cast<std::size_t>(view.hovered_term);
     const stagemem::Term& term = stage.terms[i];
     ImGui::SeparatorText("under the mouse");
     colour_swatch(labels.terms[i].colour);
@@ -138,9 +132,9 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
                        stagemem::tag_name(term.tag).data());
     ImGui::Text("%s", labels.terms[i].gib.c_str());
     ImGui::SameLine();
-    mono_text(state, labels.terms[i].exact_bytes);
+    mono_text(state.mono_font, labels.terms[i].exact_bytes);
     ImGui::TextDisabled("formula");
-    mono_text(state, stagemem::term_formula(term), true);
+    mono_text(state.mono_font, stagemem::term_formula(term), true);
     ImGui::TextDisabled("scales with");
     ImGui::SameLine();
     ImGui::TextWrapped("%s", stagemem::term_scaling(term).c_str());
@@ -159,11 +153,10 @@ void draw_bar_tooltip(AppState& state, const stagemem::StageReport& stage,
   } else {
     ImGui::TextDisabled("click for the stage's table");
   }
-  state.tooltip_height = ImGui::GetWindowHeight();
+  view.tooltip_height = ImGui::GetWindowHeight();
   const ImVec2 at = ImGui::GetWindowPos();
   const ImVec2 size = ImGui::GetWindowSize();
-  state.widget_rects[static_cast<std::size_t>(Widget::bar_tooltip)] = {
-      at.x, at.y, at.x + size.x, at.y + size.y, state.frame_count, true};
+  out.publish(Widget::bar_tooltip, {at.x, at.y, at.x + size.x, at.y + size.y, out.frame(), true});
   ImGui::EndTooltip();
 }
 
@@ -261,9 +254,10 @@ void draw_legend(const ReportLabels& labels) {
 
 }  // namespace
 
-void draw_stages(AppState& state, const stagemem::Report& report) {
-  state.hovered_stage = -1;
-  state.hovered_term = -1;
+void draw_stages(const AppState& state, StagesView& view, Actions& out) {
+  const stagemem::Report& report = state.report;
+  view.hovered_stage = -1;
+  view.hovered_term = -1;
   if (!state.report_valid) {
     ImGui::TextWrapped("Fix the fields marked in red to see the per-stage memory.");
     return;
@@ -322,15 +316,17 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
                              slot);
   // Peak labels above the bars only when each fits over its bar; else only the binding stage's.
   const bool peak_labels = ImGui::CalcTextSize("000.00 GiB").x + 4.0f * scale <= slot;
-  state.chart_scrolls = scrolls;
-  state.axis_label_step = axis_step;
+  view.chart_scrolls = scrolls;
+  view.axis_label_step = axis_step;
+  if (view.bar_rects.size() != report.stages.size())
+    view.bar_rects.assign(report.stages.size(), {});
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
   draw_list->AddLine(ImVec2(origin.x, plot_bottom), ImVec2(origin.x + chart_width, plot_bottom),
                      axis_colour, scale);
   const ImVec2 mouse = ImGui::GetMousePos();
   const stagemem::StageReport* tooltip_stage = nullptr;
   const StageLabels* tooltip_labels = nullptr;
-  float tooltip_bar_left = 0.0f, tooltip_bar_right = 0.0f;
+  BarPlace tooltip_bar{.chart_bottom = origin.y + chart_height};
 
   for (const auto& stage : report.stages) {
     const auto index = static_cast<std::size_t>(stage.index);
@@ -340,17 +336,17 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
     ImGui::SetCursorScreenPos(ImVec2(x0, plot_top));
     ImGui::PushID(static_cast<int>(stage.index));
     if (ImGui::InvisibleButton("bar", ImVec2(bar_width, plot_bottom - plot_top))) {
-      state.selected_stage = state.selected_stage == stage.index ? -1 : stage.index;
+      out.push(SelectStage{state.selected_stage == stage.index ? -1 : stage.index});
     }
     const bool hovered = ImGui::IsItemHovered();
-    state.bar_rects[index] = last_item_rect(state);
+    view.bar_rects[index] = last_item_rect(out.frame());
     ImGui::PopID();
 
     for (const BarSegment& segment : labels.segments) {
       const float top = y_of(segment.top, scale_bytes, plot_bottom, plot_top);
       const float bottom = y_of(segment.bottom, scale_bytes, plot_bottom, plot_top);
       const bool under_mouse = hovered && mouse.y >= top && mouse.y < bottom;
-      if (under_mouse) state.hovered_term = static_cast<std::int64_t>(segment.term);
+      if (under_mouse) view.hovered_term = static_cast<std::int64_t>(segment.term);
       draw_list->AddRectFilled(ImVec2(x0, top), ImVec2(x1, bottom),
                                under_mouse ? IM_COL32_WHITE : segment.colour);
       if (bottom - top > 2.0f * scale && bar_width > 4.0f * scale) {
@@ -394,13 +390,13 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
           std::clamp((x0 + x1 - width) * 0.5f, origin.x, origin.x + chart_width - width);
       draw_list->AddText(ImVec2(x, plot_bottom + 2.0f * scale), axis_colour, text);
     }
-    if (hovered) state.hovered_stage = stage.index;
+    if (hovered) view.hovered_stage = stage.index;
     // Only over a segment: above the bar's top there is nothing to explain.
-    if (hovered && state.hovered_term >= 0) {
+    if (hovered && view.hovered_term >= 0) {
       tooltip_stage = &stage;
       tooltip_labels = &labels;
-      tooltip_bar_left = x0;
-      tooltip_bar_right = x1;
+      tooltip_bar.left = x0;
+      tooltip_bar.right = x1;
     }
   }
   if (report.device.bytes > 0) {
@@ -433,13 +429,12 @@ void draw_stages(AppState& state, const stagemem::Report& report) {
   ImGui::Dummy(ImVec2(chart_width, chart_height));
   ImGui::EndChild();
   if (tooltip_stage != nullptr) {
-    draw_bar_tooltip(state, *tooltip_stage, *tooltip_labels, origin.y + chart_height,
-                     tooltip_bar_left, tooltip_bar_right);
+    draw_bar_tooltip(state, view, *tooltip_stage, *tooltip_labels, tooltip_bar, out);
   }
 
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + chart_height + scrollbar));
   const ImVec2 below = ImGui::GetCursorScreenPos();
-  HeatStrip& strip = state.heat_strip;
+  HeatStrip& strip = view.heat_strip;
   strip.cell_count = std::min(static_cast<int>(report.stages.size()), HeatStrip::max_cells);
   for (int i = 0; i < strip.cell_count; ++i) {
     strip.values[static_cast<std::size_t>(i)] = static_cast<float>(

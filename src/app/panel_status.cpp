@@ -2,23 +2,19 @@
 // function's CPU time (mean and max over the last FrameTimes::capacity frames; "UI": the part
 // before GL submission). Kept discreet (disabled text colour). ImGui formats into its own
 // buffer: nothing is allocated here.
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
+#include "state.h"
+#include "version.h"
+#include "widgets.h"
 
-#ifndef STAGEMEM_COMMIT
-#define STAGEMEM_COMMIT "unknown"
-#endif
-
-std::string_view app_version() {
-  return STAGEMEM_VERSION;
-}
-std::string_view app_commit() {
-  return STAGEMEM_COMMIT;
-}
-
-void draw_status_bar(AppState& state, const stagemem::Report& report) {
+void draw_status_bar(const AppState& state, StatusView& view, Actions& out) {
+  const stagemem::Report& report = state.report;
+  const std::string_view version = app_version();
+  const std::string_view commit = app_commit();
   ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("stagemem %s (%s)", STAGEMEM_VERSION, STAGEMEM_COMMIT);
+  ImGui::TextDisabled("stagemem %.*s (%.*s)", static_cast<int>(version.size()), version.data(),
+                      static_cast<int>(commit.size()), commit.data());
   if (state.report_valid && !report_stale(state) && report.binding_stage >= 0) {
     ImGui::SameLine();
     ImGui::TextDisabled("| binding stage %lld", static_cast<long long>(report.binding_stage));
@@ -27,11 +23,11 @@ void draw_status_bar(AppState& state, const stagemem::Report& report) {
   ImGui::TextDisabled("|");
   ImGui::SameLine();
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(ImGui::GetStyle().FramePadding.x, 0.0f));
-  ImGui::Checkbox("frame times", &state.show_frame_times);
+  ImGui::Checkbox("frame times", &view.show_frame_times);
   ImGui::PopStyleVar();
-  record_widget_rect(state, Widget::frame_times);
+  publish(out, Widget::frame_times);
   ImGui::SetItemTooltip("debug: the CPU time of drawing a frame (none are drawn while idle)");
-  if (!state.show_frame_times) return;
+  if (!view.show_frame_times) return;
   ImGui::SameLine();
   ImGui::TextDisabled(
       "frame %.2f ms mean, %.2f ms max; UI %.2f ms mean (last %d frames drawn; %llu idle "

@@ -5,15 +5,17 @@
 // with the first error named.
 #include <algorithm>
 
-#include "app.h"
+#include "actions.h"
 #include "imgui.h"
 #include "parallel/layout.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
 constexpr ImVec4 fits_colour(0.45f, 0.85f, 0.50f, 1.0f);
-constexpr ImVec4 over_colour(1.0f, 0.45f, 0.40f, 1.0f);
+constexpr ImVec4 over_colour = error_colour;
 constexpr ImVec4 stale_colour(0.95f, 0.75f, 0.30f, 1.0f);
 
 std::string device_text(const stagemem::Config& c) {
@@ -23,12 +25,13 @@ std::string device_text(const stagemem::Config& c) {
 
 }  // namespace
 
-void draw_summary_line(AppState& state, const stagemem::Report& report) {
+void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
+  const stagemem::Report& report = state.report;
   const stagemem::Config& c = state.config;
   const stagemem::ParallelLayout& p = c.parallel;
   const std::int64_t dp = std::max<std::int64_t>(1, stagemem::data_parallel_size(p));
   const std::int64_t world = std::max<std::int64_t>(1, stagemem::world_size(p));
-  const std::int64_t per_node = std::max(1, state.gpus_per_node);
+  const std::int64_t per_node = std::max(1, view.gpus_per_node);
   const std::int64_t nodes = (world + per_node - 1) / per_node;
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%s on %s", c.custom_model.empty() ? c.model.c_str() : "a custom model",
@@ -44,10 +47,10 @@ void draw_summary_line(AppState& state, const stagemem::Report& report) {
               nodes == 1 ? "" : "s");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
-  if (ImGui::InputInt("GPUs per node", &state.gpus_per_node)) {
-    state.gpus_per_node = std::clamp(state.gpus_per_node, 1, 1024);
+  if (ImGui::InputInt("GPUs per node", &view.gpus_per_node)) {
+    view.gpus_per_node = std::clamp(view.gpus_per_node, 1, 1024);
   }
-  record_widget_rect(state, Widget::gpus_per_node);
+  publish(out, Widget::gpus_per_node);
   ImGui::SetItemTooltip("for the node count only; not part of the configuration");
   if (p.expert_parallel > 1) {
     ImGui::SameLine();
@@ -65,8 +68,10 @@ void draw_summary_line(AppState& state, const stagemem::Report& report) {
     } else {
       ImGui::TextColored(over_colour, "No report yet |");
     }
-    if (draw_fix(state, first)) {
-      record_widget_rect(state, Widget::field_fix);
+    bool pressed = false;
+    if (const Fix fix = fix_button(c, first, pressed); fix != Fix::none) {
+      if (pressed) out.push(ApplyFix{fix});
+      publish(out, Widget::field_fix);
       ImGui::SameLine();
     }
     // Wrapped at word boundaries: a long message never runs off the window.

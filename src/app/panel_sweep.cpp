@@ -4,14 +4,16 @@
 // shader (heat_map.h), the numbers by ImGui on top. Hover a cell for its numbers; click it to
 // apply its two values to the configuration (the link follows through the usual sync).
 // The grid is the core's sweep engine's (plan/sweep.h), recomputed (sweep.h) only when the
-// configuration or the axes change.
+// configuration or the axes change, a time slice per frame by the frame's refresh.
 #include <algorithm>
 
-#include "app.h"
+#include "actions.h"
 #include "config/config_fields.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "plan/sweep.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
@@ -59,8 +61,16 @@ void draw_colour_legend(bool headroom_mode, float scale) {
       "or why it is invalid");
 }
 
-void edit_axis(AppState& state, std::size_t axis, const char* name) {
-  SweepAxisEdit& edited = state.sweep.axes[axis];
+void edit_axis(const AppState& state, SweepView& view, std::size_t axis, const char* name,
+               Actions& out) {
+  const SweepAxisEdit& edited = state.sweep.axes[axis];
+  // The text being typed stays the panel's until it is applied; a new text of the axis (applied,
+  // refused, suggested, or from a link) replaces it.
+  std::string& text = view.values_text[axis];
+  if (view.values_shown[axis] != edited.values_text) {
+    text = edited.values_text;
+    view.values_shown[axis] = edited.values_text;
+  }
   ImGui::PushID(name);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(name);
@@ -71,7 +81,7 @@ void edit_axis(AppState& state, std::size_t axis, const char* name) {
     for (const stagemem::ConfigField* field : stagemem::sweepable_fields()) {
       // Keys are string literals of the field table: NUL-terminated.
       if (ImGui::Selectable(field->key.data(), field == edited.axis.field)) {
-        set_sweep_axis(state.sweep, axis, field->key, "", state.config);
+        out.push(SetSweepAxis{axis, std::string(field->key), ""});
       }
       ImGui::SetItemTooltip("%.*s", static_cast<int>(field->help.size()), field->help.data());
     }
@@ -79,15 +89,13 @@ void edit_axis(AppState& state, std::size_t axis, const char* name) {
   }
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1.0f);
-  std::string& text = edited.values_text;
   if (ImGui::InputText("##values", &text, ImGuiInputTextFlags_EnterReturnsTrue) ||
       ImGui::IsItemDeactivatedAfterEdit()) {
-    const std::string typed = text;
-    set_sweep_axis(state.sweep, axis, edited.key(), typed, state.config);
+    out.push(SetSweepAxis{axis, edited.key(), text});
   }
   ImGui::SetItemTooltip("comma-separated values in the field's link form; Enter applies");
   if (!edited.error.empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", edited.error.c_str());
+    ImGui::TextColored(error_colour, "%s", edited.error.c_str());
   }
   ImGui::PopID();
 }
@@ -117,17 +125,14 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
 
 }  // namespace
 
-void draw_sweep(AppState& state, const stagemem::Report& report) {
-  (void)report;
-  Sweep& sweep = state.sweep;
-  // A grid is filled a time slice per frame: while cells remain, the next frame continues it.
-  if (update_sweep(sweep, state.config)) request_frames(state, 1);
+void draw_sweep(const AppState& state, SweepView& view, Actions& out) {
+  const Sweep& sweep = state.sweep;
   ImGui::TextWrapped(
       "Every cell is a full estimate of this configuration with the two values; "
       "coloured by the binding stage's headroom (red: does not fit), or by its "
       "peak when no device is chosen. Click a cell to apply its values.");
-  edit_axis(state, 0, "columns");
-  edit_axis(state, 1, "rows   ");
+  edit_axis(state, view, 0, "columns", out);
+  edit_axis(state, view, 1, "rows   ", out);
   if (sweep.complete) {
     ImGui::TextDisabled(
         "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; each model "
@@ -138,11 +143,11 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
     ImGui::TextDisabled("computing: %zu of %zu cells", sweep.run.evaluated, sweep.run.cells.size());
   }
   if (!sweep.model_error.empty()) {
-    ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", sweep.model_error.c_str());
+    ImGui::TextColored(error_colour, "%s", sweep.model_error.c_str());
     return;
   }
   if (sweep.columns == 0 || sweep.rows == 0) return;
-  feed_heat_map(state.heat_map, sweep,
+  feed_heat_map(view.heat_map, sweep,
                 sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.run.evaluated);
 
   const float scale = state.ui_scale;
@@ -193,19 +198,19 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
 
   const ImVec2 grid_min(grid_left, grid_top);
   const ImVec2 grid_max(grid_left + grid_width, grid_top + grid_height);
-  queue_heat_map(state.heat_map, draw_list, grid_min, grid_max);
-  state.heat_map_rect = {grid_min.x, grid_min.y, grid_max.x, grid_max.y, state.frame_count, true};
+  queue_heat_map(view.heat_map, draw_list, grid_min, grid_max);
+  view.heat_map_rect = {grid_min.x, grid_min.y, grid_max.x, grid_max.y, out.frame(), true};
 
   ImGui::SetCursorScreenPos(grid_min);
   const bool clicked = ImGui::InvisibleButton("grid", ImVec2(grid_width, grid_height));
-  sweep.hovered_cell = -1;
+  view.hovered_cell = -1;
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetMousePos();
     const auto x =
         std::min(sweep.columns - 1, static_cast<std::size_t>((mouse.x - grid_left) / cell_width));
     const auto y =
         std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
-    sweep.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
+    view.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
   }
   const bool show_gpus = parallel_axis(sweep.axes[0].key()) || parallel_axis(sweep.axes[1].key());
   // Cells narrower than a short label draw none (a 64 x 64 grid): no text work per cell then.
@@ -237,18 +242,16 @@ void draw_sweep(AppState& state, const stagemem::Report& report) {
                          ImVec2(cx + cell_width - 2.0f * scale, cy + cell_height - 2.0f * scale),
                          current_colour, 0.0f, 0, 3.0f * scale);
     }
-    if (static_cast<std::int64_t>(i) == sweep.hovered_cell) {
+    if (static_cast<std::int64_t>(i) == view.hovered_cell) {
       draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height), IM_COL32_WHITE,
                          0.0f, 0, 2.0f * scale);
     }
   }
-  if (sweep.hovered_cell >= 0) {
-    const std::string detail =
-        sweep_cell_detail(sweep, static_cast<std::size_t>(sweep.hovered_cell));
+  if (view.hovered_cell >= 0) {
+    const auto cell = static_cast<std::size_t>(view.hovered_cell);
+    const std::string detail = sweep_cell_detail(sweep, cell);
     ImGui::SetTooltip("%s", detail.c_str());
-    if (clicked) {
-      apply_sweep_cell(sweep, static_cast<std::size_t>(sweep.hovered_cell), state.config);
-    }
+    if (clicked) out.push(ApplySweepCell{cell});
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_max.y + 4.0f * scale));
   const bool headroom = sweep_device_bytes(sweep) > 0;

@@ -2,8 +2,8 @@
 // the schedule's order: every forward and backward of every micro-batch on every virtual chunk,
 // then the optimizer step. Each pass is a column stacked by family (resident, measured gaps,
 // stored activations, transients); the peak moment is marked and named. Hovering a column shows
-// its event, its bytes by family and the terms alive then. The timeline is rebuilt only when the
-// report or the chosen stage changes (AppState::timeline).
+// its event, its bytes by family and the terms alive then. The timeline is rebuilt by the frame's
+// refresh only when the report or the chosen stage changes (AppState::timeline).
 // A loaded allocator snapshot of the same stage (AppState::snapshot) is drawn over it: its
 // replayed live-bytes curve in its own colour, with its peak event marked and compared with the
 // derived peak. The x axes differ in kind (allocator events vs schedule passes); both are spread
@@ -14,13 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "app.h"
+#include "actions.h"
 #include "base/units.h"
 #include "imgui.h"
 #include "measured/snapshot.h"
 #include "memory/timeline.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "state.h"
+#include "widgets.h"
 
 namespace {
 
@@ -52,29 +54,19 @@ ImU32 colour_of(stagemem::Family f) {
   return family_colours[static_cast<std::size_t>(f)];
 }
 
-void rebuild(AppState& state, const stagemem::Report& report) {
-  TimelineView& view = state.timeline;
-  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
-  view.timeline = stagemem::stage_timeline(report, stage);
-  view.built_stage = view.stage;
-  view.built_generation = state.report_generation;
-  view.peak_name = stagemem::moment_name(stage, stagemem::peak_moment(stage));
-  view.hovered_event = -1;
-  view.hovered_name.clear();
-}
-
 // What is alive at event `e`, as tooltip lines.
 // Terms listed in an event's tooltip, the largest first; the rest are summed in one line so the
 // tooltip stays inside the window.
 constexpr std::size_t tooltip_terms = 12;
 
-void event_tooltip(const AppState& state, const stagemem::StageReport& stage, std::int64_t e) {
+void event_tooltip(const AppState& state, const TimelineView& view,
+                   const stagemem::StageReport& stage, std::int64_t e) {
   const stagemem::StageTimeline& t = state.timeline.timeline;
   const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
   // Long term names wrap at a width that fits beside the cursor on either side.
   ImGui::PushTextWrapPos(
       std::min(ImGui::GetFontSize() * 34.0f, ImGui::GetIO().DisplaySize.x * 0.45f));
-  ImGui::TextUnformatted(state.timeline.hovered_name.c_str());
+  ImGui::TextUnformatted(view.hovered_name.c_str());
   if (e == t.peak_event) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "the stage's peak");
   ImGui::Separator();
   ImGui::PushFont(state.mono_font);
@@ -147,7 +139,7 @@ struct Measured {
 
 Measured measured_for(const AppState& state, std::int64_t stage) {
   Measured m;
-  const SnapshotView& snap = state.snapshot;
+  const SnapshotTab& snap = state.snapshot;
   if (!snap.loaded || snap.stage != stage) return m;
   const stagemem::SnapshotSummary& s = snap.summary;
   m.device = s.peak.found ? s.peak.device : 0;
@@ -174,35 +166,45 @@ Measured measured_for(const AppState& state, std::int64_t stage) {
 
 }  // namespace
 
-void draw_timeline(AppState& state, const stagemem::Report& report) {
+void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
+  const stagemem::Report& report = state.report;
   if (!report.diagnostics.ok() || report.stages.empty()) {
     ImGui::TextWrapped("Fix the highlighted fields to see the step timeline.");
     return;
   }
-  TimelineView& view = state.timeline;
+  const TimelineTab& tab = state.timeline;
   const auto stages = static_cast<std::int64_t>(report.stages.size());
-  if (view.stage < 0 || view.stage >= stages) {
-    view.stage = report.binding_stage >= 0 ? report.binding_stage : 0;
-  }
+  // The chosen stage; none yet (or gone): the binding stage, as the frame's refresh will choose.
+  const std::int64_t shown = tab.stage >= 0 && tab.stage < stages ? tab.stage
+                             : report.binding_stage >= 0          ? report.binding_stage
+                                                                  : 0;
   ImGui::SetNextItemWidth(160.0f * state.ui_scale);
-  const std::string preview = "stage " + std::to_string(view.stage);
+  const std::string preview = "stage " + std::to_string(shown);
   if (ImGui::BeginCombo("##timeline_stage", preview.c_str())) {
     for (std::int64_t s = 0; s < stages; ++s) {
       const std::string label = "stage " + std::to_string(s);
-      if (ImGui::Selectable(label.c_str(), s == view.stage)) view.stage = s;
+      if (ImGui::Selectable(label.c_str(), s == shown)) out.push(SelectTimelineStage{s});
     }
     ImGui::EndCombo();
   }
-  record_widget_rect(state, Widget::timeline_stage);
-  if (view.built_stage != view.stage || view.built_generation != state.report_generation ||
-      view.timeline.events.empty()) {
-    rebuild(state, report);
+  publish(out, Widget::timeline_stage);
+  if (tab.built_stage != shown || tab.stage != shown ||
+      tab.built_generation != state.report_generation) {
+    // The tab has just opened: the frame's refresh builds the timeline before the next frame.
+    view.hovered_event = -1;
+    return;
   }
-  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(view.stage)];
-  const stagemem::StageTimeline& t = view.timeline;
+  if (view.hovered_build != tab.builds) {
+    // A new timeline: the event under the mouse is looked up again.
+    view.hovered_build = tab.builds;
+    view.hovered_event = -1;
+    view.hovered_name.clear();
+  }
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(tab.stage)];
+  const stagemem::StageTimeline& t = tab.timeline;
   ImGui::SameLine();
   ImGui::TextWrapped("Peak %s at %s", stagemem::format_gib(stage.peak_bytes).c_str(),
-                     view.peak_name.c_str());
+                     tab.peak_name.c_str());
 
   // Legend.
   for (const stagemem::Family f : stack_order) {
@@ -214,7 +216,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
     ImGui::TextUnformatted(std::string(stagemem::family_name(f)).c_str());
     ImGui::SameLine();
   }
-  const Measured measured = measured_for(state, view.stage);
+  const Measured measured = measured_for(state, tab.stage);
   MeasuredOverlay& overlay = view.measured;
   overlay = MeasuredOverlay{};
   if (measured.shown) {
@@ -243,7 +245,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
   const float plot_bottom = origin.y + height;
   ImGui::InvisibleButton("##timeline_chart", ImVec2(width, height));
   const bool hovered = ImGui::IsItemHovered();
-  record_widget_rect(state, Widget::timeline_chart);
+  publish(out, Widget::timeline_chart);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const auto n = static_cast<std::int64_t>(t.events.size());
   std::int64_t top = std::max<std::int64_t>(stage.peak_bytes, 1);
@@ -368,7 +370,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
     const float label_y = std::max(plot_top, overlay.peak_y - ImGui::GetTextLineHeight() - 2.0f);
     draw->AddText(ImVec2(label_x, label_y), measured_colour, label.c_str());
     overlay.drawn = true;
-    overlay.frame = state.frame_count;
+    overlay.frame = out.frame();
   }
   ImGui::TextDisabled(
       "%lld events: %lld micro-batches x %lld chunk(s), forward and backward, then the optimizer "
@@ -376,7 +378,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
       static_cast<long long>(n), static_cast<long long>(report.micro_batches),
       static_cast<long long>(t.chunks));
   if (measured.shown) {
-    const SnapshotView& snap = state.snapshot;
+    const SnapshotTab& snap = state.snapshot;
     if (measured.curve) {
       overlay.axis_note =
           "X axes: the columns are this stage's " + std::to_string(n) +
@@ -400,7 +402,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(measured_colour), "%s",
                        overlay.axis_note.c_str());
     ImGui::TextUnformatted(
-        stagemem::compare_snapshot_peak(snap.summary, stage, view.peak_name).text.c_str());
+        stagemem::compare_snapshot_peak(snap.summary, stage, tab.peak_name).text.c_str());
     ImGui::PopTextWrapPos();
   } else if (state.snapshot.loaded) {
     ImGui::TextDisabled(
@@ -425,7 +427,7 @@ void draw_timeline(AppState& state, const stagemem::Report& report) {
             : std::string();
   }
   if (view.hovered_event >= 0 && ImGui::BeginTooltip()) {
-    event_tooltip(state, stage, view.hovered_event);
+    event_tooltip(state, view, stage, view.hovered_event);
     ImGui::EndTooltip();
   }
 }

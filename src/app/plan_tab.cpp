@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -50,17 +51,17 @@ bool parse_one(std::string_view text, std::int64_t& out, std::int64_t fallback, 
 
 struct LinkKey {
   std::string_view key;
-  std::string PlanTab::*text;
+  std::string PlanInputs::*text;
 };
 constexpr std::array<LinkKey, 8> link_keys = {{
-    {"plan_gpn", &PlanTab::gpus_per_node},
-    {"plan_min", &PlanTab::min_gpus},
-    {"plan_max", &PlanTab::max_gpus},
-    {"plan_tp", &PlanTab::tp},
-    {"plan_pp", &PlanTab::pp},
-    {"plan_vpp", &PlanTab::vpp},
-    {"plan_ep", &PlanTab::ep},
-    {"plan_mbs", &PlanTab::mbs},
+    {"plan_gpn", &PlanInputs::gpus_per_node},
+    {"plan_min", &PlanInputs::min_gpus},
+    {"plan_max", &PlanInputs::max_gpus},
+    {"plan_tp", &PlanInputs::tp},
+    {"plan_pp", &PlanInputs::pp},
+    {"plan_vpp", &PlanInputs::vpp},
+    {"plan_ep", &PlanInputs::ep},
+    {"plan_mbs", &PlanInputs::mbs},
 }};
 
 // The link's text of a list: digits and commas only (nothing to escape).
@@ -72,22 +73,21 @@ bool link_safe(std::string_view text) {
 
 }  // namespace
 
-bool plan_bounds_from_inputs(PlanTab& tab, stagemem::PlanBounds& b) {
+bool plan_bounds_from_inputs(const PlanInputs& in, stagemem::PlanBounds& b, std::string& e) {
   b = {};
-  std::string& e = tab.input_error;
   e.clear();
-  const bool ok = parse_one(tab.gpus_per_node, b.gpus_per_node, 8, "GPUs per node", e) &&
-                  parse_one(tab.min_gpus, b.min_gpus, 1, "min GPUs", e) &&
-                  parse_one(tab.max_gpus, b.max_gpus, 0, "max GPUs", e) &&
-                  parse_list(tab.tp, b.tp, "TP", e) && parse_list(tab.pp, b.pp, "PP", e) &&
-                  parse_list(tab.vpp, b.vpp, "VPP", e) && parse_list(tab.ep, b.ep, "EP", e) &&
-                  parse_list(tab.mbs, b.mbs, "mbs", e);
+  const bool ok = parse_one(in.gpus_per_node, b.gpus_per_node, 8, "GPUs per node", e) &&
+                  parse_one(in.min_gpus, b.min_gpus, 1, "min GPUs", e) &&
+                  parse_one(in.max_gpus, b.max_gpus, 0, "max GPUs", e) &&
+                  parse_list(in.tp, b.tp, "TP", e) && parse_list(in.pp, b.pp, "PP", e) &&
+                  parse_list(in.vpp, b.vpp, "VPP", e) && parse_list(in.ep, b.ep, "EP", e) &&
+                  parse_list(in.mbs, b.mbs, "mbs", e);
   if (!ok) return false;
   using stagemem::RecomputePolicy;
   const std::array<RecomputePolicy, 3> policies = {
       RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
   for (std::size_t i = 0; i < policies.size(); ++i) {
-    if (tab.recompute[i]) b.recompute.push_back(policies[i]);
+    if (in.recompute[i]) b.recompute.push_back(policies[i]);
   }
   if (b.recompute.empty()) {
     e = "recompute: choose at least one policy";
@@ -97,10 +97,16 @@ bool plan_bounds_from_inputs(PlanTab& tab, stagemem::PlanBounds& b) {
   return true;
 }
 
+void set_plan_inputs(PlanTab& tab, PlanInputs inputs) {
+  tab.inputs = std::move(inputs);
+  stagemem::PlanBounds ignored;
+  plan_bounds_from_inputs(tab.inputs, ignored, tab.input_error);
+}
+
 void start_plan_search(PlanTab& tab, const stagemem::Config& config) {
   tab.search.reset();
   stagemem::PlanBounds bounds;
-  if (!plan_bounds_from_inputs(tab, bounds)) return;
+  if (!plan_bounds_from_inputs(tab.inputs, bounds, tab.input_error)) return;
   stagemem::Diagnostics d;
   auto model = stagemem::resolve_model(config, d);
   if (!model) {
@@ -123,8 +129,8 @@ void start_plan_search(PlanTab& tab, const stagemem::Config& config) {
   tab.slices = 0;
 }
 
-void advance_plan_search(PlanTab& tab) {
-  if (!tab.search) return;
+bool advance_plan_search(PlanTab& tab) {
+  if (!tab.search) return false;
   const auto start = Clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -135,7 +141,7 @@ void advance_plan_search(PlanTab& tab) {
   tab.elapsed_ms += slice;
   tab.longest_slice_ms = std::max(tab.longest_slice_ms, slice);
   ++tab.slices;
-  if (more) return;
+  if (more) return true;
   stagemem::PlanResult result = stagemem::select_plan(tab.search->entries(), tab.bounds.top);
   result.device_bytes = tab.search->device_bytes();
   result.configurations_searched = tab.search->searched();
@@ -144,35 +150,35 @@ void advance_plan_search(PlanTab& tab) {
   tab.result = std::move(result);
   tab.result_config = tab.searched_config;
   tab.has_result = true;
-  tab.hovered = -1;
   tab.search.reset();
+  return false;
 }
 
 double plan_progress(const PlanTab& tab) {
   return tab.search ? tab.search->progress() : 1.0;
 }
 
-std::string plan_link_keys(const PlanTab& tab) {
-  const PlanTab defaults;
+std::string plan_link_keys(const PlanInputs& inputs) {
+  const PlanInputs defaults;
   std::string out;
   for (const LinkKey& k : link_keys) {
-    const std::string& value = tab.*k.text;
+    const std::string& value = inputs.*k.text;
     if (value != defaults.*k.text && link_safe(value)) {
       out += "&" + std::string(k.key) + "=" + value;
     }
   }
-  if (tab.recompute != defaults.recompute) {
+  if (inputs.recompute != defaults.recompute) {
     std::string value;
     const std::array<const char*, 3> names = {"none", "selective", "full"};
     for (std::size_t i = 0; i < names.size(); ++i) {
-      if (tab.recompute[i]) value += std::string(value.empty() ? "" : ",") + names[i];
+      if (inputs.recompute[i]) value += std::string(value.empty() ? "" : ",") + names[i];
     }
     out += "&plan_recompute=" + value;
   }
   return out;
 }
 
-std::string take_plan_link_keys(std::string_view fragment, PlanTab& tab) {
+std::string take_plan_link_keys(std::string_view fragment, PlanInputs& inputs) {
   std::string kept;
   std::size_t start = 0;
   if (const auto hash = fragment.find('#'); hash != std::string_view::npos) start = hash + 1;
@@ -186,20 +192,19 @@ std::string take_plan_link_keys(std::string_view fragment, PlanTab& tab) {
     bool taken = false;
     for (const LinkKey& k : link_keys) {
       if (key == k.key && link_safe(value)) {
-        tab.*k.text = std::string(value);
+        inputs.*k.text = std::string(value);
         taken = true;
       }
     }
     if (key == "plan_recompute") {
       taken = true;
-      tab.recompute = {value.find("none") != std::string_view::npos,
-                       value.find("selective") != std::string_view::npos,
-                       value.find("full") != std::string_view::npos};
+      inputs.recompute = {value.find("none") != std::string_view::npos,
+                          value.find("selective") != std::string_view::npos,
+                          value.find("full") != std::string_view::npos};
     }
     if (!taken && !pair.empty()) kept += (kept.empty() ? "" : "&") + std::string(pair);
     if (amp == std::string_view::npos) break;
     rest.remove_prefix(amp + 1);
   }
-  tab.plan_link_keys = plan_link_keys(tab);
   return kept;
 }

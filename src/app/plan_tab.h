@@ -3,7 +3,8 @@
 // Purpose: the bounds of `stagemem plan` as editable text (in their link form), a search that
 // runs a few points per frame within a time budget so no frame stalls, its progress, and the
 // result (minimum and frontier). The inputs travel in the link as `plan_*` keys after the
-// configuration's fragment; apply_fragment strips them before decoding the configuration.
+// configuration's fragment; apply_fragment strips them before decoding the configuration. The
+// frame advances a running search while the tab is open (frame.h).
 // Units: GPUs, milliseconds.
 // Limitations: one search at a time; editing the configuration or the bounds stops it (the
 // result shown is the last finished search's, marked stale).
@@ -19,13 +20,18 @@
 #include "model/model.h"
 #include "plan/plan.h"
 
-struct PlanTab {
-  // Inputs, in the CLI's / link's text form; empty means plan.h's default range.
+// The search's inputs, in the CLI's / link's text form; empty means plan.h's default range.
+struct PlanInputs {
   std::string gpus_per_node = "8";
   std::string min_gpus;
   std::string max_gpus;
   std::string tp, pp, vpp, ep, mbs;
   std::array<bool, 3> recompute = {true, true, true};  // none, selective, full
+  bool operator==(const PlanInputs&) const = default;
+};
+
+struct PlanTab {
+  PlanInputs inputs;
   std::string input_error;  // why the inputs were refused ("" when accepted)
 
   // The running search (null when idle) and what it searches.
@@ -42,19 +48,21 @@ struct PlanTab {
   bool has_result = false;
   stagemem::PlanResult result;
   stagemem::Config result_config;  // the configuration it was run for
-  std::int64_t hovered = -1;       // frontier entry under the mouse (plot or table); -1 none
-  std::string plan_link_keys;      // what the link last carried (web sync)
 };
 
-// Parses the inputs into bounds; false (and input_error set) when one is refused.
-bool plan_bounds_from_inputs(PlanTab& tab, stagemem::PlanBounds& bounds);
+// Parses the inputs into bounds; false (and `error` set) when one is refused.
+bool plan_bounds_from_inputs(const PlanInputs& inputs, stagemem::PlanBounds& bounds,
+                             std::string& error);
+// Replaces the inputs; input_error says at once whether they are usable.
+void set_plan_inputs(PlanTab& tab, PlanInputs inputs);
 // Starts a search of `config`'s model (the previous one is dropped).
 void start_plan_search(PlanTab& tab, const stagemem::Config& config);
 // Runs the search for at most the slice budget; finishes it (result) when the space is done.
-void advance_plan_search(PlanTab& tab);
+// True while the search goes on (the caller asks for another frame).
+bool advance_plan_search(PlanTab& tab);
 double plan_progress(const PlanTab& tab);  // [0, 1]; 1 when idle
 
 // "&plan_tp=1,2,4&plan_max=512": the non-default inputs as link keys ("" when all default).
-std::string plan_link_keys(const PlanTab& tab);
-// Reads `plan_*` keys of a fragment into the tab and returns the fragment without them.
-std::string take_plan_link_keys(std::string_view fragment, PlanTab& tab);
+std::string plan_link_keys(const PlanInputs& inputs);
+// Reads `plan_*` keys of a fragment into the inputs and returns the fragment without them.
+std::string take_plan_link_keys(std::string_view fragment, PlanInputs& inputs);

@@ -1,4 +1,5 @@
-// Native platform: GLFW window with an OpenGL 3.3 core context.
+// Native platform: GLFW window with an OpenGL 3.3 core context, and the Platform (platform.h) of
+// the desktop: GLFW's clipboard, files in the working directory, files dropped onto the window.
 //   stagemem_app [--url FRAGMENT] [--frames N] [--screenshot FILE.png]
 // --frames ends the run after N frames (headless smoke runs under Xvfb ignore vsync);
 // --screenshot saves the last frame as PNG.
@@ -12,14 +13,20 @@
 #include <string_view>
 #include <vector>
 
-#include "app.h"
+#include "actions.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "bounded_read.h"
 #include "config/url_fragment.h"
+#include "frame.h"
 #include "gl_api.h"
 #include "imgui.h"
+#include "link.h"
+#include "load_input.h"
+#include "platform.h"
 #include "png_writer.h"
+#include "state.h"
+#include "version.h"
 
 namespace {
 
@@ -80,68 +87,68 @@ bool save_screenshot(GLFWwindow* window, const std::string& path) {
   return write_png(path, width, height, flipped);
 }
 
-}  // namespace
+// The desktop has no page link: it copies the fragment, which `--url` (and the web page after
+// '#') accepts, and has no history to push links to.
+class NativePlatform final : public Platform {
+ public:
+  std::string copy_link(const AppState& state) override {
+    const std::string fragment = stagemem::encode_fragment(state.config);
+    ImGui::SetClipboardText(fragment.c_str());
+    return "Copied the configuration fragment (use it with --url or after '#' in a page link)";
+  }
+  std::string copy_text(const std::string& text) override {
+    ImGui::SetClipboardText(text.c_str());
+    return "Copied";
+  }
+  std::string save_text(const std::string& file_name, const std::string&,
+                        const std::string& text) override {
+    std::ofstream file(file_name, std::ios::binary);
+    file << text;
+    return file.good() ? "Saved " + file_name + " in the working directory"
+                       : "Could not write " + file_name;
+  }
+  std::string open_file() override {
+    return "Drop a config.json or stagemem JSON onto the window to load it";
+  }
+  std::string open_snapshot() override {
+    return "Drop an allocator snapshot (.pickle) onto the window to load it";
+  }
+  std::string link(const std::string& fragment) const override { return "#" + fragment; }
+  void push_link(const AppState&) override {}
+};
 
-// The desktop app has no page link: it copies the fragment, which `--url` (and the web page
-// after '#') accepts.
-std::string platform_copy_link(AppState& state) {
-  const std::string fragment = stagemem::encode_fragment(state.config);
-  ImGui::SetClipboardText(fragment.c_str());
-  return "Copied the configuration fragment (use it with --url or after '#' in a page link)";
-}
-
-std::string platform_copy_text(AppState&, const std::string& text) {
-  ImGui::SetClipboardText(text.c_str());
-  return "Copied";
-}
-
-std::string platform_save_text(AppState&, const std::string& file_name, const std::string&,
-                               const std::string& text) {
-  std::ofstream file(file_name, std::ios::binary);
-  file << text;
-  return file.good() ? "Saved " + file_name + " in the working directory"
-                     : "Could not write " + file_name;
-}
-
-std::string platform_link(const AppState&, const std::string& fragment) {
-  return "#" + fragment;
-}
-
-std::string platform_open_file(AppState&) {
-  return "Drop a config.json or stagemem JSON onto the window to load it";
-}
-
-std::string platform_open_snapshot(AppState&) {
-  return "Drop an allocator snapshot (.pickle) onto the window to load it";
-}
-
-void platform_push_link(AppState&) {}
-
-namespace {
+// What the window's callbacks reach through its user pointer.
+struct NativeApp {
+  AppState state;
+  NativePlatform platform;
+};
 
 // A file dropped onto the window: read it and load it like a pasted text, or as an allocator
-// snapshot (load_file tells them apart). It is read within the limit of what it is (file_limit:
+// snapshot (LoadFile tells them apart). It is read within the limit of what it is (file_limit:
 // by its name and first bytes), so a huge file or a device costs at most that limit.
 void on_drop(GLFWwindow* window, int count, const char** paths) {
-  auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window));
-  if (state == nullptr || count < 1) return;
+  auto* app = static_cast<NativeApp*>(glfwGetWindowUserPointer(window));
+  if (app == nullptr || count < 1) return;
   const std::string path(paths[0]);
-  const std::string_view name = std::string_view(path).substr(path.find_last_of("/\\") + 1);
-  const stagemem_io::ReadResult read = stagemem_io::read_file(
-      path, [name](std::string_view head) { return file_limit(name, head); });
+  std::string name = path.substr(path.find_last_of("/\\") + 1);
+  stagemem_io::ReadResult read = stagemem_io::read_file(
+      path, [&name](std::string_view head) { return file_limit(name, head); });
   if (read.status != stagemem_io::ReadStatus::ok) {
-    show_message(
-        *state,
-        refuse_file(*state, name, stagemem_io::failure_text(read, stagemem_io::quoted_path(path))));
+    apply_action(app->state,
+                 RefuseFile{std::move(name),
+                            stagemem_io::failure_text(read, stagemem_io::quoted_path(path))},
+                 app->platform);
     return;
   }
-  show_message(*state, load_file(*state, name, read.bytes));
+  apply_action(app->state, LoadFile{std::move(name), std::move(read.bytes)}, app->platform);
 }
 
 // Input callbacks installed before ImGui's backend, which chains to them: they only wake the
 // idle loop (ImGui receives the events itself).
 void wake(GLFWwindow* window) {
-  if (auto* state = static_cast<AppState*>(glfwGetWindowUserPointer(window))) note_input(*state);
+  if (auto* app = static_cast<NativeApp*>(glfwGetWindowUserPointer(window))) {
+    note_input(app->state);
+  }
 }
 void install_wake_callbacks(GLFWwindow* window) {
   glfwSetCursorPosCallback(window, [](GLFWwindow* w, double, double) { wake(w); });
@@ -166,7 +173,8 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  GLFWwindow* window = glfwCreateWindow(1280, 800, "stagemem " STAGEMEM_VERSION, nullptr, nullptr);
+  const std::string title = "stagemem " + std::string(app_version());
+  GLFWwindow* window = glfwCreateWindow(1280, 800, title.c_str(), nullptr, nullptr);
   if (window == nullptr) {
     std::fprintf(stderr, "error: no OpenGL 3.3 core context available\n");
     glfwTerminate();
@@ -177,11 +185,12 @@ int main(int argc, char** argv) {
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
-  AppState state;
+  NativeApp app;
+  AppState& state = app.state;
   float scale_x = 1.0f, scale_y = 1.0f;
   glfwGetWindowContentScale(window, &scale_x, &scale_y);
   configure_imgui(state, scale_x);
-  glfwSetWindowUserPointer(window, &state);
+  glfwSetWindowUserPointer(window, &app);
   install_wake_callbacks(window);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
@@ -200,7 +209,7 @@ int main(int argc, char** argv) {
       glfwWaitEventsTimeout(0.1);  // wakes on input (the callbacks above) or for timed redraws
       continue;
     }
-    run_frame(state, window);
+    run_frame(state, window, app.platform);
     const bool last_frame =
         options.frames > 0 && static_cast<std::int64_t>(state.frame_count) >= options.frames;
     if (last_frame && !options.screenshot.empty() && !save_screenshot(window, options.screenshot)) {
@@ -212,16 +221,16 @@ int main(int argc, char** argv) {
   }
   if (options.frames > 0) {
     // The smoke run's evidence: frames drawn, the shader ran, and the report the app showed.
+    const HeatStrip& strip = state.views.stages.heat_strip;
     std::printf(
         "frames %llu, heat strip draws %llu, shader %s, binding stage %lld, "
         "frame time %.3f ms mean, %.3f ms max (last %d)\n",
         static_cast<unsigned long long>(state.frame_count),
-        static_cast<unsigned long long>(state.heat_strip.draws),
-        state.heat_strip.failed ? "FAILED" : "ok",
+        static_cast<unsigned long long>(strip.draws), strip.failed ? "FAILED" : "ok",
         static_cast<long long>(state.report.binding_stage),
         static_cast<double>(state.frame_times.mean()), static_cast<double>(state.frame_times.max()),
         state.frame_times.count);
-    if (state.heat_strip.failed || state.heat_strip.draws == 0) exit_code = 1;
+    if (strip.failed || strip.draws == 0) exit_code = 1;
   }
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();

@@ -1,5 +1,17 @@
-// state.h — everything the app shows or remembers, in one struct. Panels read it and edit it;
-// nothing else in the app keeps state (no function-local statics).
+// state.h — everything the app shows or remembers, in one struct: AppState.
+//
+// Who writes what (nothing else in the app keeps state; no function-local statics):
+//  - The shared state: every member of AppState except `views` (the configuration, its report and
+//    what is derived from it, the undo history, the link's problems, the open tab, the loaded
+//    snapshot, the sweep's axes and grid, the plan search, the toolbar's message). After set-up it
+//    changes only in the reducer (actions.h: the actions the panels emit, and the page's or the
+//    window's events) and in the frame itself (frame.h: the refresh of what is derived from it
+//    before the panels, the layout, the redraw and history bookkeeping).
+//  - The panels' view state: AppState::views. What ImGui needs between frames (text being typed,
+//    a field editor's rectangle), what a panel alone shows (hover, its own display toggles) and
+//    its own GPU drawing. Each sub-struct is written only by the panel file named in its comment,
+//    which receives it by reference (panels.h); anyone may read it (the bindings publish it).
+// A panel receives `const AppState&`: it reads the state and emits actions (actions.h).
 #pragma once
 
 #include <array>
@@ -33,17 +45,6 @@ enum class MainTab : std::uint8_t {
   count
 };
 
-// Editing state of one row of config_fields() (parallel to it).
-struct FieldEditor {
-  std::string label;  // "tensor_parallel (tp)##tp": the widget's label, built once at start-up
-  // integer_list fields: the text being edited (parsed with parse_field_text on every change);
-  // rewritten from the config only when the config changes to a value the text does not parse to.
-  std::string text;
-  std::string error;  // the last parse error of `text`, shown under the field
-  WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
-  bool label_above = false;  // the panel is too narrow for label and value side by side
-};
-
 // Idle costs nothing: a frame is drawn only when one of these says so (frame_needed, frame.cpp).
 struct Redraw {
   double active_until = 0.0;  // seconds (glfwGetTime): input settles, tooltip delays run out
@@ -71,6 +72,97 @@ struct ModelTraits {
   bool attn_res = false;
 };
 
+// The "Timeline" tab's stage and its step timeline (timeline.h), rebuilt by the frame's refresh
+// while the tab is open, when the report or the chosen stage changes.
+struct TimelineTab {
+  std::int64_t stage = -1;  // the stage shown; -1: the binding stage
+  std::int64_t built_stage = -1;
+  std::uint64_t built_generation = 0;  // AppState::report_generation it was built from
+  std::uint64_t builds = 0;            // counts the rebuilds (a hover belongs to one build)
+  stagemem::StageTimeline timeline;
+  std::string peak_name;  // moment_name of the stage's peak
+};
+
+// A PyTorch allocator snapshot read in the page (snapshot.h; the file never leaves it), or its
+// summary from a link (snapshot_link.h: then without the trace's curve). The Snapshot tab's
+// comparison with the derived terms is recomputed from `summary` and the report when drawn.
+struct SnapshotTab {
+  bool loaded = false;
+  bool from_link = false;  // the summary came from a link: no live-bytes curve
+  std::string file;        // the snapshot's file name
+  std::int64_t stage = 0;  // the pipeline stage it is compared with (and drawn over)
+  stagemem::SnapshotSummary summary;
+  std::int64_t file_bytes = 0;  // size of the file read (0 from a link)
+  std::string error;            // the decoder's error for the last file that did not load
+  std::string error_file;
+};
+
+// ---- The panels' view state (see the top of this file) -------------------------------------
+
+// Editing state of one row of config_fields() (parallel to it).
+struct FieldEditor {
+  std::string label;  // "tensor_parallel (tp)##tp": the widget's label, built once at start-up
+  // integer_list fields: the text being edited (parsed with parse_field_text on every change);
+  // rewritten from the config only when the config changes to a value the text does not parse to.
+  std::string text;
+  std::string error;  // the last parse error of `text`, shown under the field
+  WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
+  bool label_above = false;  // the panel is too narrow for label and value side by side
+};
+
+// panel_config.cpp and panel_measurements.cpp (the configuration column). The field texts are
+// kept in step with the configuration by sync_field_texts (panel_config.cpp), which the frame's
+// refresh calls when the configuration changes.
+struct ConfigView {
+  std::vector<FieldEditor> editors;       // parallel to config_fields()
+  std::vector<std::string> preset_names;  // the model presets, listed once at start-up
+  bool show_all_fields = false;           // also the fields that do not apply to this model
+  int truncated_labels = 0;    // field labels drawn past the panel's edge last frame (tests)
+  std::string hf_config_text;  // a pasted Hugging Face config.json
+  std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
+  std::string hf_import_message;                         // "Imported as the custom model below"
+};
+
+// panel_summary.cpp.
+struct SummaryView {
+  int gpus_per_node = 8;  // for the node count of the first screen (not part of the config)
+};
+
+// panel_stages.cpp.
+struct StagesView {
+  std::int64_t hovered_stage = -1;    // stage whose bar is under the mouse this frame; -1 none
+  std::int64_t hovered_term = -1;     // term (index into its stage's terms) under the mouse
+  bool chart_scrolls = false;         // too many stages for the width: the bars scroll sideways
+  std::int64_t axis_label_step = 1;   // every n-th stage is labelled under the bars
+  float tooltip_height = 0.0f;        // the bar tooltip's height last frame, to keep it on screen
+  std::vector<WidgetRect> bar_rects;  // parallel to report.stages, as drawn last frame
+  HeatStrip heat_strip;               // GPU resources of our own shader drawing
+};
+
+// panel_sweep.cpp.
+struct SweepView {
+  // Each axis's values as being typed; applied (SetSweepAxis) on Enter or when the field is left,
+  // and taken from the axis again whenever the axis's own text changes.
+  std::array<std::string, 2> values_text;
+  std::array<std::string, 2> values_shown;  // the axis text values_text was last taken from
+  std::int64_t hovered_cell = -1;  // index into the cells under the mouse last frame; -1 none
+  HeatMap heat_map;                // the grid drawn by our own shader
+  WidgetRect heat_map_rect{};      // where the grid was drawn last frame
+};
+
+// panel_model.cpp: every term stagemem can produce, computed once at start-up, and the filter.
+struct ModelView {
+  std::vector<stagemem::CatalogueEntry> catalogue;
+  std::vector<std::string> catalogue_search;  // parallel: each entry's text, lower case
+  std::string catalogue_filter;
+  std::vector<std::size_t> catalogue_rows;  // indices of the entries matching the filter
+};
+
+// panel_plan.cpp.
+struct PlanView {
+  std::int64_t hovered = -1;  // frontier entry under the mouse (plot or table); -1 none
+};
+
 // What the Timeline tab drew of a loaded snapshot over the derived chart last frame (tests read it
 // through Module.getTimeline().measured). Coordinates in ImGui pixels.
 struct MeasuredOverlay {
@@ -85,32 +177,31 @@ struct MeasuredOverlay {
   std::string axis_note;  // how the two x axes map, as printed under the chart
 };
 
-// The "Timeline" tab: one stage's step timeline (timeline.h), rebuilt when the report or the
-// chosen stage changes.
+// panel_timeline.cpp.
 struct TimelineView {
-  std::int64_t stage = -1;  // the stage shown; -1: the binding stage
-  std::int64_t built_stage = -1;
-  std::uint64_t built_generation = 0;  // AppState::report_generation it was built from
-  stagemem::StageTimeline timeline;
-  std::string peak_name;            // moment_name of the stage's peak
   std::int64_t hovered_event = -1;  // event under the mouse last frame; -1 none
   std::string hovered_name;         // its event_name
+  std::uint64_t hovered_build = 0;  // TimelineTab::builds the hover belongs to
   MeasuredOverlay measured;         // a snapshot's curve over it, as drawn last frame
 };
 
-// The "Snapshot" tab: a PyTorch allocator snapshot read in the page (snapshot.h; the file never
-// leaves it), or its summary from a link (snapshot_link.h: then without the trace's curve). The
-// comparison with the derived terms is recomputed from `summary` and the report when drawn.
-struct SnapshotView {
-  bool loaded = false;
-  bool from_link = false;  // the summary came from a link: no live-bytes curve
-  std::string file;        // the snapshot's file name
-  std::int64_t stage = 0;  // the pipeline stage it is compared with (and drawn over)
-  stagemem::SnapshotSummary summary;
-  std::int64_t file_bytes = 0;  // size of the file read (0 from a link)
-  std::string error;            // the decoder's error for the last file that did not load
-  std::string error_file;
+// panel_status.cpp.
+struct StatusView {
+  bool show_frame_times = false;  // the debug toggle
 };
+
+struct Views {
+  ConfigView config;
+  SummaryView summary;
+  StagesView stages;
+  SweepView sweep;
+  ModelView model;
+  PlanView plan;
+  TimelineView timeline;
+  StatusView status;
+};
+
+// ---- The state -----------------------------------------------------------------------------
 
 struct AppState {
   stagemem::Config config;  // what the user edits; the URL fragment encodes it
@@ -124,47 +215,26 @@ struct AppState {
   bool checked = false;
   // validate + estimate's diagnostics of `config` (errors: `report` is stale, or none yet).
   stagemem::Diagnostics diagnostics;
-  ModelTraits model_traits;      // of `config`'s model, refreshed with `diagnostics`
-  bool show_all_fields = false;  // also the fields that do not apply to this model
-  int truncated_labels = 0;      // field labels drawn past the panel's edge last frame (tests)
+  ModelTraits model_traits;  // of `config`'s model, refreshed with `diagnostics`
   Redraw redraw;
   EditHistory history;
-  int gpus_per_node = 8;          // for the node count of the first screen (not part of the config)
-  bool show_frame_times = false;  // the status bar's debug toggle
-  // What ImGui's copy wrote and its paste reads (web: refreshed by the page's paste event,
-  // whose text no permission prompt guards).
-  std::string clipboard_text;
 
-  // Problems with the link the page was opened with (or a pasted link): shown as a banner
-  // until dismissed; the good fields of such a link are applied, the bad ones keep defaults.
+  // Problems with the link the page was opened with (or a pasted link, a loaded file): shown as a
+  // banner until dismissed; the good fields of such a link are applied, the bad ones keep
+  // defaults.
   std::vector<stagemem::FieldMessage> link_problems;
   bool link_banner_visible = false;
   std::string link_problems_title = "This link has problems; its other fields are applied:";
-  // The configuration the page's URL currently describes (web): the fragment is rewritten only
-  // when `config` differs from it, so an untouched bad link stays as the user pasted it.
-  stagemem::Config location_config;
-  std::string location_view;  // and the view pairs it carries (app.h view_fragment)
-
-  // The configuration panel, generated from config_fields().
-  std::vector<FieldEditor> field_editors;  // parallel to config_fields()
-  std::vector<std::string> preset_names;   // the model presets, listed once at start-up
-  std::string hf_config_text;              // a pasted Hugging Face config.json
-  std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
-  std::string hf_import_message;                         // "Imported: 1,234 parameters"
 
   MainTab main_tab = MainTab::stages;      // the tab shown last frame
-  MainTab requested_tab = MainTab::count;  // a link's view.tab, selected in the next frame
+  MainTab requested_tab = MainTab::count;  // to be selected (a link's view.tab, a loaded file)
   std::int64_t selected_stage = -1;        // stage whose table is open; -1 none
-  std::int64_t hovered_stage = -1;         // stage whose bar is under the mouse this frame; -1 none
-  std::int64_t hovered_term = -1;    // term (index into its stage's terms) under the mouse; -1 none
-  bool stacked_layout = false;       // narrow window: configuration above the chart
-  bool chart_scrolls = false;        // too many stages for the width: the bars scroll sideways
-  std::int64_t axis_label_step = 1;  // every n-th stage is labelled under the bars
-  float tooltip_height = 0.0f;       // the bar tooltip's height last frame, to keep it on screen
-  float ui_scale = 1.0f;             // device pixels per CSS pixel (web) or content scale (native)
-  ImFont* mono_font = nullptr;       // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
-  std::uint64_t frame_count = 0;     // published to tests (Embind frameCount / --frames)
-  FrameTimes frame_times;            // CPU time of run_frame, shown in the status bar
+  bool stacked_layout = false;  // narrow window: the configuration above the chart (the frame's)
+
+  float ui_scale = 1.0f;          // device pixels per CSS pixel (web) or content scale (native)
+  ImFont* mono_font = nullptr;    // DejaVu Sans Mono, for numbers and formulas (owned by ImGui)
+  std::uint64_t frame_count = 0;  // published to tests (Embind frameCount / --frames)
+  FrameTimes frame_times;         // CPU time of run_frame, shown in the status bar
   // The part of it before any GL call (events, report, panels, ImGui::Render). The rest is GL
   // submission, which blocks whenever the GL implementation must wait for the GPU (in headless
   // Chromium's software renderer that is most of the frame).
@@ -175,25 +245,19 @@ struct AppState {
   std::string toolbar_message;
   double toolbar_message_until = 0.0;
 
-  // Screen rectangles of key widgets and of each stage's bar, as drawn in the last frame.
+  // Screen rectangles of key widgets as drawn in the last frame (the panels publish them with
+  // their actions; Module.getWidgetRect).
   std::array<WidgetRect, static_cast<std::size_t>(Widget::count)> widget_rects{};
-  std::vector<WidgetRect> bar_rects;  // parallel to report.stages
 
-  HeatStrip heat_strip;        // GPU resources of our own shader drawing
-  Sweep sweep;                 // the two-axis sweep of the "Sweep" tab (sweep.h)
-  HeatMap heat_map;            // its shader-drawn grid
-  WidgetRect heat_map_rect{};  // where the grid was drawn last frame
-  PlanTab plan;                // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
-  TimelineView timeline;       // the "Timeline" tab
-  SnapshotView snapshot;       // the "Snapshot" tab (and the measured curve on the timeline)
+  Sweep sweep;           // the "Sweep" tab's axes and grid (sweep.h)
+  PlanTab plan;          // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
+  TimelineTab timeline;  // the "Timeline" tab's stage and timeline
+  SnapshotTab snapshot;  // the "Snapshot" tab (and the measured curve on the timeline)
 
-  // The "Model" tab: every term stagemem can produce, computed once at start-up.
-  std::vector<stagemem::CatalogueEntry> catalogue;
-  std::vector<std::string> catalogue_search;  // parallel: each entry's text, lower case
-  std::string catalogue_filter;
-  std::vector<std::size_t> catalogue_rows;  // indices of the entries matching the filter
+  Views views;  // the panels' own (see the top of this file)
 };
 
-// Stores where the last ImGui item was drawn (call right after the widget).
-void record_widget_rect(AppState& state, Widget widget);
-WidgetRect last_item_rect(const AppState& state);
+// The configuration on screen has errors: `report` is an older one (or none yet).
+inline bool report_stale(const AppState& state) {
+  return !state.diagnostics.ok();
+}

@@ -70,7 +70,6 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
     // Rows first: the engine's last axis varies fastest in the cell index (row-major). The run
     // keeps its resolved models and their caches from the previous grid.
     stagemem::restart_sweep(sweep.run, {config, {sweep.axes[1].axis, sweep.axes[0].axis}});
-    sweep.hovered_cell = -1;
     sweep.model_error.clear();
     sweep.complete = false;
     sweep.compute_milliseconds = 0.0;

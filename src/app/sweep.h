@@ -4,7 +4,8 @@
 // grid is the core's sweep engine's (plan/sweep.h: which fields can be swept, the axis text, the
 // per-cell numbers, one resolved model and EstimateCache per model, kept across edits); this file
 // keeps what the tab edits (each axis's field and values text) and fills the grid a time slice per
-// frame, restarting it only when the configuration or the axes change.
+// frame (the frame's refresh, while the tab is open), restarting it only when the configuration or
+// the axes change.
 // Units: bytes (int64) per rank; time in milliseconds.
 // Limitations: at most max_values values per axis; a cell whose configuration is invalid shows the
 // field its first error names, and the error in its tooltip. An empty values text picks values
@@ -49,7 +50,6 @@ struct Sweep {
   bool complete = true;
   double started_at_seconds = 0.0;  // steady clock, when the grid's first slice ran
   std::uint64_t computed_axes_version = 0;
-  std::int64_t hovered_cell = -1;  // index into the cells under the mouse last frame; -1 none
 };
 
 // Sets an axis to a field and a values text; returns "" or why the text was refused (the axis

@@ -64,27 +64,31 @@
 #include <cstdio>
 #include <iterator>
 
-#include "app.h"
-#include "browser.h"
+#include "actions.h"
 #include "config/config_fields.h"
 #include "config/config_json.h"
-#include "config/url_fragment.h"
+#include "frame.h"
 #include "imgui.h"
+#include "link.h"
+#include "load_input.h"
 #include "measured/snapshot.h"
-#include "measured/snapshot_link.h"
 #include "parallel/layout.h"
-#include "render/report_json.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "share.h"
 #include "state.h"
+#include "version.h"
+#include "web_platform.h"
 
 namespace {
 
 using emscripten::val;
 
 // The page's single app. Embind free functions cannot carry a context pointer, so this one
-// file-scope pointer is the handle; it is set once in main() and never changes.
-AppState* app_state = nullptr;
+// file-scope pointer is the handle; it is set once in main() and never changes. The page's calls
+// read its state, and change it the way the panels do: through actions (actions.h).
+WebApp* web_app = nullptr;
+AppState* app_state = nullptr;  // &web_app->state
 
 val field_messages(const std::vector<stagemem::FieldMessage>& messages) {
   val out = val::array();
@@ -101,7 +105,7 @@ double frame_count() {
   return app_state ? static_cast<double>(app_state->frame_count) : 0.0;
 }
 double heat_strip_draws() {
-  return app_state ? static_cast<double>(app_state->heat_strip.draws) : 0.0;
+  return app_state ? static_cast<double>(app_state->views.stages.heat_strip.draws) : 0.0;
 }
 
 val get_config() {
@@ -139,20 +143,17 @@ std::string set_config_value(const std::string& key, val value) {
   if (field == nullptr) return key + ": unknown field; see config_fields.h for the keys";
   std::string text;
   if (!field_text(value, text)) return key + ": expected " + stagemem::allowed_values(*field);
+  stagemem::Config edited = app_state->config;
   stagemem::Diagnostics diagnostics;
-  if (!stagemem::parse_field_text(*field, text, app_state->config, diagnostics, key)) {
+  if (!stagemem::parse_field_text(*field, text, edited, diagnostics, key)) {
     return diagnostics.errors.front().field + ": " + diagnostics.errors.front().message;
   }
+  apply_action(*app_state, SetConfig{std::move(edited)}, web_app->platform);
   return "";
 }
 
 // The report on screen as the one JSON document (the bytes getReportJson() returns), so the
 // page and the tests read the documented schema; the app's own state rides beside it.
-std::string report_json_text(const AppState& state) {
-  return stagemem::report_json(state.report, state.reported_config,
-                               "#" + stagemem::encode_fragment(state.reported_config), {});
-}
-
 val get_report() {
   if (!app_state) return val::object();
   refresh_report(*app_state);
@@ -183,18 +184,25 @@ val get_link_problems() {
 
 void apply_fragment_from_page(const std::string& fragment) {
   if (!app_state) return;
-  apply_fragment(*app_state, fragment);
-  request_frames(*app_state, 2);
+  apply_action(*app_state, ApplyLink{fragment}, web_app->platform);
+  web_app->platform.location_shows(*app_state);  // the page's URL is this link already
 }
 
+// The page's paste event: ImGui's next paste reads `text`; with no text field active, a link or
+// JSON loads at once.
 void paste_from_page(const std::string& text) {
-  if (app_state) on_paste(*app_state, text);
+  if (!app_state) return;
+  web_app->platform.clipboard_text = text;
+  request_frames(*app_state, 2);
+  // A text field being edited takes the text through ImGui's own Ctrl+V (it reads
+  // clipboard_text); anywhere else a link or a JSON document loads.
+  if (ImGui::GetIO().WantTextInput || !loadable_text(text)) return;
+  apply_action(*app_state, LoadText{"the clipboard", text}, web_app->platform);
 }
 
 void load_file_from_page(const std::string& name, const std::string& text) {
   if (!app_state) return;
-  show_message(*app_state, load_text(*app_state, name, text));
-  request_frames(*app_state, 2);
+  apply_action(*app_state, LoadText{name, text}, web_app->platform);
 }
 
 void load_bytes_from_page(const std::string& name, const val& bytes) {
@@ -203,29 +211,28 @@ void load_bytes_from_page(const std::string& name, const val& bytes) {
   std::string text(bytes["length"].as<std::size_t>(), '\0');
   val(emscripten::typed_memory_view(text.size(), reinterpret_cast<std::uint8_t*>(text.data())))
       .call<void>("set", bytes);
-  show_message(*app_state, load_file(*app_state, name, text));
-  request_frames(*app_state, 2);
+  apply_action(*app_state, LoadFile{name, std::move(text)}, web_app->platform);
 }
 
 val get_snapshot() {
   val out = val::object();
   if (!app_state) return out;
-  const SnapshotView& view = app_state->snapshot;
-  const stagemem::SnapshotSummary& s = view.summary;
-  out.set("loaded", view.loaded);
-  out.set("fromLink", view.from_link);
-  out.set("file", view.file);
-  out.set("stage", static_cast<double>(view.stage));
-  out.set("fileBytes", static_cast<double>(view.file_bytes));
-  out.set("error", view.error);
-  out.set("errorFile", view.error_file);
+  const SnapshotTab& snap = app_state->snapshot;
+  const stagemem::SnapshotSummary& s = snap.summary;
+  out.set("loaded", snap.loaded);
+  out.set("fromLink", snap.from_link);
+  out.set("file", snap.file);
+  out.set("stage", static_cast<double>(snap.stage));
+  out.set("fileBytes", static_cast<double>(snap.file_bytes));
+  out.set("error", snap.error);
+  out.set("errorFile", snap.error_file);
   out.set("reservedBytes", static_cast<double>(s.reserved_bytes));
   out.set("activeBytes", static_cast<double>(s.active_bytes));
   out.set("optimizerStateSeen", s.optimizer_state_seen);
   out.set("lazyStateNote", s.optimizer_state_seen
                                ? std::string()
                                : std::string(stagemem::snapshot_lazy_state_note()));
-  out.set("peakText", view.loaded ? stagemem::snapshot_peak_text(s) : std::string());
+  out.set("peakText", snap.loaded ? stagemem::snapshot_peak_text(s) : std::string());
   out.set("link", snapshot_link_part(*app_state));
   val curves = val::array();
   for (const auto& curve : s.live_bytes)
@@ -235,8 +242,8 @@ val get_snapshot() {
   val rows = val::array();
   val verdicts = val::array();
   val peak = val::object();
-  if (view.loaded && view.stage >= 0 && view.stage < static_cast<std::int64_t>(stages.size())) {
-    const stagemem::StageReport& stage = stages[static_cast<std::size_t>(view.stage)];
+  if (snap.loaded && snap.stage >= 0 && snap.stage < static_cast<std::int64_t>(stages.size())) {
+    const stagemem::StageReport& stage = stages[static_cast<std::size_t>(snap.stage)];
     const auto compared = stagemem::compare_snapshot(s, stage);
     for (const auto& row : compared) {
       val item = val::object();
@@ -335,14 +342,16 @@ val get_widget_rect(const std::string& name) {
       return val::null();
     }
     const auto index = static_cast<std::size_t>(std::stoul(digits));
-    if (index < app_state->bar_rects.size()) return css_rect(app_state->bar_rects[index]);
+    const auto& bars = app_state->views.stages.bar_rects;
+    if (index < bars.size()) return css_rect(bars[index]);
   }
   constexpr std::string_view field_prefix = "field_";
   if (name.starts_with(field_prefix)) {
     const auto fields = stagemem::config_fields();
-    for (std::size_t i = 0; i < fields.size() && i < app_state->field_editors.size(); ++i) {
+    const auto& editors = app_state->views.config.editors;
+    for (std::size_t i = 0; i < fields.size() && i < editors.size(); ++i) {
       if (fields[i].key == std::string_view(name).substr(field_prefix.size())) {
-        return css_rect(app_state->field_editors[i].rect);
+        return css_rect(editors[i].rect);
       }
     }
     return val::null();
@@ -357,7 +366,7 @@ val get_widget_rect(const std::string& name) {
     const auto [last, error_y] = std::from_chars(middle + 1, end, y);
     if (error_y != std::errc() || last != end) return val::null();
     const Sweep& sweep = app_state->sweep;
-    const WidgetRect& grid = app_state->heat_map_rect;
+    const WidgetRect& grid = app_state->views.sweep.heat_map_rect;
     if (x >= sweep.columns || y >= sweep.rows) return val::null();
     const float width = (grid.max_x - grid.min_x) / static_cast<float>(sweep.columns);
     const float height = (grid.max_y - grid.min_y) / static_cast<float>(sweep.rows);
@@ -374,24 +383,25 @@ val get_widget_rect(const std::string& name) {
 val get_ui_state() {
   val out = val::object();
   if (!app_state) return out;
+  const Views& views = app_state->views;
   out.set("selectedStage", static_cast<double>(app_state->selected_stage));
-  out.set("hoveredStage", static_cast<double>(app_state->hovered_stage));
-  out.set("hoveredTerm", static_cast<double>(app_state->hovered_term));
+  out.set("hoveredStage", static_cast<double>(views.stages.hovered_stage));
+  out.set("hoveredTerm", static_cast<double>(views.stages.hovered_term));
   constexpr const char* tab_names[] = {"stages", "sweep",    "cross_checks", "model",
                                        "plan",   "timeline", "snapshot"};
   static_assert(std::size(tab_names) == static_cast<std::size_t>(MainTab::count));
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
-  out.set("catalogueTerms", static_cast<double>(app_state->catalogue.size()));
-  out.set("catalogueShown", static_cast<double>(app_state->catalogue_rows.size()));
-  out.set("hoveredCell", static_cast<double>(app_state->sweep.hovered_cell));
+  out.set("catalogueTerms", static_cast<double>(views.model.catalogue.size()));
+  out.set("catalogueShown", static_cast<double>(views.model.catalogue_rows.size()));
+  out.set("hoveredCell", static_cast<double>(views.sweep.hovered_cell));
   out.set("stackedLayout", app_state->stacked_layout);
   out.set("version", std::string(app_version()));
   out.set("commit", std::string(app_commit()));
-  out.set("gpusPerNode", app_state->gpus_per_node);
-  out.set("truncatedLabels", app_state->truncated_labels);
-  out.set("showFrameTimes", app_state->show_frame_times);
-  out.set("chartScrolls", app_state->chart_scrolls);
-  out.set("axisLabelStep", static_cast<double>(app_state->axis_label_step));
+  out.set("gpusPerNode", views.summary.gpus_per_node);
+  out.set("truncatedLabels", views.config.truncated_labels);
+  out.set("showFrameTimes", views.status.show_frame_times);
+  out.set("chartScrolls", views.stages.chart_scrolls);
+  out.set("axisLabelStep", static_cast<double>(views.stages.axis_label_step));
   out.set("legendTerms", static_cast<double>(app_state->report_labels.legend.size()));
   out.set("uiScale", app_state->ui_scale);
   // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
@@ -409,19 +419,20 @@ val get_ui_state() {
 val get_timeline() {
   val out = val::object();
   if (!app_state) return out;
-  const TimelineView& view = app_state->timeline;
-  const stagemem::StageTimeline& t = view.timeline;
-  out.set("stage", static_cast<double>(view.built_stage));
+  const TimelineTab& tab = app_state->timeline;
+  const TimelineView& view = app_state->views.timeline;
+  const stagemem::StageTimeline& t = tab.timeline;
+  out.set("stage", static_cast<double>(tab.built_stage));
   out.set("chunks", static_cast<double>(t.chunks));
   out.set("peakEvent", static_cast<double>(t.peak_event));
-  out.set("peakName", view.peak_name);
+  out.set("peakName", tab.peak_name);
   out.set("hoveredEvent", static_cast<double>(view.hovered_event));
   out.set("hoveredName", view.hovered_name);
   const auto& stages = app_state->report.stages;
   const bool built =
-      view.built_stage >= 0 && view.built_stage < static_cast<std::int64_t>(stages.size());
+      tab.built_stage >= 0 && tab.built_stage < static_cast<std::int64_t>(stages.size());
   out.set("peakBytes",
-          built ? static_cast<double>(stages[static_cast<std::size_t>(view.built_stage)].peak_bytes)
+          built ? static_cast<double>(stages[static_cast<std::size_t>(tab.built_stage)].peak_bytes)
                 : 0.0);
   val events = val::array();
   for (const stagemem::TimelineEvent& e : t.events) {
@@ -435,7 +446,7 @@ val get_timeline() {
   double live = 0;
   if (built && view.hovered_event >= 0 &&
       view.hovered_event < static_cast<std::int64_t>(t.events.size())) {
-    const stagemem::StageReport& s = stages[static_cast<std::size_t>(view.built_stage)];
+    const stagemem::StageReport& s = stages[static_cast<std::size_t>(tab.built_stage)];
     const stagemem::TimelineEvent& e = t.events[static_cast<std::size_t>(view.hovered_event)];
     live = static_cast<double>(e.live_bytes);
     if (e.transient >= 0 && e.transient < static_cast<std::int64_t>(s.terms.size()))
@@ -502,7 +513,7 @@ val get_sweep() {
   out.set("complete", sweep.complete);
   out.set("computedCells", static_cast<double>(sweep.run.evaluated));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
-  out.set("heatMapDraws", static_cast<double>(app_state->heat_map.draws));
+  out.set("heatMapDraws", static_cast<double>(app_state->views.sweep.heat_map.draws));
   out.set("modelError", sweep.model_error);
   return out;
 }
@@ -524,16 +535,16 @@ val get_sweep_progress() {
 std::string set_sweep_axis_from_page(int axis, const std::string& key, const std::string& values) {
   if (!app_state) return "app: not started";
   if (axis != 0 && axis != 1) return "axis: 0 (columns) or 1 (rows)";
-  request_frames(*app_state, 2);
-  return set_sweep_axis(app_state->sweep, static_cast<std::size_t>(axis), key, values,
-                        app_state->config);
+  const auto index = static_cast<std::size_t>(axis);
+  apply_action(*app_state, SetSweepAxis{index, key, values}, web_app->platform);
+  return app_state->sweep.axes[index].error;
 }
 
 std::string get_markdown_table() {
   if (!app_state) return "";
   refresh_report(*app_state);
   if (!app_state->report_valid || report_stale(*app_state)) return "";
-  return markdown_text(*app_state);
+  return markdown_text(*app_state, web_app->platform);
 }
 
 std::string get_report_json() {
@@ -544,8 +555,9 @@ std::string get_report_json() {
 
 }  // namespace
 
-void register_app_state(AppState* state) {
-  app_state = state;
+void register_web_app(WebApp* app) {
+  web_app = app;
+  app_state = &app->state;
 }
 
 EMSCRIPTEN_BINDINGS(stagemem) {

@@ -3,9 +3,7 @@
 #include <emscripten.h>
 #include <emscripten/html5.h>
 
-#include "app.h"
-#include "config/url_fragment.h"
-#include "state.h"
+#include <cstdlib>
 
 // clang-format off
 EM_JS(char*, js_read_location_fragment, (), {
@@ -220,14 +218,4 @@ double device_pixel_ratio() {
 
 void canvas_css_size(double& width, double& height) {
   emscripten_get_element_css_size("#canvas", &width, &height);
-}
-
-void sync_location_fragment(AppState& state) {
-  std::string view = view_fragment(state);
-  if (state.config == state.location_config && view == state.location_view) return;
-  // Whatever is on screen, valid or not: the link reproduces it, errors marked in place, so
-  // reloading or sharing never loses the user's work.
-  replace_location_fragment(stagemem::encode_fragment(state.config) + view);
-  state.location_config = state.config;
-  state.location_view = std::move(view);
 }

@@ -1,11 +1,10 @@
 // browser.h — the app's window onto the page: location.hash, history, hashchange, canvas size,
-// clipboard and downloads.
+// clipboard and downloads, as plain C++ calls (no app types: platform_web.cpp and bindings.cpp
+// connect them to the app).
 // Every call into JavaScript in the product lives here or in bindings.cpp, nowhere else.
 #pragma once
 
 #include <string>
-
-struct AppState;
 
 // The page's current fragment, without the leading '#'.
 std::string read_location_fragment();
@@ -46,8 +45,3 @@ double device_pixel_ratio();
 void canvas_css_size(double& width, double& height);
 // Sets the canvas's backing store (device pixels); GLFW's window and framebuffer follow.
 void set_canvas_size(int width, int height);
-
-// Registers the state the Embind API (bindings.cpp) reads and edits. The page has one app.
-void register_app_state(AppState* state);
-// Keeps location.hash equal to the encoding of the current configuration.
-void sync_location_fragment(AppState& state);

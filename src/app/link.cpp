@@ -1,63 +1,14 @@
-#include "app.h"
+#include "link.h"
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <utility>
 #include <vector>
 
 #include "config/url_fragment.h"
-#include "embedded_fonts.h"
-#include "estimate/estimate.h"
-#include "imgui.h"
-#include "model/model.h"
-
-namespace {
-
-constexpr float text_size = 15.0f;  // CSS pixels: DejaVu Sans reads well at 15 on any screen
-constexpr float mono_size = 14.0f;  // DejaVu Sans Mono runs larger than Sans at the same size
-
-ImFont* add_embedded_font(const EmbeddedFont& font, const char* name, float size_pixels) {
-  ImFontConfig config;
-  config.FontDataOwnedByAtlas = false;  // static bytes: the atlas must not free them
-  config.OversampleH = 2;
-  config.OversampleV = 1;
-  std::snprintf(config.Name, sizeof config.Name, "%s, %.0fpx", name,
-                static_cast<double>(size_pixels));
-  // ImGui never writes through this pointer when it does not own the data.
-  return ImGui::GetIO().Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(font.data),
-                                                    static_cast<int>(font.size), size_pixels,
-                                                    &config, embedded_font_ranges);
-}
-
-void apply_theme(ImGuiStyle& style, float scale) {
-  style = ImGuiStyle();
-  ImGui::StyleColorsDark(&style);
-  style.WindowRounding = 0.0f;
-  style.ChildRounding = 4.0f;
-  style.FrameRounding = 4.0f;
-  style.GrabRounding = 4.0f;
-  style.PopupRounding = 4.0f;
-  style.WindowPadding = ImVec2(10.0f, 10.0f);
-  style.FramePadding = ImVec2(8.0f, 4.0f);
-  style.ItemSpacing = ImVec2(8.0f, 6.0f);
-  style.CellPadding = ImVec2(6.0f, 3.0f);
-  ImVec4* colors = style.Colors;
-  colors[ImGuiCol_Text] = ImVec4(0.90f, 0.91f, 0.93f, 1.0f);
-  colors[ImGuiCol_TextDisabled] = ImVec4(0.60f, 0.62f, 0.66f, 1.0f);
-  colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.10f, 0.12f, 1.0f);
-  colors[ImGuiCol_ChildBg] = ImVec4(0.11f, 0.12f, 0.14f, 1.0f);
-  colors[ImGuiCol_PopupBg] = ImVec4(0.13f, 0.14f, 0.17f, 0.98f);
-  colors[ImGuiCol_Border] = ImVec4(0.25f, 0.27f, 0.31f, 1.0f);
-  colors[ImGuiCol_FrameBg] = ImVec4(0.17f, 0.19f, 0.23f, 1.0f);
-  colors[ImGuiCol_Button] = ImVec4(0.20f, 0.33f, 0.50f, 1.0f);
-  colors[ImGuiCol_ButtonHovered] = ImVec4(0.26f, 0.42f, 0.63f, 1.0f);
-  colors[ImGuiCol_ButtonActive] = ImVec4(0.30f, 0.49f, 0.73f, 1.0f);
-  colors[ImGuiCol_TableRowBgAlt] = ImVec4(1.0f, 1.0f, 1.0f, 0.04f);
-  style.ScaleAllSizes(scale);
-}
-
-}  // namespace
+#include "measured/snapshot_link.h"
+#include "plan_tab.h"
+#include "sweep.h"
 
 namespace {
 
@@ -124,7 +75,33 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
   }
 }
 
+// Applies a link's snapshot= entries: a summary replaces the loaded snapshot, a link without
+// any clears it; problems go to state.link_problems.
+void apply_snapshot_link(AppState& state, std::string_view link) {
+  stagemem::DecodedSnapshotLink decoded = stagemem::decode_snapshot_link(link);
+  for (auto& e : decoded.diagnostics.errors) state.link_problems.push_back(std::move(e));
+  if (!decoded.snapshot) {
+    // A link without a snapshot shows none; a bad one keeps nothing half-read.
+    state.snapshot = SnapshotTab{};
+    return;
+  }
+  state.snapshot = SnapshotTab{.loaded = true,
+                               .from_link = true,
+                               .file = std::move(decoded.snapshot->file),
+                               .stage = decoded.snapshot->stage,
+                               .summary = std::move(decoded.snapshot->summary),
+                               .file_bytes = 0,
+                               .error = {},
+                               .error_file = {}};
+}
+
 }  // namespace
+
+std::string snapshot_link_part(const AppState& state) {
+  if (!state.snapshot.loaded) return {};
+  return stagemem::snapshot_fragment(stagemem::snapshot_link_entries(
+      state.snapshot.summary, state.snapshot.file, state.snapshot.stage));
+}
 
 std::string view_fragment(const AppState& state) {
   // A loaded snapshot's summary first (snapshot= entries: measured figures, not configuration).
@@ -143,7 +120,7 @@ std::string view_fragment(const AppState& state) {
            stagemem::percent_encode(std::string(axis.key()) + ":" + values);
   }
   // The Plan tab's inputs ride along as plan_* keys.
-  out += plan_link_keys(state.plan);
+  out += plan_link_keys(state.plan.inputs);
   return out;
 }
 
@@ -155,7 +132,7 @@ void apply_fragment(AppState& state, std::string_view link) {
   const SplitFragment split = split_fragment(link);
   // The Plan tab's inputs ride along as plan_* keys; the configuration is the rest.
   stagemem::DecodedFragment decoded =
-      stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan));
+      stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan.inputs));
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
   // A link the decoder refuses whole (over its length limit) changes nothing on screen: the
@@ -179,82 +156,11 @@ void apply_fragment(AppState& state, std::string_view link) {
   // What only the whole configuration can check (e.g. MoE with TP needs sequence parallelism)
   // is not a link problem: those fields are marked in place, with a fix where there is one.
   state.link_banner_visible = !state.link_problems.empty();
-  state.location_config = state.config;
-  state.location_view = view_fragment(state);
   state.selected_stage = -1;
 }
 
-bool load_link(AppState& state, std::string_view link) {
-  apply_fragment(state, link);
-  platform_push_link(state);
-  return state.link_problems.empty();
-}
-
-void initialize_state(AppState& state) {
-  init_field_editors(state);
-  init_catalogue(state);
+void set_default_sweep_axes(AppState& state) {
   for (std::size_t i = 0; i < 2; ++i) {
     set_sweep_axis(state.sweep, i, default_axis_fields[i], default_axis_values[i], state.config);
   }
-}
-
-void refresh_report(AppState& state) {
-  if (state.checked && state.checked_config == state.config) return;
-  sync_field_texts(state);
-  stagemem::Report report = stagemem::estimate(state.config);
-  state.diagnostics = report.diagnostics;
-  state.checked_config = state.config;
-  state.checked = true;
-  stagemem::Diagnostics ignored;
-  const auto model = stagemem::resolve_model(state.config, ignored);
-  state.model_traits = ModelTraits{.known = model.has_value()};
-  if (model) {
-    for (const stagemem::LayerKind& k : model->layers) {
-      state.model_traits.moe |= k.mlp == stagemem::MlpKind::moe;
-      state.model_traits.kda |= k.attention == stagemem::AttentionKind::kda;
-    }
-    state.model_traits.attn_res = model->attn_res.block_size > 0;
-  }
-  // An invalid configuration keeps the last valid report on screen (marked stale) until it is
-  // valid again: the user's work stays visible while a field is being fixed.
-  if (!report.diagnostics.ok()) return;
-  state.report = std::move(report);
-  state.report_labels = make_report_labels(state.report);
-  ++state.report_generation;
-  state.bar_rects.assign(state.report.stages.size(), WidgetRect{});
-  state.reported_config = state.config;
-  state.report_valid = true;
-  if (state.selected_stage >= static_cast<std::int64_t>(state.report.stages.size())) {
-    state.selected_stage = -1;
-  }
-}
-
-bool report_stale(const AppState& state) {
-  return !state.diagnostics.ok();
-}
-
-void configure_imgui(AppState& state, float scale) {
-  state.ui_scale = scale;
-  ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;  // the URL is the only persisted state
-  io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
-  // A blinking cursor would need a frame every half second while a field is focused.
-  io.ConfigInputTextCursorBlink = false;
-  io.Fonts->Clear();
-  // The first font added is the default one.
-  add_embedded_font(dejavu_sans, "DejaVu Sans", text_size * scale);
-  state.mono_font = add_embedded_font(dejavu_sans_mono, "DejaVu Sans Mono", mono_size * scale);
-  apply_theme(ImGui::GetStyle(), scale);
-}
-
-WidgetRect last_item_rect(const AppState& state) {
-  // Only what is on screen: a widget scrolled out of its panel cannot be clicked.
-  if (!ImGui::IsItemVisible()) return WidgetRect{};
-  const ImVec2 min = ImGui::GetItemRectMin();
-  const ImVec2 max = ImGui::GetItemRectMax();
-  return {min.x, min.y, max.x, max.y, state.frame_count, true};
-}
-
-void record_widget_rect(AppState& state, Widget widget) {
-  state.widget_rects[static_cast<std::size_t>(widget)] = last_item_rect(state);
 }

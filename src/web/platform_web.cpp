@@ -1,5 +1,6 @@
-// Web platform: Emscripten's GLFW on a WebGL2 canvas, driven by the browser's animation frames.
-// The configuration comes from location.hash and goes back to it (src/web/browser.cpp).
+// Web platform: Emscripten's GLFW on a WebGL2 canvas, driven by the browser's animation frames,
+// and the page's Platform (web_platform.h). The configuration comes from location.hash and goes
+// back to it (WebPlatform::sync_location).
 // Idle costs nothing: an animation frame draws only when frame_needed() says so (input arrived,
 // the canvas was resized, the configuration changed, a paste or a file came in, a timed change).
 // Clipboard: Emscripten's GLFW clipboard calls are empty, so ImGui's copy writes through
@@ -14,23 +15,76 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
-#include "app.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
 #include "browser.h"
 #include "config/url_fragment.h"
+#include "frame.h"
 #include "imgui.h"
+#include "link.h"
+#include "web_platform.h"
+
+std::string WebPlatform::copy_link(const AppState& state) {
+  // Exactly the configuration on screen (edits made earlier in this frame included).
+  sync_location(state);
+  copy_text_to_clipboard(link(link_fragment(state)));
+  return "Link copied";
+}
+
+std::string WebPlatform::copy_text(const std::string& text) {
+  copy_text_to_clipboard(text);
+  return "Copied";
+}
+
+std::string WebPlatform::save_text(const std::string& file_name, const std::string& mime_type,
+                                   const std::string& text) {
+  download_text(file_name, mime_type, text);
+  return "Downloading " + file_name;
+}
+
+std::string WebPlatform::open_file() {
+  open_file_picker();
+  return "Choose a config.json or stagemem JSON";
+}
+
+std::string WebPlatform::open_snapshot() {
+  open_snapshot_picker();
+  return "Choose an allocator snapshot (.pickle); it is read in the page, never uploaded";
+}
+
+std::string WebPlatform::link(const std::string& fragment) const {
+  return page_address() + "#" + fragment;
+}
+
+void WebPlatform::push_link(const AppState& state) {
+  push_location_fragment(link_fragment(state));
+  location_shows(state);
+}
+
+void WebPlatform::sync_location(const AppState& state) {
+  std::string view = view_fragment(state);
+  if (location_known_ && state.config == location_config_ && view == location_view_) return;
+  // Whatever is on screen, valid or not: the link reproduces it, errors marked in place, so
+  // reloading or sharing never loses the user's work.
+  replace_location_fragment(stagemem::encode_fragment(state.config) + view);
+  location_known_ = true;
+  location_config_ = state.config;
+  location_view_ = std::move(view);
+}
+
+void WebPlatform::location_shows(const AppState& state) {
+  location_known_ = true;
+  location_config_ = state.config;
+  location_view_ = view_fragment(state);
+}
+
+void WebPlatform::forget_location() {
+  location_known_ = false;
+}
 
 namespace {
-
-struct WebApp {
-  AppState state;
-  GLFWwindow* window = nullptr;
-  int canvas_width = 0;
-  int canvas_height = 0;
-  float pixel_ratio = 0.0f;
-};
 
 // True when the canvas's size or pixel ratio changed.
 bool fit_canvas(WebApp& app) {
@@ -59,13 +113,13 @@ bool fit_canvas(WebApp& app) {
 }
 
 const char* get_clipboard(void* user_data) {
-  return static_cast<AppState*>(user_data)->clipboard_text.c_str();
+  return static_cast<WebPlatform*>(user_data)->clipboard_text.c_str();
 }
 
 void set_clipboard(void* user_data, const char* text) {
-  auto& state = *static_cast<AppState*>(user_data);
-  state.clipboard_text = text;
-  copy_text_to_clipboard(state.clipboard_text);
+  auto& platform = *static_cast<WebPlatform*>(user_data);
+  platform.clipboard_text = text;
+  copy_text_to_clipboard(platform.clipboard_text);
 }
 
 void frame(void* argument) {
@@ -73,50 +127,12 @@ void frame(void* argument) {
   const bool resized = fit_canvas(app);
   if (take_input_events() || resized) note_input(app.state);
   if (!frame_needed(app.state)) return;
-  run_frame(app.state, app.window);
-  sync_location_fragment(app.state);
+  run_frame(app.state, app.window, app.platform);
+  app.platform.sync_location(app.state);
   if (app.state.frame_count == 1) mark_app_ready();
 }
 
 }  // namespace
-
-std::string platform_copy_link(AppState& state) {
-  // Exactly the configuration on screen (edits made earlier in this frame included).
-  sync_location_fragment(state);
-  copy_text_to_clipboard(platform_link(state, link_fragment(state)));
-  return "Link copied";
-}
-
-std::string platform_link(const AppState&, const std::string& fragment) {
-  return page_address() + "#" + fragment;
-}
-
-std::string platform_open_file(AppState&) {
-  open_file_picker();
-  return "Choose a config.json or stagemem JSON";
-}
-
-std::string platform_open_snapshot(AppState&) {
-  open_snapshot_picker();
-  return "Choose an allocator snapshot (.pickle); it is read in the page, never uploaded";
-}
-
-void platform_push_link(AppState& state) {
-  push_location_fragment(link_fragment(state));
-  state.location_config = state.config;
-  state.location_view = view_fragment(state);
-}
-
-std::string platform_copy_text(AppState&, const std::string& text) {
-  copy_text_to_clipboard(text);
-  return "Copied";
-}
-
-std::string platform_save_text(AppState&, const std::string& file_name,
-                               const std::string& mime_type, const std::string& text) {
-  download_text(file_name, mime_type, text);
-  return "Downloading " + file_name;
-}
 
 int main() {
   if (!glfwInit()) {
@@ -141,15 +157,19 @@ int main() {
   ImGuiIO& io = ImGui::GetIO();
   io.GetClipboardTextFn = get_clipboard;
   io.SetClipboardTextFn = set_clipboard;
-  io.ClipboardUserData = &app->state;
+  io.ClipboardUserData = &app->platform;
   initialize_state(app->state);
-  // A page opened without a configuration shows the app's default (app.h), written into the
+  // A page opened without a configuration shows the app's default (link.h), written into the
   // link at once; links keep decoding against the core's defaults.
   const std::string fragment = read_location_fragment();
   apply_fragment(app->state, fragment.empty() ? std::string(default_link) : fragment);
-  if (fragment.empty()) app->state.location_config = stagemem::Config{};  // write it at once
+  if (fragment.empty()) {
+    app->platform.forget_location();
+  } else {
+    app->platform.location_shows(app->state);
+  }
   app->state.history.committed = app->state.config;  // the first undo step is the first edit
-  register_app_state(&app->state);
+  register_web_app(app);
   listen_for_hash_changes();
   listen_for_page_events();
   emscripten_set_main_loop_arg(frame, app, 0, false);

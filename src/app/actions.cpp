@@ -1,0 +1,100 @@
+#include "actions.h"
+
+#include <utility>
+
+#include "edit_history.h"
+#include "frame.h"
+#include "imgui.h"
+#include "link.h"
+#include "load_input.h"
+#include "platform.h"
+#include "share.h"
+
+namespace {
+
+constexpr double message_seconds = 4.0;
+// An applied action is drawn twice: ImGui sizes new content in the frame after it first appears.
+constexpr int frames_after_action = 2;
+
+// The toolbar's feedback line, shown for a few seconds.
+void show_message(AppState& state, std::string message) {
+  state.toolbar_message = std::move(message);
+  state.toolbar_message_until = ImGui::GetTime() + message_seconds;
+  redraw_after(state, message_seconds + 0.05);  // to take the message away
+}
+
+struct Reducer {
+  AppState& state;
+  Platform& platform;
+
+  void operator()(const SetConfig& a) const { state.config = a.config; }
+  void operator()(const SetMeasuredValues& a) const {
+    state.config.measurements = a.measurements;
+    state.config.gaps = a.gaps;
+  }
+  void operator()(const ApplyFix& a) const { apply_fix(state.config, a.fix); }
+  void operator()(const Undo&) const { undo(state); }
+  void operator()(const Redo&) const { redo(state); }
+  void operator()(const CopyLink&) const { show_message(state, platform.copy_link(state)); }
+  void operator()(const CopyMarkdown&) const {
+    // A stale report is not what the configuration on screen gives: nothing to share until valid.
+    if (!state.report_valid || report_stale(state)) return;
+    show_message(state, platform.copy_text(markdown_text(state, platform)));
+  }
+  void operator()(const DownloadJson&) const {
+    if (!state.report_valid || report_stale(state)) return;
+    show_message(state, platform.save_text("stagemem-report.json", "application/json",
+                                           report_json_text(state)));
+  }
+  void operator()(const OpenFile&) const { show_message(state, platform.open_file()); }
+  void operator()(const OpenSnapshot&) const { show_message(state, platform.open_snapshot()); }
+  void operator()(const DismissBanner&) const { state.link_banner_visible = false; }
+  void operator()(const OpenTab& a) const { state.requested_tab = a.tab; }
+  void operator()(const TabShown& a) const {
+    state.main_tab = a.tab;
+    if (state.requested_tab == a.tab) state.requested_tab = MainTab::count;
+  }
+  void operator()(const SelectStage& a) const { state.selected_stage = a.stage; }
+  void operator()(const SetSweepAxis& a) const {
+    set_sweep_axis(state.sweep, a.axis, a.key, a.values, state.config);
+  }
+  void operator()(const ApplySweepCell& a) const {
+    apply_sweep_cell(state.sweep, a.cell, state.config);
+  }
+  void operator()(const SetPlanInputs& a) const { set_plan_inputs(state.plan, a.inputs); }
+  void operator()(const StartPlanSearch&) const { start_plan_search(state.plan, state.config); }
+  void operator()(const StopPlanSearch&) const { state.plan.search.reset(); }
+  void operator()(const ApplyPlanRow& a) const {
+    const PlanTab& plan = state.plan;
+    if (!plan.has_result || a.row >= plan.result.frontier.size()) return;
+    // Over the configuration the search ran for, so the applied one is exactly the one ranked.
+    state.config =
+        stagemem::candidate_config(plan.result_config, plan.result.frontier[a.row].candidate);
+  }
+  void operator()(const SelectTimelineStage& a) const { state.timeline.stage = a.stage; }
+  void operator()(const SetSnapshotStage& a) const { state.snapshot.stage = a.stage; }
+  void operator()(const ApplyLink& a) const { apply_fragment(state, a.link); }
+  void operator()(const LoadText& a) const {
+    show_message(state, load_text(state, a.name, a.text, platform));
+  }
+  void operator()(const LoadFile& a) const {
+    show_message(state, load_file(state, a.name, a.bytes, platform));
+  }
+  void operator()(const RefuseFile& a) const {
+    show_message(state, refuse_file(state, a.name, a.problem));
+  }
+};
+
+}  // namespace
+
+void apply_action(AppState& state, const Action& action, Platform& platform) {
+  std::visit(Reducer{state, platform}, action);
+  request_frames(state, frames_after_action);
+}
+
+void apply_actions(AppState& state, const Actions& actions, Platform& platform) {
+  for (const auto& [widget, rect] : actions.rects()) {
+    state.widget_rects[static_cast<std::size_t>(widget)] = rect;
+  }
+  for (const Action& action : actions.actions()) apply_action(state, action, platform);
+}

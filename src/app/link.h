@@ -1,0 +1,30 @@
+// link.h — the app's link: the configuration's URL fragment (config/url_fragment.h) followed by
+// the app's own pairs: a loaded snapshot's summary (snapshot= entries, measured/snapshot_link.h),
+// the open tab and the sweep's axes (view.tab, view.x, view.y) and the Plan tab's inputs (plan_*
+// keys, plan_tab.h). Applying a link sets all of them; writing one reads all of them.
+// Limitations: the view and plan pairs are the app's own: they are taken out before the core's
+// decoder sees the fragment, and a link without them shows the Stages tab and the default axes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "state.h"
+
+// What the app shows when opened without a link: a configuration people run that fits (64 H100s,
+// 8 nodes). The core's Config defaults stay as they are, so every old link decodes the same.
+inline constexpr std::string_view default_link =
+    "v=1&model=llama-3.1-70b&tp=8&pp=4&dp=2&sp=1&seq=8192&optimizer=distributed-adam&device="
+    "h100-80gb";
+
+// Applies a link (whole, or its fragment): every good field is applied, each bad one keeps its
+// default and is named in the banner (warnings too).
+void apply_fragment(AppState& state, std::string_view link);
+// The fragment of what is on screen: the configuration's + view_fragment.
+std::string link_fragment(const AppState& state);
+// The app's own pairs after the configuration: "" or "&snapshot=...&view.tab=sweep&view.x=...".
+std::string view_fragment(const AppState& state);
+// The snapshot's summary in a link (snapshot_link.h), "" when none is loaded.
+std::string snapshot_link_part(const AppState& state);
+// The sweep's default axes (seq x mbs), which a link leaves out.
+void set_default_sweep_axes(AppState& state);

@@ -1,0 +1,32 @@
+// widgets.h — drawing helpers the panels share: publishing a widget's rectangle, text pieces, the
+// one-click fix button. Nothing here lets a panel call another panel or the platform; a panel's
+// only ways out are its own view state and its actions (actions.h).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "actions.h"
+#include "base/diagnostics.h"
+#include "config/config.h"
+#include "fixes.h"
+#include "imgui.h"
+#include "widget_rects.h"
+
+// Errors under fields and in the panels, in one red.
+inline constexpr ImVec4 error_colour(1.0f, 0.45f, 0.4f, 1.0f);
+
+// Where the last ImGui item was drawn in frame `frame`; not drawn when it is not visible (a widget
+// scrolled out of its panel cannot be clicked).
+WidgetRect last_item_rect(std::uint64_t frame);
+// Publishes the last item's rectangle as `widget` (Module.getWidgetRect); call right after it.
+void publish(Actions& out, Widget widget);
+
+void text_view(std::string_view text);
+// Exact bytes and formulas in the monospaced font, so digits line up. `wrap`: at the window's (or
+// the table cell's) right edge.
+void mono_text(ImFont* font, std::string_view text, bool wrap = false);
+
+// The one-click fix of `error` (fixes.h) as a small button saying what it will do, when it has
+// one; Fix::none when no button was drawn. `pressed`: the button was clicked this frame.
+Fix fix_button(const stagemem::Config& config, const stagemem::FieldMessage& error, bool& pressed);
