@@ -63,7 +63,9 @@ class Reader {
       } else {
         if (rest_.empty() || rest_.back().used == rest_.back().capacity) {
           const std::size_t capacity = std::min(piece_bytes, until - size());
-          rest_.push_back({std::make_unique_for_overwrite<char[]>(capacity), capacity, 0});
+          // Not zero-filled (read(2) writes it); Emscripten's libc++ has no
+          // make_unique_for_overwrite.
+          rest_.push_back({std::unique_ptr<char[]>(new char[capacity]), capacity, 0});
         }
         Piece& piece = rest_.back();
         at = piece.data.get() + piece.used;

@@ -35,6 +35,9 @@
 //   Module.stagememPaste(text)          the page's paste event (browser.cpp)
 //   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
 //   Module.stagememLoadBytes(name, bytes) a dropped or picked allocator snapshot (a Uint8Array)
+//   Module.stagememAcceptFile(name, head, size) whether a dropped or picked file (its first bytes,
+//                                       a Uint8Array, and its size) is within its limit; if not,
+//                                       the banner says so and the page does not read it
 //   Module.getSnapshot()                {loaded, fromLink, file, stage, fileBytes, error,
 //                                       errorFile, reservedBytes, activeBytes,
 //                                       optimizerStateSeen, lazyStateNote, rows[{bucket, key,
@@ -65,6 +68,7 @@
 #include <iterator>
 
 #include "actions.h"
+#include "bounded_read.h"
 #include "config/config_fields.h"
 #include "config/config_json.h"
 #include "frame.h"
@@ -203,6 +207,27 @@ void paste_from_page(const std::string& text) {
 void load_file_from_page(const std::string& name, const std::string& text) {
   if (!app_state) return;
   apply_action(*app_state, LoadText{name, text}, web_app->platform);
+}
+
+// A file's size against the limit of what it is (file_limit: by its name and first bytes), before
+// the page reads it: true when it may be read; otherwise the banner says why and nothing is
+// read, so a dropped multi-gigabyte file costs nothing (the native app's reader stops at the
+// same limit, src/io/bounded_read.h).
+bool accept_file_from_page(const std::string& name, const val& head, double size) {
+  if (!app_state) return false;
+  std::string first(head["length"].as<std::size_t>(), '\0');
+  val(emscripten::typed_memory_view(first.size(), reinterpret_cast<std::uint8_t*>(first.data())))
+      .call<void>("set", head);
+  const std::size_t limit = file_limit(name, first);
+  if (size <= static_cast<double>(limit)) return true;
+  // The native reader's words (src/io/bounded_read.h failure_text), for a file not read at all.
+  apply_action(*app_state,
+               RefuseFile{name, "'" + name.substr(0, 200) + "' is " +
+                                    stagemem_io::limit_text(static_cast<std::size_t>(size)) +
+                                    ", larger than the limit of " + stagemem_io::limit_text(limit) +
+                                    ": not read"},
+               web_app->platform);
+  return false;
 }
 
 void load_bytes_from_page(const std::string& name, const val& bytes) {
@@ -579,6 +604,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("stagememPaste", &paste_from_page);
   emscripten::function("stagememLoadFile", &load_file_from_page);
   emscripten::function("stagememLoadBytes", &load_bytes_from_page);
+  emscripten::function("stagememAcceptFile", &accept_file_from_page);
   emscripten::function("getSnapshot", &get_snapshot);
   emscripten::function("requestRedraw", &request_redraw);
   emscripten::function("getIdleStats", &idle_stats);

@@ -57,8 +57,14 @@ EM_JS(void, js_listen_for_page_events, (), {
   // A file is read here, in the page, and handed to the app; nothing is sent anywhere. An
   // allocator snapshot (a pickle: by name, or pickle's PROTO opcode 0x80 and protocol 2-5 first)
   // goes over as bytes; any other file as UTF-8 text (what File.text() gives).
+  // Its first bytes and size are checked against the limit of what it is first
+  // (Module.stagememAcceptFile): a file over it is never read.
   Module.stagememReadFile = (file) => {
-    file.arrayBuffer().then((buffer) => {
+    file.slice(0, 16).arrayBuffer().then((head) => {
+      if (!Module.stagememAcceptFile(file.name, new Uint8Array(head), file.size)) return null;
+      return file.arrayBuffer();
+    }).then((buffer) => {
+      if (buffer === null) return;
       const bytes = new Uint8Array(buffer);
       const name = file.name.toLowerCase();
       const pickle = name.endsWith(".pickle") || name.endsWith(".pkl") ||

@@ -218,3 +218,28 @@ test("a file that is not a snapshot gives the decoder's error in the UI and chan
   assert.match((await snapshotState(page)).error, /^pickle: byte \d+/);
   await context.close();
 });
+
+test("a dropped file over its kind's limit is refused by its size, before the page reads it", async () => {
+  const { context, page } = await openApp(harness, link);
+  const before = await page.evaluate(() => location.hash);
+  // 64 MiB + 1 byte of zeros named .json: a text file, whose limit is a memory log's 64 MiB
+  // (src/app/load_input.h file_limit, the native reader's limit for the same file).
+  await page.evaluate(() => {
+    const file = new File([new ArrayBuffer(64 * 1024 * 1024 + 1)], "big.json");
+    const data = new DataTransfer();
+    data.items.add(file);
+    const canvas = document.getElementById("canvas");
+    const at = { clientX: 700, clientY: 400, bubbles: true, cancelable: true, dataTransfer: data };
+    canvas.dispatchEvent(new DragEvent("drop", at));
+  });
+  await waitUntil(page, async () => (await page.evaluate(() => Module.getLinkProblems())).length > 0,
+                  { what: "the refusal in the banner" });
+  const problems = await page.evaluate(() => Module.getLinkProblems());
+  assert.equal(problems.length, 1);
+  assert.equal(problems[0].field, "big.json");
+  assert.equal(problems[0].message,
+               "'big.json' is 67108865 bytes (64.0 MiB), larger than the limit of 67108864 bytes " +
+               "(64 MiB): not read");
+  assert.equal(await page.evaluate(() => location.hash), before);  // nothing loaded
+  await context.close();
+});
