@@ -20,10 +20,10 @@ constexpr std::array<stagemem_cli::CommandOption, 2> check_options = {{
     {"--json", "",
      "JSON: fits, device, stages[] {index, layers, peak_bytes, headroom_bytes, fits, "
      "largest_terms[]} and the whole report (docs/report-schema.md, \"The check\")"},
-    {"--format", "F", "text | markdown (default text)"},
+    {"--format", "F", "text | markdown | json (default text; json is --json)"},
 }};
 
-constexpr std::array<std::string_view, 2> check_formats = {"text", "markdown"};
+constexpr std::array<std::string_view, 3> check_formats = {"text", "markdown", "json"};
 
 constexpr const char* check_help =
     "usage: stagemem check --device NAME|--device-bytes N [options]\n\n"
@@ -44,7 +44,7 @@ void require_device(const stagemem_cli::CommandLine& line, stagemem::Diagnostics
 void print_check(const stagemem::Report& report, const stagemem_cli::CommandLine& line,
                  const std::string& format) {
   std::string text;
-  if (line.option("--json")) {
+  if (format == "json") {
     const std::string link = "#" + stagemem::encode_fragment(line.config);
     text = stagemem::check_json(report, line.config, link, line.diagnostics);
   } else {
@@ -63,7 +63,7 @@ int run_check(const std::vector<std::string_view>& args) {
     return stagemem_cli::exit_ok;
   }
   stagemem::Diagnostics& d = line.diagnostics;
-  const std::string format = stagemem_cli::checked_format(line, check_formats, d);
+  const std::string format = stagemem_cli::json_or_checked_format(line, check_formats, d);
   require_device(line, d);
   if (!d.ok()) return stagemem_cli::refuse(d);
   const stagemem::Report report = stagemem::estimate(line.config);

@@ -24,7 +24,7 @@ constexpr std::array<stagemem_cli::CommandOption, 2> sweep_options = {{
     {"--json", "",
      "JSON: axes[], device, points[] {values, valid, stage_peak_bytes[], "
      "max_peak_bytes, binding_stage, min_headroom_bytes, fits, error}"},
-    {"--format", "F", "text | csv | markdown (default text)"},
+    {"--format", "F", "text | csv | markdown | json (default text; json is --json)"},
 }};
 
 std::string gib(std::int64_t bytes) {
@@ -166,7 +166,7 @@ void print_sweep_json(const stagemem::SweepRun& run) {
   stagemem_cli::print_json(out);
 }
 
-constexpr std::array<std::string_view, 3> sweep_formats = {"text", "csv", "markdown"};
+constexpr std::array<std::string_view, 4> sweep_formats = {"text", "csv", "markdown", "json"};
 
 constexpr const char* sweep_help =
     "usage: stagemem sweep [options] (any field flag may take a comma-separated list)\n\n"
@@ -186,7 +186,7 @@ int run_sweep(const std::vector<std::string_view>& args) {
     return stagemem_cli::exit_ok;
   }
   stagemem::Diagnostics& d = line.diagnostics;
-  const std::string format = stagemem_cli::checked_format(line, sweep_formats, d);
+  const std::string format = stagemem_cli::json_or_checked_format(line, sweep_formats, d);
   if (stagemem::sweep_cell_count(line.axes) > max_points) {
     d.error("sweep",
             "the grid has more than " + std::to_string(max_points) + " points; sweep fewer values");
@@ -196,7 +196,7 @@ int run_sweep(const std::vector<std::string_view>& args) {
   // The grid, every point at once (plan/sweep.h: one model and EstimateCache per distinct model,
   // per-stage peaks only).
   const stagemem::SweepRun run = stagemem::compute_sweep({line.config, line.axes});
-  if (line.option("--json")) {
+  if (format == "json") {
     print_sweep_json(run);
   } else {
     print_sweep_table(run, format);
