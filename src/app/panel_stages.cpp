@@ -86,11 +86,15 @@ struct BarPlace {
   float right = 0.0f;
 };
 
-void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::StageReport& stage,
-                      const StageLabels& labels, const BarPlace& bar, Actions& out) {
-  // Placed by hand so that it never hides the bar being explained: under the chart (over the
-  // summary table) when it fits there, else beside the bar (right of it, or left when the bar is
-  // near the right edge). Kept inside the window using the height it had last frame.
+// The tooltip's top left and width. Placed by hand so that it never hides the bar being explained:
+// under the chart (over the summary table) when it fits there, else beside the bar (right of it,
+// or left when the bar is near the right edge). Kept inside the window using the height it had
+// last frame.
+struct TooltipPlace {
+  float x = 0.0f, y = 0.0f, width = 0.0f;
+};
+
+TooltipPlace place_bar_tooltip(const AppState& state, const StagesView& view, const BarPlace& bar) {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float margin = 8.0f * state.ui_scale;
   float width = std::min(viewport->WorkSize.x - 2.0f * margin, 720.0f * state.ui_scale);
@@ -115,34 +119,45 @@ void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::S
     y = std::clamp(mouse.y - view.tooltip_height * 0.5f, viewport->WorkPos.y + margin,
                    std::max(viewport->WorkPos.y + margin, bottom - view.tooltip_height));
   }
-  ImGui::SetNextWindowPos(ImVec2(x, y));
-  ImGui::SetNextWindowSize(ImVec2(width, 0.0f));
+  return {x, y, width};
+}
+
+// The term under the mouse: its name, family and tag, bytes, formula, scaling and source.
+void hovered_term_lines(const AppState& state, const stagemem::StageReport& stage,
+                        const StageLabels& labels, std::size_t i) {
+  const stagemem::Term& term = stage.terms[i];
+  ImGui::SeparatorText("under the mouse");
+  colour_swatch(labels.terms[i].colour);
+  ImGui::TextWrapped("%s (%s, %s)", stagemem::term_name(term).c_str(),
+                     stagemem::family_name(term.family).data(),
+                     stagemem::tag_name(term.tag).data());
+  ImGui::Text("%s", labels.terms[i].gib.c_str());
+  ImGui::SameLine();
+  mono_text(state.mono_font, labels.terms[i].exact_bytes);
+  ImGui::TextDisabled("formula");
+  mono_text(state.mono_font, stagemem::term_formula(term), true);
+  ImGui::TextDisabled("scales with");
+  ImGui::SameLine();
+  ImGui::TextWrapped("%s", stagemem::term_scaling(term).c_str());
+  const std::string_view source = stagemem::term_source(term, state.reported_config);
+  if (!source.empty()) {
+    ImGui::TextWrapped("source: %.*s", static_cast<int>(source.size()), source.data());
+  }
+  ImGui::SeparatorText("largest terms of the stage");
+}
+
+void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::StageReport& stage,
+                      const StageLabels& labels, const BarPlace& bar, Actions& out) {
+  const TooltipPlace place = place_bar_tooltip(state, view, bar);
+  ImGui::SetNextWindowPos(ImVec2(place.x, place.y));
+  ImGui::SetNextWindowSize(ImVec2(place.width, 0.0f));
   if (!ImGui::BeginTooltip()) return;
   ImGui::TextUnformatted(labels.title.c_str());
   ImGui::Text("peak %s per rank", labels.peak_gib.c_str());
   ImGui::SameLine();
   mono_text(state.mono_font, labels.peak_bytes);
   if (view.hovered_term >= 0) {
-    const auto i = static_cast<std::size_t>(view.hovered_term);
-    const stagemem::Term& term = stage.terms[i];
-    ImGui::SeparatorText("under the mouse");
-    colour_swatch(labels.terms[i].colour);
-    ImGui::TextWrapped("%s (%s, %s)", stagemem::term_name(term).c_str(),
-                       stagemem::family_name(term.family).data(),
-                       stagemem::tag_name(term.tag).data());
-    ImGui::Text("%s", labels.terms[i].gib.c_str());
-    ImGui::SameLine();
-    mono_text(state.mono_font, labels.terms[i].exact_bytes);
-    ImGui::TextDisabled("formula");
-    mono_text(state.mono_font, stagemem::term_formula(term), true);
-    ImGui::TextDisabled("scales with");
-    ImGui::SameLine();
-    ImGui::TextWrapped("%s", stagemem::term_scaling(term).c_str());
-    const std::string_view source = stagemem::term_source(term, state.reported_config);
-    if (!source.empty()) {
-      ImGui::TextWrapped("source: %.*s", static_cast<int>(source.size()), source.data());
-    }
-    ImGui::SeparatorText("largest terms of the stage");
+    hovered_term_lines(state, stage, labels, static_cast<std::size_t>(view.hovered_term));
   }
   // The largest terms only: a tooltip taller than the window would hide the rest anyway.
   constexpr std::size_t tooltip_rows = 6;
@@ -252,28 +267,24 @@ void draw_legend(const ReportLabels& labels) {
   }
 }
 
-}  // namespace
-
-void draw_stages(const AppState& state, StagesView& view, Actions& out) {
-  const stagemem::Report& report = state.report;
-  view.hovered_stage = -1;
-  view.hovered_term = -1;
-  if (!state.report_valid) {
-    ImGui::TextWrapped("Fix the fields marked in red to see the per-stage memory.");
-    return;
-  }
-  const bool stale = report_stale(state);
-  const ReportLabels& all_labels = state.report_labels;
+// Some stage does not fit on the device.
+bool any_stage_over(const stagemem::Report& report) {
   bool any_over = false;
   for (const auto& stage : report.stages)
     any_over |= report.device.bytes > 0 && stage.headroom_bytes < 0;
+  return any_over;
+}
+
+// What the chart shows (or that it is stale), the device and the flat headroom.
+void draw_heading(const AppState& state, bool stale, bool any_over) {
+  const ReportLabels& all_labels = state.report_labels;
   if (stale) {
     ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.30f, 1.0f),
                        "STALE: the report of the last valid configuration (%s); fix the fields "
                        "marked in red",
                        state.reported_config.model.c_str());
   } else {
-    ImGui::Text("Per-rank memory of each pipeline stage (%s)", report.model.c_str());
+    ImGui::Text("Per-rank memory of each pipeline stage (%s)", state.report.model.c_str());
   }
   if (!all_labels.device.empty()) {
     ImGui::SameLine();
@@ -288,185 +299,315 @@ void draw_stages(const AppState& state, StagesView& view, Actions& out) {
   }
   ImGui::TextDisabled(
       "stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
-  const std::int64_t scale_bytes = all_labels.scale_bytes;
+}
 
+// The bar chart's size, decided before its child window opens: half the panel's height, as wide
+// as the panel or, with more stages than compact bars fit, wider (then it scrolls sideways).
+struct ChartSize {
+  ImVec2 available;  // the panel's room when the chart starts
+  float width = 0.0f, height = 0.0f;
+  bool scrolls = false;
+  float scrollbar = 0.0f;  // the scroll bar's height under the chart, when it scrolls
+};
+
+ChartSize chart_size(const AppState& state) {
   const float scale = state.ui_scale;
-  const ImVec2 available = ImGui::GetContentRegionAvail();
-  const float chart_height = std::max(140.0f * scale, available.y * 0.50f);
-  const auto count = static_cast<float>(report.stages.size());
+  ChartSize size;
+  size.available = ImGui::GetContentRegionAvail();
+  size.height = std::max(140.0f * scale, size.available.y * 0.50f);
+  const auto count = static_cast<float>(state.report.stages.size());
   // Compact bars down to a few pixels; beyond that the chart scrolls sideways.
   const float min_slot = 7.0f * scale;
-  const float chart_width = std::max(available.x, count * min_slot);
-  const bool scrolls = chart_width > available.x;
-  const float scrollbar = scrolls ? ImGui::GetStyle().ScrollbarSize : 0.0f;
-  ImGui::BeginChild("chart", ImVec2(available.x, chart_height + scrollbar), ImGuiChildFlags_None,
-                    ImGuiWindowFlags_HorizontalScrollbar | ImGuiWindowFlags_NoBackground);
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float label_height = ImGui::GetTextLineHeightWithSpacing();
-  const float plot_top = origin.y + label_height;
-  const float plot_bottom = origin.y + chart_height - label_height;
-  const float slot = chart_width / std::max(1.0f, count);
-  const float bar_width = std::max(1.0f, slot * (slot > 12.0f * scale ? 0.7f : 0.8f));
+  size.width = std::max(size.available.x, count * min_slot);
+  size.scrolls = size.width > size.available.x;
+  size.scrollbar = size.scrolls ? ImGui::GetStyle().ScrollbarSize : 0.0f;
+  return size;
+}
+
+// Where the bars go inside the chart's child window (ImGui pixels) and which labels fit.
+struct BarLayout {
+  ImVec2 origin;  // the chart's top left
+  float width = 0.0f, height = 0.0f;
+  float scale = 1.0f;  // AppState::ui_scale
+  float label_height = 0.0f;
+  float plot_top = 0.0f, plot_bottom = 0.0f;
+  float slot = 0.0f;       // one stage's width
+  float bar_width = 0.0f;  // its bar's, centred in the slot
+  bool long_axis = false;  // "stage 3" under each bar; else the bare number every axis_step-th
+  std::int64_t axis_step = 1;
+  bool peak_labels = false;      // every bar's peak over it; else only the binding stage's
+  std::int64_t scale_bytes = 1;  // the bytes at the plot's top (ReportLabels::scale_bytes)
+
+  float y(std::int64_t bytes) const { return y_of(bytes, scale_bytes, plot_bottom, plot_top); }
+};
+
+BarLayout layout_bars(const AppState& state, const ChartSize& size) {
+  const stagemem::Report& report = state.report;
+  BarLayout bars;
+  const float scale = state.ui_scale;
+  const auto count = static_cast<float>(report.stages.size());
+  bars.origin = ImGui::GetCursorScreenPos();
+  bars.width = size.width;
+  bars.height = size.height;
+  bars.scale = scale;
+  bars.label_height = ImGui::GetTextLineHeightWithSpacing();
+  bars.plot_top = bars.origin.y + bars.label_height;
+  bars.plot_bottom = bars.origin.y + size.height - bars.label_height;
+  bars.slot = size.width / std::max(1.0f, count);
+  bars.bar_width = std::max(1.0f, bars.slot * (bars.slot > 12.0f * scale ? 0.7f : 0.8f));
   // Stage labels: "stage 3" when there is room, else the bare number every few stages.
-  const bool long_axis = ImGui::CalcTextSize("stage 000").x + 6.0f * scale <= slot;
-  const std::int64_t axis_step =
-      long_axis ? 1
-                : label_step(ImGui::CalcTextSize(std::to_string(report.stages.size()).c_str()).x +
-                                 8.0f * scale,
-                             slot);
+  bars.long_axis = ImGui::CalcTextSize("stage 000").x + 6.0f * scale <= bars.slot;
+  bars.axis_step =
+      bars.long_axis
+          ? 1
+          : label_step(
+                ImGui::CalcTextSize(std::to_string(report.stages.size()).c_str()).x + 8.0f * scale,
+                bars.slot);
   // Peak labels above the bars only when each fits over its bar; else only the binding stage's.
-  const bool peak_labels = ImGui::CalcTextSize("000.00 GiB").x + 4.0f * scale <= slot;
-  view.chart_scrolls = scrolls;
-  view.axis_label_step = axis_step;
-  if (view.bar_rects.size() != report.stages.size())
-    view.bar_rects.assign(report.stages.size(), {});
-  ImDrawList* draw_list = ImGui::GetWindowDrawList();
-  draw_list->AddLine(ImVec2(origin.x, plot_bottom), ImVec2(origin.x + chart_width, plot_bottom),
-                     axis_colour, scale);
+  bars.peak_labels = ImGui::CalcTextSize("000.00 GiB").x + 4.0f * scale <= bars.slot;
+  bars.scale_bytes = state.report_labels.scale_bytes;
+  return bars;
+}
+
+// The bar the tooltip explains: the hovered one, when a segment is under the mouse.
+struct TooltipTarget {
+  const stagemem::StageReport* stage = nullptr;
+  const StageLabels* labels = nullptr;
+  BarPlace bar;
+};
+
+// The bar's button (a click opens or closes the stage's table); true while hovered.
+bool bar_button(const AppState& state, StagesView& view, const BarLayout& bars,
+                const stagemem::StageReport& stage, float x0, Actions& out) {
+  ImGui::SetCursorScreenPos(ImVec2(x0, bars.plot_top));
+  ImGui::PushID(static_cast<int>(stage.index));
+  if (ImGui::InvisibleButton("bar", ImVec2(bars.bar_width, bars.plot_bottom - bars.plot_top))) {
+    out.push(SelectStage{state.selected_stage == stage.index ? -1 : stage.index});
+  }
+  const bool hovered = ImGui::IsItemHovered();
+  view.bar_rects[static_cast<std::size_t>(stage.index)] = last_item_rect(out.frame());
+  ImGui::PopID();
+  return hovered;
+}
+
+// The bar's segments, one per term; the one under the mouse white (and noted in the view).
+void draw_segments(ImDrawList* draw_list, StagesView& view, const BarLayout& bars,
+                   const StageLabels& labels, float x0, float x1, bool hovered) {
   const ImVec2 mouse = ImGui::GetMousePos();
-  const stagemem::StageReport* tooltip_stage = nullptr;
-  const StageLabels* tooltip_labels = nullptr;
-  BarPlace tooltip_bar{.chart_bottom = origin.y + chart_height};
+  for (const BarSegment& segment : labels.segments) {
+    const float top = bars.y(segment.top);
+    const float bottom = bars.y(segment.bottom);
+    const bool under_mouse = hovered && mouse.y >= top && mouse.y < bottom;
+    if (under_mouse) view.hovered_term = static_cast<std::int64_t>(segment.term);
+    draw_list->AddRectFilled(ImVec2(x0, top), ImVec2(x1, bottom),
+                             under_mouse ? IM_COL32_WHITE : segment.colour);
+    if (bottom - top > 2.0f * bars.scale && bars.bar_width > 4.0f * bars.scale) {
+      draw_list->AddLine(ImVec2(x0, top), ImVec2(x1, top), seam_colour, 1.0f);
+    }
+  }
+}
 
-  for (const auto& stage : report.stages) {
-    const auto index = static_cast<std::size_t>(stage.index);
-    const StageLabels& labels = all_labels.stages[index];
-    const float x0 = origin.x + slot * static_cast<float>(stage.index) + (slot - bar_width) * 0.5f;
-    const float x1 = x0 + bar_width;
-    ImGui::SetCursorScreenPos(ImVec2(x0, plot_top));
-    ImGui::PushID(static_cast<int>(stage.index));
-    if (ImGui::InvisibleButton("bar", ImVec2(bar_width, plot_bottom - plot_top))) {
-      out.push(SelectStage{state.selected_stage == stage.index ? -1 : stage.index});
-    }
-    const bool hovered = ImGui::IsItemHovered();
-    view.bar_rects[index] = last_item_rect(out.frame());
-    ImGui::PopID();
-
-    for (const BarSegment& segment : labels.segments) {
-      const float top = y_of(segment.top, scale_bytes, plot_bottom, plot_top);
-      const float bottom = y_of(segment.bottom, scale_bytes, plot_bottom, plot_top);
-      const bool under_mouse = hovered && mouse.y >= top && mouse.y < bottom;
-      if (under_mouse) view.hovered_term = static_cast<std::int64_t>(segment.term);
-      draw_list->AddRectFilled(ImVec2(x0, top), ImVec2(x1, bottom),
-                               under_mouse ? IM_COL32_WHITE : segment.colour);
-      if (bottom - top > 2.0f * scale && bar_width > 4.0f * scale) {
-        draw_list->AddLine(ImVec2(x0, top), ImVec2(x1, top), seam_colour, 1.0f);
-      }
-    }
-    const float peak_y = y_of(stage.peak_bytes, scale_bytes, plot_bottom, plot_top);
-    const bool binding = stage.index == report.binding_stage;
-    if (binding) {
-      draw_list->AddRect(ImVec2(x0 - 2.0f * scale, peak_y - 2.0f * scale),
-                         ImVec2(x1 + 2.0f * scale, plot_bottom), binding_colour, 2.0f * scale, 0,
-                         2.5f * scale);
-    }
-    if (stage.index == state.selected_stage) {
-      draw_list->AddRect(ImVec2(x0, peak_y), ImVec2(x1, plot_bottom), IM_COL32_WHITE, 0.0f, 0,
+// Outlines (the binding stage, the selected one) and the flat headroom's dashes over a bar.
+void draw_bar_marks(ImDrawList* draw_list, const AppState& state, const BarLayout& bars,
+                    const stagemem::StageReport& stage, float x0, float x1) {
+  const stagemem::Report& report = state.report;
+  const float scale = bars.scale;
+  const float peak_y = bars.y(stage.peak_bytes);
+  if (stage.index == report.binding_stage) {
+    draw_list->AddRect(ImVec2(x0 - 2.0f * scale, peak_y - 2.0f * scale),
+                       ImVec2(x1 + 2.0f * scale, bars.plot_bottom), binding_colour, 2.0f * scale, 0,
+                       2.5f * scale);
+  }
+  if (stage.index == state.selected_stage) {
+    draw_list->AddRect(ImVec2(x0, peak_y), ImVec2(x1, bars.plot_bottom), IM_COL32_WHITE, 0.0f, 0,
+                       2.0f * scale);
+  }
+  if (report.flat_headroom_bytes > 0) {
+    const float flat_y =
+        bars.y(stage.resident_bytes + stage.gap_bytes + report.flat_headroom_bytes);
+    const ImU32 colour = stage.flat_headroom_margin < 0 ? flat_under_colour : flat_over_colour;
+    for (float x = x0 - 4.0f * scale; x < x1 + 4.0f * scale; x += 8.0f * scale) {
+      draw_list->AddLine(ImVec2(x, flat_y),
+                         ImVec2(std::min(x + 5.0f * scale, x1 + 4.0f * scale), flat_y), colour,
                          2.0f * scale);
     }
-    if (report.flat_headroom_bytes > 0) {
-      const float flat_y = y_of(stage.resident_bytes + stage.gap_bytes + report.flat_headroom_bytes,
-                                scale_bytes, plot_bottom, plot_top);
-      const ImU32 colour = stage.flat_headroom_margin < 0 ? flat_under_colour : flat_over_colour;
-      for (float x = x0 - 4.0f * scale; x < x1 + 4.0f * scale; x += 8.0f * scale) {
-        draw_list->AddLine(ImVec2(x, flat_y),
-                           ImVec2(std::min(x + 5.0f * scale, x1 + 4.0f * scale), flat_y), colour,
-                           2.0f * scale);
-      }
-    }
-    if (peak_labels || binding) {
-      // Centred over the bar, kept inside the chart.
-      const float width = ImGui::CalcTextSize(labels.peak_gib.c_str()).x;
-      const float x =
-          std::clamp((x0 + x1 - width) * 0.5f, origin.x, origin.x + chart_width - width);
-      draw_list->AddText(ImVec2(x, peak_y - label_height), binding ? binding_colour : axis_colour,
-                         labels.peak_gib.c_str());
-    }
-    if (stage.index % axis_step == 0) {
-      const std::string number = std::to_string(stage.index);
-      const char* text = long_axis ? labels.axis.c_str() : number.c_str();
-      const float width = ImGui::CalcTextSize(text).x;
-      const float x =
-          std::clamp((x0 + x1 - width) * 0.5f, origin.x, origin.x + chart_width - width);
-      draw_list->AddText(ImVec2(x, plot_bottom + 2.0f * scale), axis_colour, text);
-    }
+  }
+}
+
+// The bar's peak over it (when they fit, or it binds) and its stage under it (every axis_step-th),
+// each centred on the bar and kept inside the chart.
+void draw_bar_labels(ImDrawList* draw_list, const BarLayout& bars,
+                     const stagemem::StageReport& stage, const StageLabels& labels, bool binding,
+                     float x0, float x1) {
+  const float left = bars.origin.x;
+  const float right = bars.origin.x + bars.width;
+  if (bars.peak_labels || binding) {
+    const float width = ImGui::CalcTextSize(labels.peak_gib.c_str()).x;
+    const float x = std::clamp((x0 + x1 - width) * 0.5f, left, right - width);
+    draw_list->AddText(ImVec2(x, bars.y(stage.peak_bytes) - bars.label_height),
+                       binding ? binding_colour : axis_colour, labels.peak_gib.c_str());
+  }
+  if (stage.index % bars.axis_step == 0) {
+    const std::string number = std::to_string(stage.index);
+    const char* text = bars.long_axis ? labels.axis.c_str() : number.c_str();
+    const float width = ImGui::CalcTextSize(text).x;
+    const float x = std::clamp((x0 + x1 - width) * 0.5f, left, right - width);
+    draw_list->AddText(ImVec2(x, bars.plot_bottom + 2.0f * bars.scale), axis_colour, text);
+  }
+}
+
+// One bar per stage with its button, segments, marks and labels; returns the bar to explain.
+TooltipTarget draw_bars(const AppState& state, StagesView& view, const BarLayout& bars,
+                        Actions& out) {
+  const stagemem::Report& report = state.report;
+  ImDrawList* draw_list = ImGui::GetWindowDrawList();
+  draw_list->AddLine(ImVec2(bars.origin.x, bars.plot_bottom),
+                     ImVec2(bars.origin.x + bars.width, bars.plot_bottom), axis_colour, bars.scale);
+  TooltipTarget target{.bar = {.chart_bottom = bars.origin.y + bars.height}};
+  for (const auto& stage : report.stages) {
+    const StageLabels& labels = state.report_labels.stages[static_cast<std::size_t>(stage.index)];
+    const float x0 = bars.origin.x + bars.slot * static_cast<float>(stage.index) +
+                     (bars.slot - bars.bar_width) * 0.5f;
+    const float x1 = x0 + bars.bar_width;
+    const bool hovered = bar_button(state, view, bars, stage, x0, out);
+    draw_segments(draw_list, view, bars, labels, x0, x1, hovered);
+    draw_bar_marks(draw_list, state, bars, stage, x0, x1);
+    draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1);
     if (hovered) view.hovered_stage = stage.index;
     // Only over a segment: above the bar's top there is nothing to explain.
     if (hovered && view.hovered_term >= 0) {
-      tooltip_stage = &stage;
-      tooltip_labels = &labels;
-      tooltip_bar.left = x0;
-      tooltip_bar.right = x1;
+      target.stage = &stage;
+      target.labels = &labels;
+      target.bar.left = x0;
+      target.bar.right = x1;
     }
   }
-  if (report.device.bytes > 0) {
-    const float y = y_of(report.device.bytes, scale_bytes, plot_bottom, plot_top);
-    const ImU32 line_colour = any_over ? capacity_colour : IM_COL32(150, 170, 200, 255);
-    draw_list->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + chart_width, y), line_colour,
-                       2.0f * scale);
-    // The label sits on the line's right end (of the visible part), on a backing so that bars
-    // do not hide it.
-    const ImVec2 text = ImGui::CalcTextSize(all_labels.device.c_str());
-    const float visible_right = ImGui::GetWindowPos().x + ImGui::GetWindowWidth();
-    const ImVec2 at(visible_right - text.x - 6.0f * scale, y - text.y - 3.0f * scale);
-    draw_list->AddRectFilled(ImVec2(at.x - 3.0f * scale, at.y - 1.0f * scale),
-                             ImVec2(at.x + text.x + 3.0f * scale, at.y + text.y + 1.0f * scale),
-                             IM_COL32(23, 25, 30, 220), 3.0f * scale);
-    draw_list->AddText(at, line_colour, all_labels.device.c_str());
-  }
-  if (stale) {
-    // Veiled: still readable, visibly not the configuration on screen.
-    draw_list->AddRectFilled(ImVec2(origin.x, origin.y),
-                             ImVec2(origin.x + chart_width, origin.y + chart_height),
-                             IM_COL32(23, 25, 30, 150));
-    const char* mark = "STALE";
-    const ImVec2 size = ImGui::CalcTextSize(mark);
-    const float x = ImGui::GetWindowPos().x + (ImGui::GetWindowWidth() - size.x) * 0.5f;
-    draw_list->AddText(ImVec2(x, origin.y + chart_height * 0.4f), IM_COL32(240, 190, 80, 255),
-                       mark);
-  }
-  ImGui::SetCursorScreenPos(origin);
-  ImGui::Dummy(ImVec2(chart_width, chart_height));
-  ImGui::EndChild();
-  if (tooltip_stage != nullptr) {
-    draw_bar_tooltip(state, view, *tooltip_stage, *tooltip_labels, tooltip_bar, out);
-  }
+  return target;
+}
 
-  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + chart_height + scrollbar));
+// The device's capacity across the chart, red when some stage does not fit. The label sits on
+// the line's right end (of the visible part), on a backing so that bars do not hide it.
+void draw_capacity(const AppState& state, const BarLayout& bars, bool any_over) {
+  ImDrawList* draw_list = ImGui::GetWindowDrawList();
+  const std::string& device = state.report_labels.device;
+  const float scale = bars.scale;
+  const float y = bars.y(state.report.device.bytes);
+  const ImU32 line_colour = any_over ? capacity_colour : IM_COL32(150, 170, 200, 255);
+  draw_list->AddLine(ImVec2(bars.origin.x, y), ImVec2(bars.origin.x + bars.width, y), line_colour,
+                     2.0f * scale);
+  const ImVec2 text = ImGui::CalcTextSize(device.c_str());
+  const float visible_right = ImGui::GetWindowPos().x + ImGui::GetWindowWidth();
+  const ImVec2 at(visible_right - text.x - 6.0f * scale, y - text.y - 3.0f * scale);
+  draw_list->AddRectFilled(ImVec2(at.x - 3.0f * scale, at.y - 1.0f * scale),
+                           ImVec2(at.x + text.x + 3.0f * scale, at.y + text.y + 1.0f * scale),
+                           IM_COL32(23, 25, 30, 220), 3.0f * scale);
+  draw_list->AddText(at, line_colour, device.c_str());
+}
+
+// A stale report's chart is veiled: still readable, visibly not the configuration on screen.
+void draw_stale_veil(const BarLayout& bars) {
+  ImDrawList* draw_list = ImGui::GetWindowDrawList();
+  draw_list->AddRectFilled(ImVec2(bars.origin.x, bars.origin.y),
+                           ImVec2(bars.origin.x + bars.width, bars.origin.y + bars.height),
+                           IM_COL32(23, 25, 30, 150));
+  const char* mark = "STALE";
+  const ImVec2 size = ImGui::CalcTextSize(mark);
+  const float x = ImGui::GetWindowPos().x + (ImGui::GetWindowWidth() - size.x) * 0.5f;
+  draw_list->AddText(ImVec2(x, bars.origin.y + bars.height * 0.4f), IM_COL32(240, 190, 80, 255),
+                     mark);
+}
+
+// The bar chart in its own child window (it scrolls sideways with many stages); returns where it
+// was drawn and the bar whose tooltip to show.
+BarLayout draw_chart(const AppState& state, StagesView& view, const ChartSize& size, bool stale,
+                     bool any_over, TooltipTarget& target, Actions& out) {
+  const stagemem::Report& report = state.report;
+  ImGui::BeginChild("chart", ImVec2(size.available.x, size.height + size.scrollbar),
+                    ImGuiChildFlags_None,
+                    ImGuiWindowFlags_HorizontalScrollbar | ImGuiWindowFlags_NoBackground);
+  const BarLayout bars = layout_bars(state, size);
+  view.chart_scrolls = size.scrolls;
+  view.axis_label_step = bars.axis_step;
+  if (view.bar_rects.size() != report.stages.size())
+    view.bar_rects.assign(report.stages.size(), {});
+  target = draw_bars(state, view, bars, out);
+  if (report.device.bytes > 0) draw_capacity(state, bars, any_over);
+  if (stale) draw_stale_veil(bars);
+  ImGui::SetCursorScreenPos(bars.origin);
+  ImGui::Dummy(ImVec2(size.width, size.height));
+  ImGui::EndChild();
+  return bars;
+}
+
+// Under the chart: a shader-drawn strip of each stage's peak, and what the chart's marks mean.
+void draw_heat_strip(const AppState& state, StagesView& view, float width) {
+  const stagemem::Report& report = state.report;
+  const float scale = state.ui_scale;
   const ImVec2 below = ImGui::GetCursorScreenPos();
   HeatStrip& strip = view.heat_strip;
   strip.cell_count = std::min(static_cast<int>(report.stages.size()), HeatStrip::max_cells);
   for (int i = 0; i < strip.cell_count; ++i) {
     strip.values[static_cast<std::size_t>(i)] = static_cast<float>(
         static_cast<double>(report.stages[static_cast<std::size_t>(i)].peak_bytes) /
-        static_cast<double>(scale_bytes));
+        static_cast<double>(state.report_labels.scale_bytes));
   }
   const float strip_top = below.y + 4.0f * scale;
   queue_heat_strip(strip, ImGui::GetWindowDrawList(), ImVec2(below.x, strip_top),
-                   ImVec2(below.x + available.x, strip_top + 10.0f * scale));
+                   ImVec2(below.x + width, strip_top + 10.0f * scale));
   ImGui::SetCursorScreenPos(ImVec2(below.x, strip_top + 14.0f * scale));
   ImGui::TextDisabled("heat strip: each stage's peak relative to the chart's full height");
   if (report.flat_headroom_bytes > 0) {
     ImGui::SameLine();
     ImGui::TextDisabled("| dashes: resident + flat headroom (green over-, pink under-provisions)");
   }
-  // The legend scrolls inside a few lines, so that the summary table stays on the first screen.
-  const float legend_lines =
-      std::min(6.0f, 1.0f + static_cast<float>(all_labels.legend.size()) / 2.0f);
+}
+
+// The legend scrolls inside a few lines, so that the summary table stays on the first screen.
+void draw_legend_box(const ReportLabels& labels) {
+  const float legend_lines = std::min(6.0f, 1.0f + static_cast<float>(labels.legend.size()) / 2.0f);
   ImGui::BeginChild("legend", ImVec2(0.0f, ImGui::GetTextLineHeightWithSpacing() * legend_lines),
                     ImGuiChildFlags_None);
-  draw_legend(all_labels);
+  draw_legend(labels);
   ImGui::EndChild();
-  draw_summary(state, report);
+}
 
-  if (state.selected_stage >= 0 &&
-      state.selected_stage < static_cast<std::int64_t>(report.stages.size())) {
-    const auto index = static_cast<std::size_t>(state.selected_stage);
-    const StageLabels& labels = all_labels.stages[index];
-    ImGui::SeparatorText(labels.title.c_str());
-    ImGui::Text("peak %s per rank (%s); terms largest first", labels.peak_gib.c_str(),
-                labels.peak_bytes.c_str());
-    draw_terms_table(state, "terms", report.stages[index], labels, true, 0.0f,
-                     labels.terms_by_size.size());
+// The table of the stage a click selected, every term.
+void draw_selected_stage(const AppState& state) {
+  const stagemem::Report& report = state.report;
+  if (state.selected_stage < 0 ||
+      state.selected_stage >= static_cast<std::int64_t>(report.stages.size())) {
+    return;
   }
+  const auto index = static_cast<std::size_t>(state.selected_stage);
+  const StageLabels& labels = state.report_labels.stages[index];
+  ImGui::SeparatorText(labels.title.c_str());
+  ImGui::Text("peak %s per rank (%s); terms largest first", labels.peak_gib.c_str(),
+              labels.peak_bytes.c_str());
+  draw_terms_table(state, "terms", report.stages[index], labels, true, 0.0f,
+                   labels.terms_by_size.size());
+}
+
+}  // namespace
+
+void draw_stages(const AppState& state, StagesView& view, Actions& out) {
+  view.hovered_stage = -1;
+  view.hovered_term = -1;
+  if (!state.report_valid) {
+    ImGui::TextWrapped("Fix the fields marked in red to see the per-stage memory.");
+    return;
+  }
+  const bool stale = report_stale(state);
+  const bool any_over = any_stage_over(state.report);
+  draw_heading(state, stale, any_over);
+  const ChartSize size = chart_size(state);
+  TooltipTarget target;
+  const BarLayout bars = draw_chart(state, view, size, stale, any_over, target, out);
+  if (target.stage != nullptr) {
+    draw_bar_tooltip(state, view, *target.stage, *target.labels, target.bar, out);
+  }
+  ImGui::SetCursorScreenPos(ImVec2(bars.origin.x, bars.origin.y + size.height + size.scrollbar));
+  draw_heat_strip(state, view, size.available.x);
+  draw_legend_box(state.report_labels);
+  draw_summary(state, state.report);
+  draw_selected_stage(state);
 }

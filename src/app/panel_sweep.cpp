@@ -123,6 +123,152 @@ void feed_heat_map(HeatMap& map, const Sweep& sweep, std::uint64_t sweeps) {
   }
 }
 
+// How far the sweep has got: its timings when complete, else the cells evaluated so far.
+void draw_progress(const Sweep& sweep) {
+  if (sweep.complete) {
+    ImGui::TextDisabled(
+        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; each model "
+        "resolved once, its estimate cache kept across edits)",
+        sweep.run.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
+        sweep.longest_slice_milliseconds);
+  } else {
+    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.run.evaluated, sweep.run.cells.size());
+  }
+}
+
+// The grid on screen (ImGui pixels): the row axis's labels left of it, the column axis's above.
+struct Grid {
+  ImVec2 origin;  // top left of the labelled grid
+  float left = 0.0f, top = 0.0f, width = 0.0f, height = 0.0f;
+  float cell_width = 0.0f, cell_height = 0.0f;
+  float scale = 1.0f;  // AppState::ui_scale
+};
+
+// The grid at the cursor: as wide as the panel less the widest row label; as tall as the panel
+// leaves over the two lines under it, at most 64 pixels a row.
+Grid layout_grid(const AppState& state) {
+  const Sweep& sweep = state.sweep;
+  Grid grid;
+  grid.scale = state.ui_scale;
+  const float scale = grid.scale;
+  float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key()).x;
+  for (const std::string& value : sweep.axes[1].axis.values) {
+    row_label_width = std::max(row_label_width, ImGui::CalcTextSize(value.c_str()).x);
+  }
+  row_label_width += 12.0f * state.ui_scale;
+  const float header = ImGui::GetTextLineHeightWithSpacing();
+  grid.origin = ImGui::GetCursorScreenPos();
+  const ImVec2 available = ImGui::GetContentRegionAvail();
+  grid.left = grid.origin.x + row_label_width;
+  grid.top = grid.origin.y + header;
+  grid.width = std::max(40.0f * scale, available.x - row_label_width);
+  grid.height =
+      std::clamp(available.y - header - 2.0f * ImGui::GetTextLineHeightWithSpacing() - 8.0f * scale,
+                 60.0f * scale, static_cast<float>(sweep.rows) * 64.0f * scale);
+  grid.cell_width = grid.width / static_cast<float>(sweep.columns);
+  grid.cell_height = grid.height / static_cast<float>(sweep.rows);
+  return grid;
+}
+
+// Every `step`-th label fits: 1, 2, 4, 8, ... values apart.
+std::size_t label_step(float needed, float available_per_value) {
+  std::size_t step = 1;
+  while (static_cast<float>(step) * available_per_value < needed) step *= 2;
+  return step;
+}
+
+// Axis labels: the field's key and the values, every k-th one when they would overlap (a 64-value
+// axis); a value's label always starts at its own column or row.
+void draw_axis_labels(ImDrawList* draw_list, const Grid& grid, const Sweep& sweep,
+                      ImU32 label_colour) {
+  const float scale = grid.scale;
+  draw_list->AddText(ImVec2(grid.origin.x, grid.origin.y), label_colour, sweep.axes[1].key());
+  float widest_column_label = 0.0f;
+  for (const std::string& value : sweep.axes[0].axis.values) {
+    widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
+  }
+  const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, grid.cell_width);
+  const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), grid.cell_height);
+  for (std::size_t x = 0; x < sweep.columns; x += column_step) {
+    const char* value = sweep.axes[0].axis.values[x].c_str();
+    draw_list->AddText(
+        ImVec2(grid.left + grid.cell_width * static_cast<float>(x) + 4.0f * scale, grid.origin.y),
+        label_colour, value);
+  }
+  for (std::size_t y = 0; y < sweep.rows; y += row_step) {
+    draw_list->AddText(
+        ImVec2(grid.origin.x, grid.top + grid.cell_height * (static_cast<float>(y) + 0.5f) -
+                                  ImGui::GetTextLineHeight() * 0.5f),
+        label_colour, sweep.axes[1].axis.values[y].c_str());
+  }
+}
+
+// The grid's button: notes the cell under the mouse in the view; true when it was clicked.
+bool pick_cell(SweepView& view, const Grid& grid, const Sweep& sweep) {
+  ImGui::SetCursorScreenPos(ImVec2(grid.left, grid.top));
+  const bool clicked = ImGui::InvisibleButton("grid", ImVec2(grid.width, grid.height));
+  view.hovered_cell = -1;
+  if (ImGui::IsItemHovered()) {
+    const ImVec2 mouse = ImGui::GetMousePos();
+    const auto x = std::min(sweep.columns - 1,
+                            static_cast<std::size_t>((mouse.x - grid.left) / grid.cell_width));
+    const auto y =
+        std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid.top) / grid.cell_height));
+    view.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
+  }
+  return clicked;
+}
+
+// Cell `i`'s text (and its GPU count on a sweep over a parallel size) when they fit, and its
+// frames: this configuration's cell, the hovered one.
+void draw_cell(ImDrawList* draw_list, const Grid& grid, const Sweep& sweep, std::size_t i,
+               bool show_gpus, bool hovered, ImU32 label_colour) {
+  const float scale = grid.scale;
+  const float cell_width = grid.cell_width;
+  const float cell_height = grid.cell_height;
+  const stagemem::SweepCell& cell = sweep.run.cells[i];
+  const float cx = grid.left + cell_width * static_cast<float>(i % sweep.columns);
+  const float cy = grid.top + cell_height * static_cast<float>(i / sweep.columns);
+  const std::string gpus = show_gpus ? std::to_string(cell.world_size) + " GPUs" : std::string();
+  const std::string label = sweep_cell_label(sweep, i);
+  const ImVec2 size = ImGui::CalcTextSize(label.c_str());
+  const bool two_lines = !gpus.empty() && cell_height >= 2.2f * ImGui::GetTextLineHeight();
+  const float text_top = cy + (cell_height - size.y * (two_lines ? 2.0f : 1.0f)) * 0.5f;
+  const ImU32 text_colour = cell.valid ? text_on_cell : label_colour;
+  if (size.x < cell_width - 4.0f * scale) {
+    draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f, text_top), text_colour,
+                       label.c_str());
+  }
+  if (two_lines) {
+    const ImVec2 gpu_size = ImGui::CalcTextSize(gpus.c_str());
+    if (gpu_size.x < cell_width - 4.0f * scale) {
+      draw_list->AddText(ImVec2(cx + (cell_width - gpu_size.x) * 0.5f, text_top + size.y),
+                         text_colour, gpus.c_str());
+    }
+  }
+  if (cell.is_base) {
+    draw_list->AddRect(ImVec2(cx + 2.0f * scale, cy + 2.0f * scale),
+                       ImVec2(cx + cell_width - 2.0f * scale, cy + cell_height - 2.0f * scale),
+                       current_colour, 0.0f, 0, 3.0f * scale);
+  }
+  if (hovered) {
+    draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height), IM_COL32_WHITE,
+                       0.0f, 0, 2.0f * scale);
+  }
+}
+
+// Every cell's text and frames over the shader's grid. Cells narrower than a short label draw
+// none (a 64 x 64 grid): no text work per cell then.
+void draw_cells(ImDrawList* draw_list, const Grid& grid, const Sweep& sweep,
+                std::int64_t hovered_cell, ImU32 label_colour) {
+  const bool show_gpus = parallel_axis(sweep.axes[0].key()) || parallel_axis(sweep.axes[1].key());
+  const bool labels_fit = grid.cell_width >= ImGui::CalcTextSize("-00.0").x + 4.0f * grid.scale;
+  for (std::size_t i = 0; i < sweep.run.cells.size() && labels_fit; ++i) {
+    draw_cell(draw_list, grid, sweep, i, show_gpus, static_cast<std::int64_t>(i) == hovered_cell,
+              label_colour);
+  }
+}
+
 }  // namespace
 
 void draw_sweep(const AppState& state, SweepView& view, Actions& out) {
@@ -133,15 +279,7 @@ void draw_sweep(const AppState& state, SweepView& view, Actions& out) {
       "peak when no device is chosen. Click a cell to apply its values.");
   edit_axis(state, view, 0, "columns", out);
   edit_axis(state, view, 1, "rows   ", out);
-  if (sweep.complete) {
-    ImGui::TextDisabled(
-        "%zu cells in %.1f ms (%.1f ms computing, at most %.1f ms in one frame; each model "
-        "resolved once, its estimate cache kept across edits)",
-        sweep.run.cells.size(), sweep.last_milliseconds, sweep.compute_milliseconds,
-        sweep.longest_slice_milliseconds);
-  } else {
-    ImGui::TextDisabled("computing: %zu of %zu cells", sweep.run.evaluated, sweep.run.cells.size());
-  }
+  draw_progress(sweep);
   if (!sweep.model_error.empty()) {
     ImGui::TextColored(error_colour, "%s", sweep.model_error.c_str());
     return;
@@ -150,112 +288,25 @@ void draw_sweep(const AppState& state, SweepView& view, Actions& out) {
   feed_heat_map(view.heat_map, sweep,
                 sweep.sweeps * (Sweep::max_values * Sweep::max_values + 1) + sweep.run.evaluated);
 
-  const float scale = state.ui_scale;
-  float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key()).x;
-  for (const std::string& value : sweep.axes[1].axis.values) {
-    row_label_width = std::max(row_label_width, ImGui::CalcTextSize(value.c_str()).x);
-  }
-  row_label_width += 12.0f * state.ui_scale;
-  const float header = ImGui::GetTextLineHeightWithSpacing();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const ImVec2 available = ImGui::GetContentRegionAvail();
-  const float grid_left = origin.x + row_label_width;
-  const float grid_top = origin.y + header;
-  const float grid_width = std::max(40.0f * scale, available.x - row_label_width);
-  const float grid_height =
-      std::clamp(available.y - header - 2.0f * ImGui::GetTextLineHeightWithSpacing() - 8.0f * scale,
-                 60.0f * scale, static_cast<float>(sweep.rows) * 64.0f * scale);
-  const float cell_width = grid_width / static_cast<float>(sweep.columns);
-  const float cell_height = grid_height / static_cast<float>(sweep.rows);
+  const Grid grid = layout_grid(state);
   ImDrawList* draw_list = ImGui::GetWindowDrawList();
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_Text);
-
-  // Axis labels: the field's key and the values, every k-th one when they would overlap (a 64-value
-  // axis); a value's label always starts at its own column or row.
-  draw_list->AddText(ImVec2(origin.x, origin.y), label_colour, sweep.axes[1].key());
-  float widest_column_label = 0.0f;
-  for (const std::string& value : sweep.axes[0].axis.values) {
-    widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
-  }
-  const auto label_step = [](float needed, float available_per_value) {
-    std::size_t step = 1;
-    while (static_cast<float>(step) * available_per_value < needed) step *= 2;
-    return step;
-  };
-  const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, cell_width);
-  const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), cell_height);
-  for (std::size_t x = 0; x < sweep.columns; x += column_step) {
-    const char* value = sweep.axes[0].axis.values[x].c_str();
-    draw_list->AddText(
-        ImVec2(grid_left + cell_width * static_cast<float>(x) + 4.0f * scale, origin.y),
-        label_colour, value);
-  }
-  for (std::size_t y = 0; y < sweep.rows; y += row_step) {
-    draw_list->AddText(ImVec2(origin.x, grid_top + cell_height * (static_cast<float>(y) + 0.5f) -
-                                            ImGui::GetTextLineHeight() * 0.5f),
-                       label_colour, sweep.axes[1].axis.values[y].c_str());
-  }
-
-  const ImVec2 grid_min(grid_left, grid_top);
-  const ImVec2 grid_max(grid_left + grid_width, grid_top + grid_height);
+  draw_axis_labels(draw_list, grid, sweep, label_colour);
+  const ImVec2 grid_min(grid.left, grid.top);
+  const ImVec2 grid_max(grid.left + grid.width, grid.top + grid.height);
   queue_heat_map(view.heat_map, draw_list, grid_min, grid_max);
   view.heat_map_rect = {grid_min.x, grid_min.y, grid_max.x, grid_max.y, out.frame(), true};
-
-  ImGui::SetCursorScreenPos(grid_min);
-  const bool clicked = ImGui::InvisibleButton("grid", ImVec2(grid_width, grid_height));
-  view.hovered_cell = -1;
-  if (ImGui::IsItemHovered()) {
-    const ImVec2 mouse = ImGui::GetMousePos();
-    const auto x =
-        std::min(sweep.columns - 1, static_cast<std::size_t>((mouse.x - grid_left) / cell_width));
-    const auto y =
-        std::min(sweep.rows - 1, static_cast<std::size_t>((mouse.y - grid_top) / cell_height));
-    view.hovered_cell = static_cast<std::int64_t>(y * sweep.columns + x);
-  }
-  const bool show_gpus = parallel_axis(sweep.axes[0].key()) || parallel_axis(sweep.axes[1].key());
-  // Cells narrower than a short label draw none (a 64 x 64 grid): no text work per cell then.
-  const bool labels_fit = cell_width >= ImGui::CalcTextSize("-00.0").x + 4.0f * scale;
-  for (std::size_t i = 0; i < sweep.run.cells.size() && labels_fit; ++i) {
-    const stagemem::SweepCell& cell = sweep.run.cells[i];
-    const float cx = grid_left + cell_width * static_cast<float>(i % sweep.columns);
-    const float cy = grid_top + cell_height * static_cast<float>(i / sweep.columns);
-    // The label, and the cell's GPU count on a sweep over a parallel size, when they fit.
-    const std::string gpus = show_gpus ? std::to_string(cell.world_size) + " GPUs" : std::string();
-    const std::string label = sweep_cell_label(sweep, i);
-    const ImVec2 size = ImGui::CalcTextSize(label.c_str());
-    const bool two_lines = !gpus.empty() && cell_height >= 2.2f * ImGui::GetTextLineHeight();
-    const float text_top = cy + (cell_height - size.y * (two_lines ? 2.0f : 1.0f)) * 0.5f;
-    const ImU32 text_colour = cell.valid ? text_on_cell : label_colour;
-    if (size.x < cell_width - 4.0f * scale) {
-      draw_list->AddText(ImVec2(cx + (cell_width - size.x) * 0.5f, text_top), text_colour,
-                         label.c_str());
-    }
-    if (two_lines) {
-      const ImVec2 gpu_size = ImGui::CalcTextSize(gpus.c_str());
-      if (gpu_size.x < cell_width - 4.0f * scale) {
-        draw_list->AddText(ImVec2(cx + (cell_width - gpu_size.x) * 0.5f, text_top + size.y),
-                           text_colour, gpus.c_str());
-      }
-    }
-    if (cell.is_base) {
-      draw_list->AddRect(ImVec2(cx + 2.0f * scale, cy + 2.0f * scale),
-                         ImVec2(cx + cell_width - 2.0f * scale, cy + cell_height - 2.0f * scale),
-                         current_colour, 0.0f, 0, 3.0f * scale);
-    }
-    if (static_cast<std::int64_t>(i) == view.hovered_cell) {
-      draw_list->AddRect(ImVec2(cx, cy), ImVec2(cx + cell_width, cy + cell_height), IM_COL32_WHITE,
-                         0.0f, 0, 2.0f * scale);
-    }
-  }
+  const bool clicked = pick_cell(view, grid, sweep);
+  draw_cells(draw_list, grid, sweep, view.hovered_cell, label_colour);
   if (view.hovered_cell >= 0) {
     const auto cell = static_cast<std::size_t>(view.hovered_cell);
     const std::string detail = sweep_cell_detail(sweep, cell);
     ImGui::SetTooltip("%s", detail.c_str());
     if (clicked) out.push(ApplySweepCell{cell});
   }
-  ImGui::SetCursorScreenPos(ImVec2(origin.x, grid_max.y + 4.0f * scale));
+  ImGui::SetCursorScreenPos(ImVec2(grid.origin.x, grid_max.y + 4.0f * grid.scale));
   const bool headroom = sweep_device_bytes(sweep) > 0;
   ImGui::TextDisabled(headroom ? "cell text: headroom of the binding stage"
                                : "cell text: peak of the binding stage");
-  draw_colour_legend(headroom, scale);
+  draw_colour_legend(headroom, grid.scale);
 }

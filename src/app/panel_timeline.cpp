@@ -54,21 +54,29 @@ ImU32 colour_of(stagemem::Family f) {
   return family_colours[static_cast<std::size_t>(f)];
 }
 
-// What is alive at event `e`, as tooltip lines.
 // Terms listed in an event's tooltip, the largest first; the rest are summed in one line so the
 // tooltip stays inside the window.
 constexpr std::size_t tooltip_terms = 12;
 
-void event_tooltip(const AppState& state, const TimelineView& view,
-                   const stagemem::StageReport& stage, std::int64_t e) {
-  const stagemem::StageTimeline& t = state.timeline.timeline;
+// Is term `i` of the stage alive at event `e`? Stored activations are itemised at the peak only.
+bool term_live_at(const stagemem::StageTimeline& t, std::int64_t e, const stagemem::Term& term,
+                  std::size_t i) {
   const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
-  // Long term names wrap at a width that fits beside the cursor on either side.
-  ImGui::PushTextWrapPos(
-      std::min(ImGui::GetFontSize() * 34.0f, ImGui::GetIO().DisplaySize.x * 0.45f));
-  ImGui::TextUnformatted(view.hovered_name.c_str());
-  if (e == t.peak_event) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "the stage's peak");
-  ImGui::Separator();
+  if (term.family == stagemem::Family::resident || term.family == stagemem::Family::gap) {
+    return term.bytes > 0;
+  }
+  if (term.family == stagemem::Family::activation) {
+    return ev.phase != stagemem::StepPhase::optimizer_step && e == t.peak_event;
+  }
+  if (ev.phase == stagemem::StepPhase::optimizer_step) {
+    return term.allocated_at == stagemem::AllocationPoint::optimizer_step;
+  }
+  return static_cast<std::int64_t>(i) == ev.transient ||
+         static_cast<std::int64_t>(i) == ev.enclosing;
+}
+
+// The event's live bytes, in total and by family, in the monospaced font.
+void event_bytes_lines(const AppState& state, const stagemem::TimelineEvent& ev) {
   ImGui::PushFont(state.mono_font);
   ImGui::Text("live       %s", stagemem::format_gib(ev.live_bytes).c_str());
   for (const stagemem::Family f : stack_order) {
@@ -76,31 +84,27 @@ void event_tooltip(const AppState& state, const TimelineView& view,
                 stagemem::format_gib(ev.live_by_family[static_cast<std::size_t>(f)]).c_str());
   }
   ImGui::PopFont();
-  ImGui::Separator();
-  if (ev.phase != stagemem::StepPhase::optimizer_step) {
-    std::string alive;
-    for (std::int64_t c = 0; c < t.chunks; ++c) {
-      alive += (c == 0 ? "" : ", ") +
-               std::to_string(t.alive[static_cast<std::size_t>(e * t.chunks + c)]);
-    }
-    ImGui::Text("stored activations of the micro-batches alive per chunk: %s", alive.c_str());
+}
+
+// How many micro-batches' stored activations each chunk holds at a pass (none at the optimizer).
+void alive_line(const stagemem::StageTimeline& t, std::int64_t e) {
+  if (t.events[static_cast<std::size_t>(e)].phase == stagemem::StepPhase::optimizer_step) return;
+  std::string alive;
+  for (std::int64_t c = 0; c < t.chunks; ++c) {
+    alive +=
+        (c == 0 ? "" : ", ") + std::to_string(t.alive[static_cast<std::size_t>(e * t.chunks + c)]);
   }
+  ImGui::Text("stored activations of the micro-batches alive per chunk: %s", alive.c_str());
+}
+
+// The terms alive at event `e`, the largest first: the first tooltip_terms by name, the rest
+// summed.
+void live_term_lines(const stagemem::StageReport& stage, const stagemem::StageTimeline& t,
+                     std::int64_t e) {
   const auto& terms = stage.terms;
   std::vector<std::size_t> live_terms;
   for (std::size_t i = 0; i < terms.size(); ++i) {
-    const stagemem::Term& term = terms[i];
-    bool live = false;
-    if (term.family == stagemem::Family::resident || term.family == stagemem::Family::gap) {
-      live = term.bytes > 0;
-    } else if (term.family == stagemem::Family::activation) {
-      live = ev.phase != stagemem::StepPhase::optimizer_step && e == t.peak_event;
-    } else if (ev.phase == stagemem::StepPhase::optimizer_step) {
-      live = term.allocated_at == stagemem::AllocationPoint::optimizer_step;
-    } else {
-      live = static_cast<std::int64_t>(i) == ev.transient ||
-             static_cast<std::int64_t>(i) == ev.enclosing;
-    }
-    if (live) live_terms.push_back(i);
+    if (term_live_at(t, e, terms[i], i)) live_terms.push_back(i);
   }
   std::stable_sort(live_terms.begin(), live_terms.end(),
                    [&](std::size_t a, std::size_t b) { return terms[a].bytes > terms[b].bytes; });
@@ -121,6 +125,23 @@ void event_tooltip(const AppState& state, const TimelineView& view,
                         live_terms.size() - tooltip_terms,
                         stagemem::format_gib(rest_bytes).c_str());
   }
+}
+
+// What is alive at event `e`, as tooltip lines.
+void event_tooltip(const AppState& state, const TimelineView& view,
+                   const stagemem::StageReport& stage, std::int64_t e) {
+  const stagemem::StageTimeline& t = state.timeline.timeline;
+  const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
+  // Long term names wrap at a width that fits beside the cursor on either side.
+  ImGui::PushTextWrapPos(
+      std::min(ImGui::GetFontSize() * 34.0f, ImGui::GetIO().DisplaySize.x * 0.45f));
+  ImGui::TextUnformatted(view.hovered_name.c_str());
+  if (e == t.peak_event) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.35f, 1.0f), "the stage's peak");
+  ImGui::Separator();
+  event_bytes_lines(state, ev);
+  ImGui::Separator();
+  alive_line(t, e);
+  live_term_lines(stage, t, e);
   if (e != t.peak_event && ev.phase != stagemem::StepPhase::optimizer_step) {
     ImGui::TextDisabled("(stored activation terms are itemised at the peak event)");
   }
@@ -164,20 +185,19 @@ Measured measured_for(const AppState& state, std::int64_t stage) {
   return m;
 }
 
-}  // namespace
-
-void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
+// The stage the tab shows: the chosen one; none yet (or gone): the binding stage, as the frame's
+// refresh will choose.
+std::int64_t shown_stage(const AppState& state) {
   const stagemem::Report& report = state.report;
-  if (!report.diagnostics.ok() || report.stages.empty()) {
-    ImGui::TextWrapped("Fix the highlighted fields to see the step timeline.");
-    return;
-  }
-  const TimelineTab& tab = state.timeline;
   const auto stages = static_cast<std::int64_t>(report.stages.size());
-  // The chosen stage; none yet (or gone): the binding stage, as the frame's refresh will choose.
-  const std::int64_t shown = tab.stage >= 0 && tab.stage < stages ? tab.stage
-                             : report.binding_stage >= 0          ? report.binding_stage
-                                                                  : 0;
+  const std::int64_t chosen = state.timeline.stage;
+  return chosen >= 0 && chosen < stages ? chosen
+         : report.binding_stage >= 0    ? report.binding_stage
+                                        : 0;
+}
+
+void draw_stage_selector(const AppState& state, std::int64_t shown, Actions& out) {
+  const auto stages = static_cast<std::int64_t>(state.report.stages.size());
   ImGui::SetNextItemWidth(160.0f * state.ui_scale);
   const std::string preview = "stage " + std::to_string(shown);
   if (ImGui::BeginCombo("##timeline_stage", preview.c_str())) {
@@ -188,25 +208,25 @@ void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
     ImGui::EndCombo();
   }
   publish(out, Widget::timeline_stage);
-  if (tab.built_stage != shown || tab.stage != shown ||
-      tab.built_generation != state.report_generation) {
-    // The tab has just opened: the frame's refresh builds the timeline before the next frame.
-    view.hovered_event = -1;
-    return;
-  }
-  if (view.hovered_build != tab.builds) {
-    // A new timeline: the event under the mouse is looked up again.
-    view.hovered_build = tab.builds;
-    view.hovered_event = -1;
-    view.hovered_name.clear();
-  }
-  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(tab.stage)];
-  const stagemem::StageTimeline& t = tab.timeline;
-  ImGui::SameLine();
-  ImGui::TextWrapped("Peak %s at %s", stagemem::format_gib(stage.peak_bytes).c_str(),
-                     tab.peak_name.c_str());
+}
 
-  // Legend.
+// The frame's refresh has built the timeline of the shown stage from this report.
+bool timeline_built(const AppState& state, std::int64_t shown) {
+  const TimelineTab& tab = state.timeline;
+  return tab.built_stage == shown && tab.stage == shown &&
+         tab.built_generation == state.report_generation;
+}
+
+// A new timeline: the event under the mouse is looked up again.
+void forget_old_hover(const TimelineTab& tab, TimelineView& view) {
+  if (view.hovered_build == tab.builds) return;
+  view.hovered_build = tab.builds;
+  view.hovered_event = -1;
+  view.hovered_name.clear();
+}
+
+// The families' colours, then the measured curve's entry when a snapshot is drawn over the chart.
+void draw_legend(const AppState& state, const Measured& measured, MeasuredOverlay& overlay) {
   for (const stagemem::Family f : stack_order) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float size = ImGui::GetTextLineHeight();
@@ -216,9 +236,6 @@ void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
     ImGui::TextUnformatted(std::string(stagemem::family_name(f)).c_str());
     ImGui::SameLine();
   }
-  const Measured measured = measured_for(state, tab.stage);
-  MeasuredOverlay& overlay = view.measured;
-  overlay = MeasuredOverlay{};
   if (measured.shown) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float size = ImGui::GetTextLineHeight();
@@ -233,190 +250,276 @@ void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
     ImGui::TextUnformatted(overlay.legend.c_str());
   }
   ImGui::NewLine();
+}
 
-  const float scale = state.ui_scale;
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float width = std::max(ImGui::GetContentRegionAvail().x, 100.0f * scale);
-  const float height = chart_height_px * scale;
-  const float axis = ImGui::CalcTextSize("0000.0 GiB").x + 6.0f * scale;
-  const float plot_x0 = origin.x + axis;
-  const float plot_x1 = origin.x + width;
-  const float plot_top = origin.y + ImGui::GetTextLineHeightWithSpacing();
-  const float plot_bottom = origin.y + height;
-  ImGui::InvisibleButton("##timeline_chart", ImVec2(width, height));
-  const bool hovered = ImGui::IsItemHovered();
-  publish(out, Widget::timeline_chart);
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const auto n = static_cast<std::int64_t>(t.events.size());
+// The chart on screen (ImGui pixels) and its bytes axis. The band above the plot holds the peak's
+// label; the bytes axis's labels sit left of the plot.
+struct Plot {
+  ImVec2 origin;  // the chart's top left
+  float width = 0.0f, height = 0.0f;
+  float x0 = 0.0f, x1 = 0.0f, top = 0.0f, bottom = 0.0f;  // the plot area
+  float column = 0.0f;                                    // one event's width
+  float scale = 1.0f;                                     // AppState::ui_scale
+  std::int64_t top_bytes = 1;                             // the bytes at the plot's top
+  double per_byte = 0.0;                                  // pixels per byte
+  bool own_scale = false;  // the measured curve gets its own axis (this one does not fit it)
+
+  float y_of(std::int64_t bytes) const {
+    return bottom - static_cast<float>(static_cast<double>(bytes) * per_byte);
+  }
+};
+
+// The chart at the cursor, as wide as the window, its axis up to the peak, the device and (when it
+// shares the axis) the measured peak.
+Plot place_plot(const AppState& state, const stagemem::StageReport& stage, const Measured& measured,
+                std::int64_t events) {
+  Plot plot;
+  plot.scale = state.ui_scale;
+  plot.origin = ImGui::GetCursorScreenPos();
+  plot.width = std::max(ImGui::GetContentRegionAvail().x, 100.0f * plot.scale);
+  plot.height = chart_height_px * plot.scale;
+  const float axis = ImGui::CalcTextSize("0000.0 GiB").x + 6.0f * plot.scale;
+  plot.x0 = plot.origin.x + axis;
+  plot.x1 = plot.origin.x + plot.width;
+  plot.top = plot.origin.y + ImGui::GetTextLineHeightWithSpacing();
+  plot.bottom = plot.origin.y + plot.height;
   std::int64_t top = std::max<std::int64_t>(stage.peak_bytes, 1);
-  if (report.device.bytes > 0) top = std::max(top, report.device.bytes);
+  const std::int64_t device = state.report.device.bytes;
+  if (device > 0) top = std::max(top, device);
   // The measured curve shares the axis when it is big enough to be read on it.
-  const bool own_scale = measured.shown && static_cast<double>(measured.peak_bytes) <
-                                               own_scale_share * static_cast<double>(top);
-  if (measured.shown && !own_scale) top = std::max(top, measured.peak_bytes);
-  const double per_byte = static_cast<double>(plot_bottom - plot_top) / static_cast<double>(top);
-  const float column = (plot_x1 - plot_x0) / static_cast<float>(std::max<std::int64_t>(n, 1));
-  const auto y_of = [&](std::int64_t bytes) {
-    return plot_bottom - static_cast<float>(static_cast<double>(bytes) * per_byte);
-  };
-  draw->AddLine(ImVec2(plot_x0, plot_bottom), ImVec2(plot_x1, plot_bottom), axis_colour);
-  draw->AddLine(ImVec2(plot_x0, plot_top), ImVec2(plot_x0, plot_bottom), axis_colour);
-  draw->AddText(ImVec2(origin.x, plot_top), axis_colour, stagemem::format_gib(top, 1).c_str());
-  draw->AddText(ImVec2(origin.x, plot_bottom - ImGui::GetTextLineHeight()), axis_colour, "0");
+  plot.own_scale = measured.shown && static_cast<double>(measured.peak_bytes) <
+                                         own_scale_share * static_cast<double>(top);
+  if (measured.shown && !plot.own_scale) top = std::max(top, measured.peak_bytes);
+  plot.top_bytes = top;
+  plot.per_byte = static_cast<double>(plot.bottom - plot.top) / static_cast<double>(top);
+  plot.column = (plot.x1 - plot.x0) / static_cast<float>(std::max<std::int64_t>(events, 1));
+  return plot;
+}
+
+void draw_axes(ImDrawList* draw, const Plot& plot) {
+  draw->AddLine(ImVec2(plot.x0, plot.bottom), ImVec2(plot.x1, plot.bottom), axis_colour);
+  draw->AddLine(ImVec2(plot.x0, plot.top), ImVec2(plot.x0, plot.bottom), axis_colour);
+  draw->AddText(ImVec2(plot.origin.x, plot.top), axis_colour,
+                stagemem::format_gib(plot.top_bytes, 1).c_str());
+  draw->AddText(ImVec2(plot.origin.x, plot.bottom - ImGui::GetTextLineHeight()), axis_colour, "0");
+}
+
+// One column per event, stacked by family; the hovered one outlined.
+void draw_columns(ImDrawList* draw, const Plot& plot, const stagemem::StageTimeline& t,
+                  std::int64_t hovered_event) {
+  const auto n = static_cast<std::int64_t>(t.events.size());
+  const float scale = plot.scale;
   for (std::int64_t e = 0; e < n; ++e) {
     const stagemem::TimelineEvent& ev = t.events[static_cast<std::size_t>(e)];
-    const float x0 = plot_x0 + column * static_cast<float>(e);
-    const float x1 = std::max(x0 + 1.0f, x0 + column - (column > 4.0f * scale ? scale : 0.0f));
+    const float x0 = plot.x0 + plot.column * static_cast<float>(e);
+    const float x1 =
+        std::max(x0 + 1.0f, x0 + plot.column - (plot.column > 4.0f * scale ? scale : 0.0f));
     std::int64_t below = 0;
     for (const stagemem::Family f : stack_order) {
       const std::int64_t bytes = ev.live_by_family[static_cast<std::size_t>(f)];
       if (bytes <= 0) continue;
-      draw->AddRectFilled(ImVec2(x0, y_of(below + bytes)), ImVec2(x1, y_of(below)), colour_of(f));
+      draw->AddRectFilled(ImVec2(x0, plot.y_of(below + bytes)), ImVec2(x1, plot.y_of(below)),
+                          colour_of(f));
       below += bytes;
     }
-    if (e == view.hovered_event) {
-      draw->AddRect(ImVec2(x0, y_of(ev.live_bytes)), ImVec2(x1, plot_bottom), IM_COL32_WHITE);
+    if (e == hovered_event) {
+      draw->AddRect(ImVec2(x0, plot.y_of(ev.live_bytes)), ImVec2(x1, plot.bottom), IM_COL32_WHITE);
     }
   }
-  if (report.device.bytes > 0) {
-    const float y = y_of(report.device.bytes);
-    draw->AddLine(ImVec2(plot_x0, y), ImVec2(plot_x1, y), capacity_colour, 1.5f * scale);
-    // Above its line, or under it when the line is the plot's top (the band above holds the
-    // peak's label).
-    const float text_y = y - ImGui::GetTextLineHeight() < plot_top ? y + 2.0f * scale
-                                                                   : y - ImGui::GetTextLineHeight();
-    draw->AddText(ImVec2(plot_x0 + 4.0f * scale, text_y), capacity_colour,
-                  ("device " + stagemem::format_gib(report.device.bytes, 1)).c_str());
+}
+
+// The device's capacity across the plot, labelled.
+void draw_capacity(ImDrawList* draw, const Plot& plot, std::int64_t device_bytes) {
+  const float scale = plot.scale;
+  const float y = plot.y_of(device_bytes);
+  draw->AddLine(ImVec2(plot.x0, y), ImVec2(plot.x1, y), capacity_colour, 1.5f * scale);
+  // Above its line, or under it when the line is the plot's top (the band above holds the
+  // peak's label).
+  const float text_y =
+      y - ImGui::GetTextLineHeight() < plot.top ? y + 2.0f * scale : y - ImGui::GetTextLineHeight();
+  draw->AddText(ImVec2(plot.x0 + 4.0f * scale, text_y), capacity_colour,
+                ("device " + stagemem::format_gib(device_bytes, 1)).c_str());
+}
+
+// The peak event's column marked top to bottom, its bytes in the band above the plot.
+void draw_peak(ImDrawList* draw, const Plot& plot, std::int64_t peak_event,
+               std::int64_t peak_bytes) {
+  const float scale = plot.scale;
+  const float x = plot.x0 + plot.column * (static_cast<float>(peak_event) + 0.5f);
+  draw->AddLine(ImVec2(x, plot.top), ImVec2(x, plot.bottom), peak_colour, 2.0f * scale);
+  const std::string label = "peak " + stagemem::format_gib(peak_bytes);
+  const float label_x = std::min(x + 4.0f * scale, plot.x1 - ImGui::CalcTextSize(label.c_str()).x);
+  draw->AddText(ImVec2(label_x, plot.origin.y), peak_colour, label.c_str());
+}
+
+// The measured curve's axis: the chart's, or its own with the curve's peak at 90% of the plot's
+// height.
+Plot measured_axis(const Plot& plot, const Measured& measured) {
+  Plot axis = plot;
+  axis.top_bytes = plot.own_scale
+                       ? std::max<std::int64_t>(1, measured.peak_bytes + measured.peak_bytes / 9)
+                       : plot.top_bytes;
+  axis.per_byte = static_cast<double>(plot.bottom - plot.top) / static_cast<double>(axis.top_bytes);
+  return axis;
+}
+
+// An own axis: a line on the plot's right edge, its top labelled in the band above the plot,
+// right-aligned (the curve tops out at 90% of it).
+void draw_own_axis(ImDrawList* draw, const Plot& axis) {
+  const std::string label = short_amount(axis.top_bytes) + " (measured, own axis)";
+  const float w = ImGui::CalcTextSize(label.c_str()).x;
+  draw->AddLine(ImVec2(axis.x1 - 1.0f, axis.top), ImVec2(axis.x1 - 1.0f, axis.bottom),
+                measured_colour);
+  draw->AddText(ImVec2(axis.x1 - w, axis.origin.y), measured_colour, label.c_str());
+}
+
+// The replayed live bytes over the plot's width; returns the vertices drawn. Event i of N at
+// (i + 0.5) / N of the width; more events than pixels: each pixel column draws the largest level
+// of its events, so the peak is never averaged away.
+std::int64_t draw_measured_curve(ImDrawList* draw, const Plot& axis,
+                                 const std::vector<std::int64_t>& curve) {
+  const float plot_width = axis.x1 - axis.x0;
+  const auto events = static_cast<std::int64_t>(curve.size());
+  std::vector<ImVec2> points;
+  const auto columns = static_cast<std::int64_t>(std::max(1.0f, plot_width));
+  if (events <= 2 * columns) {
+    points.reserve(static_cast<std::size_t>(events));
+    for (std::int64_t i = 0; i < events; ++i) {
+      const float x =
+          axis.x0 + plot_width * (static_cast<float>(i) + 0.5f) / static_cast<float>(events);
+      points.emplace_back(x, axis.y_of(curve[static_cast<std::size_t>(i)]));
+    }
+  } else {
+    points.reserve(static_cast<std::size_t>(columns));
+    for (std::int64_t c = 0; c < columns; ++c) {
+      const std::int64_t first = c * events / columns;
+      const std::int64_t last = std::max(first + 1, (c + 1) * events / columns);
+      std::int64_t level = 0;
+      for (std::int64_t i = first; i < last; ++i)
+        level = std::max(level, curve[static_cast<std::size_t>(i)]);
+      points.emplace_back(axis.x0 + static_cast<float>(c) + 0.5f, axis.y_of(level));
+    }
   }
-  if (t.peak_event >= 0) {
-    const float x = plot_x0 + column * (static_cast<float>(t.peak_event) + 0.5f);
-    draw->AddLine(ImVec2(x, plot_top), ImVec2(x, plot_bottom), peak_colour, 2.0f * scale);
-    const std::string label = "peak " + stagemem::format_gib(stage.peak_bytes);
-    const float label_x =
-        std::min(x + 4.0f * scale, plot_x1 - ImGui::CalcTextSize(label.c_str()).x);
-    draw->AddText(ImVec2(label_x, origin.y), peak_colour, label.c_str());
+  draw->AddPolyline(points.data(), static_cast<int>(points.size()), measured_colour,
+                    ImDrawFlags_None, 2.0f * axis.scale);
+  return static_cast<std::int64_t>(points.size());
+}
+
+// From a link: the peak's level only, dashed across the chart.
+void draw_measured_level(ImDrawList* draw, const Plot& axis, std::int64_t peak_bytes) {
+  const float scale = axis.scale;
+  const float y = axis.y_of(peak_bytes);
+  for (float x = axis.x0; x < axis.x1; x += 10.0f * scale) {
+    draw->AddLine(ImVec2(x, y), ImVec2(std::min(x + 6.0f * scale, axis.x1), y), measured_colour,
+                  2.0f * scale);
   }
-  if (measured.shown) {
-    // Its own axis: the curve's peak at 90% of the plot's height, the top labelled on the right.
-    const std::int64_t measured_top =
-        own_scale ? std::max<std::int64_t>(1, measured.peak_bytes + measured.peak_bytes / 9) : top;
-    const double measured_per_byte =
-        static_cast<double>(plot_bottom - plot_top) / static_cast<double>(measured_top);
-    const auto my_of = [&](std::int64_t bytes) {
-      return plot_bottom - static_cast<float>(static_cast<double>(bytes) * measured_per_byte);
-    };
-    overlay.own_scale = own_scale;
-    overlay.axis_top_bytes = measured_top;
-    overlay.from_link = measured.curve == nullptr;
-    if (own_scale) {
-      // Labelled in the band above the plot, right-aligned (the curve tops out at 90% of it).
-      const std::string label = short_amount(measured_top) + " (measured, own axis)";
-      const float w = ImGui::CalcTextSize(label.c_str()).x;
-      draw->AddLine(ImVec2(plot_x1 - 1.0f, plot_top), ImVec2(plot_x1 - 1.0f, plot_bottom),
-                    measured_colour);
-      draw->AddText(ImVec2(plot_x1 - w, origin.y), measured_colour, label.c_str());
-    }
-    const float plot_width = plot_x1 - plot_x0;
-    if (measured.peak_share >= 0.0) {
-      overlay.peak_x = plot_x0 + plot_width * static_cast<float>(measured.peak_share);
-    }
-    if (measured.curve) {
-      // Event i of N at (i + 0.5) / N of the width; more events than pixels: each pixel column
-      // draws the largest level of its events, so the peak is never averaged away.
-      const std::vector<std::int64_t>& curve = *measured.curve;
-      const auto events = static_cast<std::int64_t>(curve.size());
-      std::vector<ImVec2> points;
-      const auto columns = static_cast<std::int64_t>(std::max(1.0f, plot_width));
-      if (events <= 2 * columns) {
-        points.reserve(static_cast<std::size_t>(events));
-        for (std::int64_t i = 0; i < events; ++i) {
-          const float x =
-              plot_x0 + plot_width * (static_cast<float>(i) + 0.5f) / static_cast<float>(events);
-          points.emplace_back(x, my_of(curve[static_cast<std::size_t>(i)]));
-        }
-      } else {
-        points.reserve(static_cast<std::size_t>(columns));
-        for (std::int64_t c = 0; c < columns; ++c) {
-          const std::int64_t first = c * events / columns;
-          const std::int64_t last = std::max(first + 1, (c + 1) * events / columns);
-          std::int64_t level = 0;
-          for (std::int64_t i = first; i < last; ++i)
-            level = std::max(level, curve[static_cast<std::size_t>(i)]);
-          points.emplace_back(plot_x0 + static_cast<float>(c) + 0.5f, my_of(level));
-        }
-      }
-      draw->AddPolyline(points.data(), static_cast<int>(points.size()), measured_colour,
-                        ImDrawFlags_None, 2.0f * scale);
-      overlay.points = static_cast<std::int64_t>(points.size());
-    } else {
-      // From a link: the peak's level only, dashed across the chart.
-      const float y = my_of(measured.peak_bytes);
-      for (float x = plot_x0; x < plot_x1; x += 10.0f * scale) {
-        draw->AddLine(ImVec2(x, y), ImVec2(std::min(x + 6.0f * scale, plot_x1), y), measured_colour,
-                      2.0f * scale);
-      }
-      if (measured.peak_share < 0.0) overlay.peak_x = plot_x0 + 4.0f * scale;
-    }
-    overlay.peak_y = my_of(measured.peak_bytes);
-    if (measured.peak_share >= 0.0) {
-      draw->AddCircleFilled(ImVec2(overlay.peak_x, overlay.peak_y), 4.5f * scale, measured_colour);
-    }
-    const std::string label = "measured peak " + short_amount(measured.peak_bytes);
-    const float label_w = ImGui::CalcTextSize(label.c_str()).x;
-    // Right of the marker, or left of it where the plot ends; just above the level it marks.
-    float label_x = overlay.peak_x + 8.0f * scale;
-    if (label_x + label_w > plot_x1)
-      label_x = std::max(plot_x0, overlay.peak_x - 8.0f * scale - label_w);
-    const float label_y = std::max(plot_top, overlay.peak_y - ImGui::GetTextLineHeight() - 2.0f);
-    draw->AddText(ImVec2(label_x, label_y), measured_colour, label.c_str());
-    overlay.drawn = true;
-    overlay.frame = out.frame();
+}
+
+// The measured peak's dot (where its place among the events is known) and its label.
+void draw_measured_peak(ImDrawList* draw, const Plot& axis, const Measured& measured,
+                        const MeasuredOverlay& overlay) {
+  const float scale = axis.scale;
+  if (measured.peak_share >= 0.0) {
+    draw->AddCircleFilled(ImVec2(overlay.peak_x, overlay.peak_y), 4.5f * scale, measured_colour);
   }
+  const std::string label = "measured peak " + short_amount(measured.peak_bytes);
+  const float label_w = ImGui::CalcTextSize(label.c_str()).x;
+  // Right of the marker, or left of it where the plot ends; just above the level it marks.
+  float label_x = overlay.peak_x + 8.0f * scale;
+  if (label_x + label_w > axis.x1)
+    label_x = std::max(axis.x0, overlay.peak_x - 8.0f * scale - label_w);
+  const float label_y = std::max(axis.top, overlay.peak_y - ImGui::GetTextLineHeight() - 2.0f);
+  draw->AddText(ImVec2(label_x, label_y), measured_colour, label.c_str());
+}
+
+// The snapshot over the chart: its axis, its curve (or the link's peak level) and its peak; what
+// was drawn is kept in `overlay` for the tests.
+void draw_measured(ImDrawList* draw, const Plot& plot, const Measured& measured,
+                   MeasuredOverlay& overlay, std::uint64_t frame) {
+  const Plot axis = measured_axis(plot, measured);
+  overlay.own_scale = plot.own_scale;
+  overlay.axis_top_bytes = axis.top_bytes;
+  overlay.from_link = measured.curve == nullptr;
+  if (plot.own_scale) draw_own_axis(draw, axis);
+  if (measured.peak_share >= 0.0) {
+    overlay.peak_x = plot.x0 + (plot.x1 - plot.x0) * static_cast<float>(measured.peak_share);
+  }
+  if (measured.curve) {
+    overlay.points = draw_measured_curve(draw, axis, *measured.curve);
+  } else {
+    draw_measured_level(draw, axis, measured.peak_bytes);
+    if (measured.peak_share < 0.0) overlay.peak_x = plot.x0 + 4.0f * plot.scale;
+  }
+  overlay.peak_y = axis.y_of(measured.peak_bytes);
+  draw_measured_peak(draw, axis, measured, overlay);
+  overlay.drawn = true;
+  overlay.frame = frame;
+}
+
+// How the measured curve's axes map onto the chart's, as printed under it.
+std::string measured_axis_note(std::int64_t events, const Measured& measured,
+                               const MeasuredOverlay& overlay) {
+  std::string note;
+  if (measured.curve) {
+    note = "X axes: the columns are this stage's " + std::to_string(events) +
+           " passes of one step in schedule order; the green curve spreads the snapshot's " +
+           std::to_string(measured.curve->size()) + " recorded allocator events (device " +
+           std::to_string(measured.device) +
+           ", trace order, not time) over the same width. The two are not aligned in time: "
+           "only both span the chart.";
+  } else {
+    note =
+        "The dashed green line is the snapshot's measured peak from the link, its dot the "
+        "peak's place among the trace's events spread over the width (the curve stays in the "
+        "file: load it to see the curve)";
+  }
+  if (overlay.own_scale) {
+    note += " Y axis: the measured curve has its own scale (right, 0 to " +
+            short_amount(overlay.axis_top_bytes) + "): its peak is under 5% of the derived axis.";
+  }
+  return note;
+}
+
+// Under the chart: what its columns are; with a snapshot, how its axes map and its peak against
+// the derived one (or which stage it belongs to).
+void draw_notes(const AppState& state, const stagemem::StageReport& stage, const Measured& measured,
+                MeasuredOverlay& overlay) {
+  const stagemem::StageTimeline& t = state.timeline.timeline;
+  const auto n = static_cast<std::int64_t>(t.events.size());
   ImGui::TextDisabled(
       "%lld events: %lld micro-batches x %lld chunk(s), forward and backward, then the optimizer "
       "step",
-      static_cast<long long>(n), static_cast<long long>(report.micro_batches),
+      static_cast<long long>(n), static_cast<long long>(state.report.micro_batches),
       static_cast<long long>(t.chunks));
+  const SnapshotTab& snap = state.snapshot;
   if (measured.shown) {
-    const SnapshotTab& snap = state.snapshot;
-    if (measured.curve) {
-      overlay.axis_note =
-          "X axes: the columns are this stage's " + std::to_string(n) +
-          " passes of one step in schedule order; the green curve spreads the snapshot's " +
-          std::to_string(measured.curve->size()) + " recorded allocator events (device " +
-          std::to_string(measured.device) +
-          ", trace order, not time) over the same width. The two are not aligned in time: "
-          "only both span the chart.";
-    } else {
-      overlay.axis_note =
-          "The dashed green line is the snapshot's measured peak from the link, its dot the "
-          "peak's place among the trace's events spread over the width (the curve stays in the "
-          "file: load it to see the curve)";
-    }
-    if (own_scale) {
-      overlay.axis_note += " Y axis: the measured curve has its own scale (right, 0 to " +
-                           short_amount(overlay.axis_top_bytes) +
-                           "): its peak is under 5% of the derived axis.";
-    }
+    overlay.axis_note = measured_axis_note(n, measured, overlay);
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(measured_colour), "%s",
                        overlay.axis_note.c_str());
     ImGui::TextUnformatted(
-        stagemem::compare_snapshot_peak(snap.summary, stage, tab.peak_name).text.c_str());
+        stagemem::compare_snapshot_peak(snap.summary, stage, state.timeline.peak_name)
+            .text.c_str());
     ImGui::PopTextWrapPos();
-  } else if (state.snapshot.loaded) {
+  } else if (snap.loaded) {
     ImGui::TextDisabled(
         "The loaded snapshot %s is compared with stage %lld: choose that stage to "
         "see its measured curve here.",
-        state.snapshot.file.c_str(), static_cast<long long>(state.snapshot.stage));
+        snap.file.c_str(), static_cast<long long>(snap.stage));
   }
+}
 
+// The event under the mouse (its name looked up only when it changes), and its tooltip.
+void hover_event(const AppState& state, TimelineView& view, const stagemem::StageReport& stage,
+                 const Plot& plot, bool hovered) {
+  const stagemem::StageTimeline& t = state.timeline.timeline;
+  const auto n = static_cast<std::int64_t>(t.events.size());
   std::int64_t under_mouse = -1;
   if (hovered && n > 0) {
     const float mx = ImGui::GetIO().MousePos.x;
-    if (mx >= plot_x0 && mx < plot_x1) {
+    if (mx >= plot.x0 && mx < plot.x1) {
       under_mouse =
-          std::min<std::int64_t>(n - 1, static_cast<std::int64_t>((mx - plot_x0) / column));
+          std::min<std::int64_t>(n - 1, static_cast<std::int64_t>((mx - plot.x0) / plot.column));
     }
   }
   if (under_mouse != view.hovered_event) {
@@ -430,4 +533,46 @@ void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
     event_tooltip(state, view, stage, view.hovered_event);
     ImGui::EndTooltip();
   }
+}
+
+}  // namespace
+
+void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
+  const stagemem::Report& report = state.report;
+  if (!report.diagnostics.ok() || report.stages.empty()) {
+    ImGui::TextWrapped("Fix the highlighted fields to see the step timeline.");
+    return;
+  }
+  const std::int64_t shown = shown_stage(state);
+  draw_stage_selector(state, shown, out);
+  if (!timeline_built(state, shown)) {
+    // The tab has just opened: the frame's refresh builds the timeline before the next frame.
+    view.hovered_event = -1;
+    return;
+  }
+  const TimelineTab& tab = state.timeline;
+  forget_old_hover(tab, view);
+  const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(tab.stage)];
+  ImGui::SameLine();
+  ImGui::TextWrapped("Peak %s at %s", stagemem::format_gib(stage.peak_bytes).c_str(),
+                     tab.peak_name.c_str());
+  const Measured measured = measured_for(state, tab.stage);
+  view.measured = MeasuredOverlay{};
+  draw_legend(state, measured, view.measured);
+
+  const Plot plot =
+      place_plot(state, stage, measured, static_cast<std::int64_t>(tab.timeline.events.size()));
+  ImGui::InvisibleButton("##timeline_chart", ImVec2(plot.width, plot.height));
+  const bool hovered = ImGui::IsItemHovered();
+  publish(out, Widget::timeline_chart);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw_axes(draw, plot);
+  draw_columns(draw, plot, tab.timeline, view.hovered_event);
+  if (report.device.bytes > 0) draw_capacity(draw, plot, report.device.bytes);
+  if (tab.timeline.peak_event >= 0) {
+    draw_peak(draw, plot, tab.timeline.peak_event, stage.peak_bytes);
+  }
+  if (measured.shown) draw_measured(draw, plot, measured, view.measured, out.frame());
+  draw_notes(state, stage, measured, view.measured);
+  hover_event(state, view, stage, plot, hovered);
 }
