@@ -74,6 +74,7 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
     sweep.complete = false;
     sweep.compute_milliseconds = 0.0;
     sweep.longest_slice_milliseconds = 0.0;
+    sweep.slices = 0;
     sweep.started_at_seconds = seconds_now();
   }
   if (sweep.complete) return false;
@@ -96,6 +97,7 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   const double slice = (end - slice_start) * 1e3;
   sweep.compute_milliseconds += slice;
   sweep.longest_slice_milliseconds = std::max(sweep.longest_slice_milliseconds, slice);
+  ++sweep.slices;
   if (const stagemem::SweepModel* model = base_model(sweep); model != nullptr && !model->model) {
     // Every cell would say the same: the tab shows the model's error instead of a grid.
     sweep.model_error = model->error.field + ": " + model->error.message;

@@ -43,6 +43,7 @@ struct Sweep {
   double last_milliseconds = 0.0;     // the last full sweep, from its start to its last cell (wall)
   double compute_milliseconds = 0.0;  // of that: time spent computing cells (all slices)
   double longest_slice_milliseconds = 0.0;  // the longest single frame's share of it
+  std::uint64_t slices = 0;  // how many frames computed cells of the last (or current) grid
   std::uint64_t sweeps = 0;  // how many full sweeps ran (tests: recomputed only on change)
   // Progressive computation: a grid is filled a time slice per frame (slice_milliseconds), so a
   // 64 x 64 grid never stalls a frame; run.evaluated counts the cells computed so far.

@@ -11,10 +11,11 @@
 //                                       screen, verdict, world_size, stacked_bytes[] per stage}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
-//                                       detail}], sweepMs, sweeps, heatMapDraws}: the Sweep
+//                                       detail}], sweepMs, slices, sweeps, heatMapDraws}: the Sweep
 //                                       tab's grid (computed on demand)
 //   Module.getSweepProgress()           {complete, computedCells, cellCount, sweepMs, computeMs,
-//                                       longestSliceMs, sweeps}: how far the grid is, read only
+//                                       longestSliceMs, slices, sweeps}: how far the grid is
+//                                       (slices: frames that computed cells of it), read only
 //                                       (getSweep also computes a slice when the grid is not done)
 //   Module.setSweepAxis(axis, key, values)  axis 0 (columns) or 1 (rows); "" or the error
 //   Module.getLinkProblems()            [{field, message}] of the banner ([] when none shown)
@@ -535,6 +536,7 @@ val get_sweep() {
   out.set("sweepMs", sweep.last_milliseconds);
   out.set("computeMs", sweep.compute_milliseconds);
   out.set("longestSliceMs", sweep.longest_slice_milliseconds);
+  out.set("slices", static_cast<double>(sweep.slices));
   out.set("complete", sweep.complete);
   out.set("computedCells", static_cast<double>(sweep.run.evaluated));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
@@ -553,6 +555,7 @@ val get_sweep_progress() {
   out.set("sweepMs", sweep.last_milliseconds);
   out.set("computeMs", sweep.compute_milliseconds);
   out.set("longestSliceMs", sweep.longest_slice_milliseconds);
+  out.set("slices", static_cast<double>(sweep.slices));
   out.set("sweeps", static_cast<double>(sweep.sweeps));
   return out;
 }

@@ -44,8 +44,10 @@ test("a 64 x 64 kimi-k3 heat map fills progressively without stalling a frame", 
                `${sweep.sweepMs.toFixed(1)} ms wall, longest slice ${sweep.longestSliceMs.toFixed(1)} ms`);
   assert.ok(valid >= 64 * 6 - 8, "the valid micro-batch sizes (dividing 32) are computed");
   // Timings are reported, not asserted (benchmarks measure speed); what must hold is that the
-  // grid was filled over several frames rather than in one stalled frame.
-  assert.ok(partial > 0 || sweep.computeMs < 16, "filled progressively");
+  // grid was filled over several frames rather than in one stalled frame: the app counts the
+  // frames that computed cells (polling may miss a part-filled grid when the engine is fast).
+  t.diagnostic(`filled in ${sweep.slices} frames (${partial} part-filled grids seen by polling)`);
+  assert.ok(sweep.slices > 1 || sweep.computeMs < 16, "filled progressively");
   // The cells agree with the report of the configuration they describe.
   const current = sweep.cells.find((c) => c.current);
   const report = await page.evaluate(() => Module.getReport());
