@@ -518,7 +518,12 @@ void Parser::add_gap(std::string_view flag) {
 }  // namespace
 
 CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules) {
-  return Parser{.args = args, .rules = rules}.parse();
+  Parser parser{.args = args, .rules = rules};
+  if (rules.start != nullptr) {
+    parser.line.config = *rules.start;
+    parser.line.model_given = true;
+  }
+  return parser.parse();
 }
 
 }  // namespace stagemem_cli

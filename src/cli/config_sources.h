@@ -39,6 +39,9 @@ struct ParseRules {
   std::span<const CommandOption> options{};
   bool allow_lists = false;       // sweep axes
   bool allow_positional = false;  // positional words are returned, not errors
+  // The configuration the sources apply over (`diff`: B's flags over A's configuration), its
+  // model counting as given; nullptr: the defaults.
+  const stagemem::Config* start = nullptr;
 };
 
 struct CommandLine {

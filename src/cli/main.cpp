@@ -15,6 +15,7 @@
 #include "check_command.h"
 #include "command_steps.h"
 #include "config/devices.h"
+#include "diff_command.h"
 #include "layout_command.h"
 #include "model/presets.h"
 #include "params_command.h"
@@ -35,6 +36,7 @@ constexpr const char* usage_text =
     "commands:\n"
     "  report       print the per-stage memory table (`report --help` lists every option)\n"
     "  check        exit 0 when every stage fits the device, 1 when one does not (CI gate)\n"
+    "  diff         two configurations side by side: per stage and term, B - A\n"
     "  sweep        per-stage peaks and fits over lists, e.g. --seq 4096,8192 --mbs 1,2\n"
     "  params       exact parameter counts per component, stage and rank\n"
     "  plan         the fewest GPUs that fit and the best layouts per GPU count (0 fits, 1 not)\n"
@@ -88,10 +90,11 @@ struct Command {
   std::string_view name;
   int (*run)(const Args& args);  // the arguments after the command's name
 };
-constexpr std::array<Command, 11> commands = {{
+constexpr std::array<Command, 12> commands = {{
     {"report", run_report},
     {"params", run_params},
     {"check", run_check},
+    {"diff", run_diff},
     {"sweep", run_sweep},
     {"plan", run_plan},
     {"layout", run_layout},
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
     if (command.name == args[0]) return command.run({args.begin() + 1, args.end()});
   }
   std::fprintf(stderr,
-               "error: command: unknown command '%s'; expected one of: report, check, sweep, "
+               "error: command: unknown command '%s'; expected one of: report, check, diff, sweep, "
                "params, plan, layout, url, presets, devices, probe-check, snapshot\n",
                std::string(args[0]).c_str());
   return stagemem_cli::exit_bad_input;

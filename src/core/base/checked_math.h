@@ -2,7 +2,8 @@
 //
 // Purpose: every byte product and sum in stagemem goes through these, so a configuration whose
 // memory would pass 2^63 - 1 bytes becomes an error naming its fields, never a wrapped number.
-// Units: none. Limitations: GCC/Clang builtins (__builtin_mul_overflow, __builtin_add_overflow).
+// Units: none. Limitations: GCC/Clang builtins (__builtin_mul_overflow, __builtin_add_overflow,
+// __builtin_sub_overflow).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,9 @@ inline std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
 }
 inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
+}
+inline bool checked_sub(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_sub_overflow(a, b, out);
 }
 
 }  // namespace stagemem

@@ -14,23 +14,6 @@ namespace stagemem {
 
 namespace {
 
-// The link line: a whole link as a Markdown link, a bare fragment as code.
-std::string link_line(const std::string& link) {
-  if (link.starts_with("http://") || link.starts_with("https://")) {
-    // Angle brackets: a fragment keeps '(' and ')' readable, which would end a plain target.
-    std::string target;
-    for (const char c : link) {
-      if (c == '<' || c == '>' || c == '\n' || c == '\r' || c == ' ') continue;
-      target += c;
-    }
-    return "[Open this configuration in stagemem](<" + target + ">)\n";
-  }
-  std::string code = link;
-  std::replace(code.begin(), code.end(), '`', '\'');
-  std::replace(code.begin(), code.end(), '\n', ' ');
-  return "Configuration (stagemem link fragment): `" + code + "`\n";
-}
-
 Table stage_table(const Report& report) {
   Table table{.columns = {{"stage", Align::right},
                           {"layers"},
@@ -69,6 +52,23 @@ Table term_table(const StageReport& s) {
 }
 
 }  // namespace
+
+std::string markdown_link_line(const std::string& link, std::string_view link_text,
+                               std::string_view fragment_label) {
+  if (link.starts_with("http://") || link.starts_with("https://")) {
+    // Angle brackets: a fragment keeps '(' and ')' readable, which would end a plain target.
+    std::string target;
+    for (const char c : link) {
+      if (c == '<' || c == '>' || c == '\n' || c == '\r' || c == ' ') continue;
+      target += c;
+    }
+    return "[" + std::string(link_text) + "](<" + target + ">)\n";
+  }
+  std::string code = link;
+  std::replace(code.begin(), code.end(), '`', '\'');
+  std::replace(code.begin(), code.end(), '\n', ' ');
+  return std::string(fragment_label) + " (stagemem link fragment): `" + code + "`\n";
+}
 
 std::string layout_text(const Config& config) {
   const ParallelLayout& p = config.parallel;
@@ -113,7 +113,7 @@ std::string report_markdown(const Report& report, const Config& config,
          markdown_cell(std::string(optimizer_kind_name(config.optimizer.kind))) + "\n";
   out += "- Verdict: **" + markdown_cell(verdict_text(report)) + "**\n\n";
   out += markdown_table(stage_table(report));
-  if (!options.link.empty()) out += '\n' + link_line(options.link);
+  if (!options.link.empty()) out += '\n' + markdown_link_line(options.link);
   if (options.terms) {
     for (const StageReport& s : report.stages) {
       out += "\n#### Stage " + std::to_string(s.index) + " terms (layers " +

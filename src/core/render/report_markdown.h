@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "config/config.h"
 #include "report/report.h"
@@ -36,6 +37,12 @@ std::string report_markdown(const Report& report, const Config& config,
 // (GiB) and whether it fits, each stage that does not fit with its largest terms, and the
 // check's one-line result (check_result_text, report_text.h). `report` has a device.
 std::string check_markdown(const Report& report);
+
+// The line that reproduces a configuration: a whole link ("https://...#v=1&...") as
+// "[<link_text>](<link>)", a bare fragment as "<fragment_label> (stagemem link fragment): `#...`".
+std::string markdown_link_line(const std::string& link,
+                               std::string_view link_text = "Open this configuration in stagemem",
+                               std::string_view fragment_label = "Configuration");
 
 // "TP 8 x PP 4 x CP 1 x DP 2 = 64 GPUs; EP 1, ETP 1, sequence parallel off"
 std::string layout_text(const Config& config);
