@@ -212,10 +212,12 @@ function readObjectSymbols(buildDir) {
 // Groups for the summary: the core by folder, the app, the page, Dear ImGui, system libraries.
 function groupOf(origin) {
   if (!origin) return "system libraries (libc, libc++, embind, malloc)";
-  const [library, ...rest] = origin.split("/");
-  if (library === "core" && rest.length > 1) return `core/${rest[0]}`;
-  if (library === "app" && rest[0] === "generated") return "app/generated (fonts)";
-  return library;
+  if (origin.startsWith("(")) return origin;
+  // Coarse groups that mean the same in every build (the core's folders and the app/web split
+  // came later): the core, the app with its page, Dear ImGui, the bounded reader.
+  const [library] = origin.split("/");
+  return { core: "core (src/core)", app: "app and page (src/app, src/web)", web: "app and page (src/app, src/web)",
+           imgui: "Dear ImGui", io: "io (src/io)" }[library] ?? library;
 }
 
 // ---- one build ----------------------------------------------------------------------------
@@ -235,9 +237,12 @@ function loadBuild(build) {
   const parsed = parseWasm(wasm);
   const names = readSymbolMap(join(appDir, "stagemem.js.symbols"));
   const { functionOrigins, objectData } = readObjectSymbols(buildDir);
+  // Without the build's objects nothing can be attributed: every function is "unattributed".
+  const unattributed = functionOrigins.size === 0;
   const functions = parsed.functions.map((f) => {
     const name = names.get(f.index) ?? `function #${f.index}`;
-    return { name, size: f.size, origin: functionOrigins.get(name) ?? null, body: f.body };
+    const origin = unattributed ? "(unattributed: no build objects)" : functionOrigins.get(name) ?? null;
+    return { name, size: f.size, origin, body: f.body };
   });
   return {
     label: build, appDir, wasm, js, ...parsed, functions, objectData, named: names.size > 0,
@@ -330,9 +335,17 @@ printTable("Code by origin (function bodies; gzip -9 of the group's bodies toget
                           : [number(groupValue(groupsNew, key, "gzip"))])]));
 
 // By object file: where a group's change comes from.
+// Keyed by group and file name, so that a file moved between folders (src/core/estimate.cpp ->
+// src/core/estimate/estimate.cpp, src/app -> src/web) lines up with itself.
+const objectKey = (origin) => {
+  if (!origin) return "(system libraries)";
+  if (origin.startsWith("(")) return origin;
+  const group = { core: "core", app: "app", web: "app", imgui: "imgui", io: "io" }[origin.split("/")[0]] ?? origin.split("/")[0];
+  return `${group}: ${basename(origin)}`;
+};
 const byOrigin = (b) => {
   const map = new Map();
-  for (const f of b.functions) map.set(f.origin ?? "(system libraries)", (map.get(f.origin ?? "(system libraries)") ?? 0) + f.size);
+  for (const f of b.functions) map.set(objectKey(f.origin), (map.get(objectKey(f.origin)) ?? 0) + f.size);
   return map;
 };
 const originsNew = byOrigin(current);
@@ -343,11 +356,11 @@ if (previous) {
     .filter((c) => c.old !== c.now)
     .sort((a, b) => Math.abs(b.now - b.old) - Math.abs(a.now - a.old))
     .slice(0, top);
-  printTable(`Code by object file: the ${top} largest changes (raw bytes; a moved file shows as - here and + there)`,
+  printTable(`Code by source file: the ${top} largest changes (raw bytes; a renamed file shows as - and +)`,
              ["object", "old", "new", "change"],
              changes.map((c) => [c.key, number(c.old), number(c.now), signed(c.now - c.old)]));
 } else {
-  printTable(`Code by object file: the ${top} largest`, ["object", "raw"],
+  printTable(`Code by source file: the ${top} largest`, ["object", "raw"],
              [...originsNew].sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, size]) => [key, number(size)]));
 }
 
@@ -380,7 +393,7 @@ printTable("Data", ["", ...columns], [
   ["data section gzip -9 alone", ...two((b) => sectionOf(b, "data", "gzip"))],
 ]);
 if (current.objectData.length) {
-  const dataOf = (b) => new Map(b.objectData.map((d) => [d.origin, d.size]));
+  const dataOf = (b) => new Map(b.objectData.map((d) => [objectKey(d.origin), d.size]));
   const dataNew = dataOf(current);
   const dataOld = previous ? dataOf(previous) : new Map();
   const keys = [...new Set([...dataOld.keys(), ...dataNew.keys()])]
