@@ -6,12 +6,19 @@
 //
 // Why subset: DejaVu Sans is 760 KB (382 KB gzip), more than the whole app. Dear ImGui only
 // rasterises the ranges it is given, so glyphs outside them are dead weight. The subset keeps
-// every glyph index (cmap and hmtx stay valid unchanged) but empties the outlines of glyphs that
-// no kept code point reaches (composite glyphs keep their components), writes `loca` in the long
-// format, replaces `post` by a version 3 table (no glyph names) and drops the tables stb_truetype
-// does not read for ImGui (hinting programs, GPOS/GSUB/kern, MATH, ...). `name` is kept: it
-// carries the font's copyright and licence notice (DejaVu/Bitstream Vera licence: the name is
-// unchanged because no glyph is modified, only omitted).
+// every glyph index (no renumbering) but empties the outlines of glyphs that no kept code point
+// reaches (composite glyphs keep their components), writes `loca` in the long format, replaces
+// `post` by a version 3 table (no glyph names) and drops the tables stb_truetype does not read
+// for ImGui (hinting programs, GPOS/GSUB/kern, MATH, ...). What stb_truetype reads for a kept
+// code point is unchanged, so ImGui's atlas is the same pixels; what it never reads is dropped:
+//  - `cmap` becomes one (3,10) format 12 subtable (the one stb_truetype chose from DejaVu's
+//    cmap, the last Unicode one) mapping exactly the kept code points to their glyph indices;
+//  - the TrueType hinting instructions inside the kept glyphs (stb_truetype skips them: it
+//    rasterises the outlines unhinted) are removed, the outlines themselves kept byte for byte;
+//  - `hmtx` entries of emptied glyphs are zeroed (only drawn glyphs' metrics are read; the last
+//    full entry stays, as glyphs past numberOfHMetrics take its advance).
+// `name` is kept: it carries the font's copyright and licence notice (DejaVu/Bitstream Vera
+// licence: the name is unchanged because no glyph outline is modified, only omitted).
 // Limitations: TrueType outlines (glyf) only, no CFF; code points above U+FFFF are not looked up.
 import { readFileSync, writeFileSync } from "node:fs";
 import { basename } from "node:path";
@@ -94,6 +101,73 @@ function components(glyph) {
   }
 }
 
+// The glyph without its hinting instructions: a simple glyph's instructionLength becomes 0; a
+// composite glyph loses WE_HAVE_INSTRUCTIONS (0x0100) and the instructions after its last
+// component. Outline points, flags and component records are kept as they are.
+function without_instructions(glyph) {
+  if (glyph.length < 10) return glyph;
+  const contours = glyph.readInt16BE(0);
+  if (contours >= 0) {
+    const at = 10 + 2 * contours;  // instructionLength, after endPtsOfContours
+    const length = glyph.readUInt16BE(at);
+    const out = Buffer.concat([glyph.subarray(0, at + 2), glyph.subarray(at + 2 + length)]);
+    out.writeUInt16BE(0, at);
+    return out;
+  }
+  const out = Buffer.from(glyph);
+  let at = 10;
+  let instructions = false;
+  for (;;) {
+    const flags = out.readUInt16BE(at);
+    if (flags & 0x0100) instructions = true;
+    out.writeUInt16BE(flags & ~0x0100, at);
+    at += 4 + (flags & 0x0001 ? 4 : 2);
+    if (flags & 0x0008) at += 2;
+    else if (flags & 0x0040) at += 4;
+    else if (flags & 0x0080) at += 8;
+    if (!(flags & 0x0020)) break;
+  }
+  return instructions ? out.subarray(0, at) : out;
+}
+
+// A cmap with one (3,10) format 12 subtable: the sorted [code point, glyph] pairs as groups of
+// consecutive code points with consecutive glyph indices.
+function format12_cmap(pairs) {
+  const groups = [];
+  for (const [code, glyph] of pairs) {
+    const last = groups[groups.length - 1];
+    if (last && code === last[1] + 1 && glyph === last[2] + (code - last[0])) last[1] = code;
+    else groups.push([code, code, glyph]);
+  }
+  const table = Buffer.alloc(16 + 12 * groups.length);
+  table.writeUInt16BE(12, 0);
+  table.writeUInt32BE(table.length, 4);
+  table.writeUInt32BE(groups.length, 12);
+  groups.forEach(([first, last, glyph], i) => {
+    table.writeUInt32BE(first, 16 + 12 * i);
+    table.writeUInt32BE(last, 20 + 12 * i);
+    table.writeUInt32BE(glyph, 24 + 12 * i);
+  });
+  const header = Buffer.alloc(12);
+  header.writeUInt16BE(1, 2);      // version 0, one encoding record
+  header.writeUInt16BE(3, 4);      // platform: Microsoft
+  header.writeUInt16BE(10, 6);     // encoding: Unicode full repertoire
+  header.writeUInt32BE(12, 8);     // the subtable follows the record
+  return Buffer.concat([header, table]);
+}
+
+// hmtx with the entries of glyphs not kept zeroed (the last long entry stays: its advance is
+// every later glyph's).
+function kept_hmtx(hmtx, long_metrics, glyphs, keep) {
+  const out = Buffer.from(hmtx);
+  for (let i = 0; i < glyphs; ++i) {
+    if (keep.has(i) || i === long_metrics - 1) continue;
+    if (i < long_metrics) out.writeUInt32BE(0, 4 * i);  // advanceWidth, lsb
+    else out.writeInt16BE(0, 4 * long_metrics + 2 * (i - long_metrics));  // lsb only
+  }
+  return out;
+}
+
 function checksum(data) {
   const padded = Buffer.concat([data, Buffer.alloc((4 - (data.length % 4)) % 4)]);
   let sum = 0;
@@ -110,8 +184,13 @@ function subset(font, ranges) {
 
   const keep = new Set([0]);  // .notdef
   const pending = [];
+  const mapped = new Map();  // kept code point -> glyph
   for (const [first, last] of ranges) {
-    for (let code = first; code <= last; ++code) pending.push(lookup(code));
+    for (let code = first; code <= last; ++code) {
+      const glyph = lookup(code);
+      pending.push(glyph);
+      if (glyph !== 0) mapped.set(code, glyph);
+    }
   }
   while (pending.length) {
     const index = pending.pop();
@@ -128,7 +207,7 @@ function subset(font, ranges) {
   for (let i = 0; i + 1 < offsets.length; ++i) {
     loca.writeUInt32BE(size, 4 * i);
     if (!keep.has(i)) continue;
-    const data = outline(i);
+    const data = without_instructions(outline(i));
     const padding = (4 - (data.length % 4)) % 4;
     pieces.push(data, Buffer.alloc(padding));
     size += data.length + padding;
@@ -146,6 +225,9 @@ function subset(font, ranges) {
   output.set("loca", loca);
   output.set("head", head);
   output.set("post", post);
+  output.set("cmap", format12_cmap([...mapped].sort((a, b) => a[0] - b[0])));
+  output.set("hmtx", kept_hmtx(tables.get("hmtx"), tables.get("hhea").readUInt16BE(34),
+                                   tables.get("maxp").readUInt16BE(4), keep));
 
   const count = output.size;
   const power = 2 ** Math.floor(Math.log2(count));
