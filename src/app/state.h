@@ -81,6 +81,9 @@ struct TimelineTab {
   std::uint64_t builds = 0;            // counts the rebuilds (a hover belongs to one build)
   stagemem::StageTimeline timeline;
   std::string peak_name;  // moment_name of the stage's peak
+  // What makes the peak (vocabulary.h peak_headline): stored activations of the micro-batches in
+  // flight + the transient at that moment + resident, then the moment.
+  std::string peak_headline;
 };
 
 // A PyTorch allocator snapshot read in the page (snapshot.h; the file never leaves it), or its

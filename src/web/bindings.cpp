@@ -52,7 +52,8 @@
 //                                       frames that drew nothing (idle costs nothing)
 //   Module.getHistory()                 {undo, redo}: steps available
 //   Module.getReportJson()              what "Download JSON" saves (report_json.h)
-//   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakBytes,
+//   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakHeadline,
+//                                       peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
 //                                       hoveredTransient}: the Timeline tab's stage as drawn
 //                                       last frame (events: [{phase, liveBytes}]); measured
@@ -452,6 +453,7 @@ val get_timeline() {
   out.set("chunks", static_cast<double>(t.chunks));
   out.set("peakEvent", static_cast<double>(t.peak_event));
   out.set("peakName", tab.peak_name);
+  out.set("peakHeadline", tab.peak_headline);
   out.set("hoveredEvent", static_cast<double>(view.hovered_event));
   out.set("hoveredName", view.hovered_name);
   const auto& stages = app_state->report.stages;

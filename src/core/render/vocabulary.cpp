@@ -216,4 +216,38 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event) {
                              .enclosing = event.enclosing});
 }
 
+std::string peak_headline(const StageReport& stage) {
+  std::string out = "Peak " + format_gib(stage.peak_bytes) + " = ";
+  const std::string resident = format_gib(stage.resident_bytes) + " resident";
+  const std::string gaps =
+      stage.gap_bytes > 0 ? " + " + format_gib(stage.gap_bytes) + " measured gaps" : "";
+  const std::string at = "; at " + moment_name(stage, peak_moment(stage));
+  if (stage.optimizer_phase_binds) {
+    return out + resident + " + " + format_gib(stage.optimizer_transient_bytes) +
+           " optimizer-step transients (the stored activations are freed by then)" + gaps + at;
+  }
+  std::int64_t in_flight = 0;
+  std::string per_chunk;
+  for (const std::int64_t n : stage.in_flight_per_chunk) {
+    in_flight += n;
+    per_chunk += (per_chunk.empty() ? "" : " + ") + std::to_string(n);
+  }
+  out += format_gib(stage.activation_bytes) + " stored activations of " + std::to_string(in_flight);
+  if (stage.in_flight_per_chunk.size() > 1) {
+    out += " micro-batch chunks in flight (" + per_chunk + " on " +
+           std::to_string(stage.in_flight_per_chunk.size()) + " chunks)";
+  } else {
+    out += in_flight == 1 ? " micro-batch in flight" : " micro-batches in flight";
+  }
+  const auto transient = stage.largest_transient;
+  if (transient >= 0 && transient < static_cast<std::int64_t>(stage.terms.size()) &&
+      stage.largest_transient_bytes > 0) {
+    out += " + " + format_gib(stage.largest_transient_bytes) + " transient " +
+           term_name(stage.terms[static_cast<std::size_t>(transient)]);
+  } else if (stage.largest_transient_bytes > 0) {
+    out += " + " + format_gib(stage.largest_transient_bytes) + " transients";
+  }
+  return out + " + " + resident + gaps + at;
+}
+
 }  // namespace stagemem
