@@ -8,7 +8,8 @@
 //   Module.getReport()                  the report JSON document (docs/report-schema.md; the
 //                                       text of getReportJson(), parsed) plus `app`: {valid,
 //                                       stale, errors[{field, message}] of the configuration on
-//                                       screen, verdict, world_size, stacked_bytes[] per stage}
+//                                       screen, verdict, world_size, stacked_bytes[] per stage,
+//                                       crossCheckVerdict: the cross-checks' one line}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, slices, sweeps, heatMapDraws}: the Sweep
@@ -171,6 +172,7 @@ val get_report() {
   app.set("stale", report_stale(*app_state));
   app.set("errors", field_messages(app_state->diagnostics.errors));
   app.set("verdict", stagemem::verdict_text(app_state->report));
+  app.set("crossCheckVerdict", app_state->report_labels.cross_check_verdict);
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
   // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
   val stacked = val::array();

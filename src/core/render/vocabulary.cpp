@@ -146,6 +146,19 @@ std::string measurement_title(const Measurement& m) {
   std::string out;
   if (m.figure != MemoryFigure::unspecified)
     out = std::string(memory_figure_name(m.figure)) + " at ";
+  if (m.iteration >= 0 && m.figure != MemoryFigure::unspecified) {
+    // A log's reading says when it was printed; the point says what it is compared with.
+    const std::string n =
+        std::to_string(m.iteration) + (m.iteration == 1 ? " iteration" : " iterations");
+    const bool max =
+        m.figure == MemoryFigure::max_allocated || m.figure == MemoryFigure::max_reserved;
+    out = std::string(memory_figure_name(m.figure)) + (max ? " over " : " after ") + n + " (";
+    out += max ? (m.iteration == 1 ? "the first step's peak, compared at " : "compared at ")
+               : "between steps: ";
+    out += std::string(measurement_point_name(m.point)) + "), stage " + std::to_string(m.stage);
+    if (m.rank >= 0) out += ", rank " + std::to_string(m.rank);
+    return out;
+  }
   out += measurement_point_name(m.point);
   if (m.point == MeasurementPoint::term) out += " " + m.term;
   out += ", stage " + std::to_string(m.stage);

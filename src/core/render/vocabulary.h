@@ -62,7 +62,9 @@ std::string ratio_text(const CrossCheck& check);
 // Does a stage fit: "yes" / "no", or "-" when no device was chosen.
 std::string_view fits_text(const StageReport& stage, const Report& report);
 // Where a measurement was read: "max-allocated at steady-state-peak, stage 1, rank 4",
-// "after-first-step, stage 0", "term AttnRes internal, stage 3".
+// "after-first-step, stage 0", "term AttnRes internal, stage 3"; a log's reading with its
+// iteration: "allocated after 10 iterations (between steps: after-first-step), stage 0, rank 0",
+// "max-allocated over 10 iterations (compared at steady-state-peak), stage 1, rank 4".
 std::string measurement_title(const Measurement& measurement);
 // The report's one-line answer: "fits: stage 1 binds at 224.7 of 288.0 GiB" / "stage 0 is
 // 71.6 GiB over (peak 359.6 of 288.0 GiB)" (+ "; 3 stages do not fit") / "no device chosen:
