@@ -9,7 +9,8 @@
 // CP 0 DP 1 EP 0". Written as four `measured=` keys a link repeats that ~100-character source
 // four times. The compact form holds the numbers once:
 //
-//   reading=rRANK/sSTAGE/iN/lLINE/cTP.CP.DP.EP=ALLOCATED,MAX_ALLOCATED[,RESERVED[,MAX_RESERVED]]@LOG
+//   reading=rRANK/sSTAGE/iN/lLINE/cTP.CP.DP.EP=
+//           ALLOCATED,MAX_ALLOCATED[,RESERVED[,MAX_RESERVED]]@LOG   (one line, no break)
 //   e.g. reading=r6/s1/i2/l9/c0.0.1.0=53199.09MiB,84019.37MiB,84732MiB,84732MiB@train.log
 //
 // RESERVED may be "-" (the line did not print it) when MAX_RESERVED follows. Amounts are

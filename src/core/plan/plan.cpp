@@ -692,8 +692,9 @@ PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds
 
 std::optional<PlanMargin> parse_plan_margin(std::string_view text, const std::string& field,
                                             Diagnostics& d) {
+  const std::string_view typed = text;
   const auto refuse = [&] {
-    d.error(field, "'" + std::string(text.substr(0, 32)) +
+    d.error(field, "'" + std::string(typed.substr(0, 32)) +
                        "' is not a margin: expected an amount (" + allowed_amounts() +
                        ") or a percentage of the capacity in [0, 99.99] (e.g. 20% for the 80 % "
                        "rule)");
