@@ -119,6 +119,8 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   const ImVec2 plot_max(origin.x + width - 8.0f * scale, origin.y + height - bottom);
   // Across: the searched GPU range (log2), so a 16-256 search spans 16 to 256 GPUs.
   const auto [gpus_low, gpus_high] = plan_axis_gpus(tab);
+  view.axis_low_gpus = gpus_low;
+  view.axis_high_gpus = gpus_high;
   double x_low = std::log2(static_cast<double>(gpus_low));
   double x_high = std::log2(static_cast<double>(gpus_high));
   const bool one_count = x_high - x_low < 1e-9;
@@ -310,30 +312,42 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
   }
   publish(out, Widget::plan_search);
   ImGui::SameLine();
+  view.progress_bar_drawn = tab.search != nullptr;
+  view.changed_note = false;
+  view.current_row = -1;
+  view.axis_low_gpus = view.axis_high_gpus = 0;
   if (tab.search) {
     char overlay[160];
     std::snprintf(overlay, sizeof overlay, "%lld searched, %.0f ms, longest slice %.1f ms",
                   static_cast<long long>(tab.search->searched()), tab.elapsed_ms,
                   tab.longest_slice_ms);
     ImGui::ProgressBar(static_cast<float>(plan_progress(tab)), ImVec2(-1.0f, 0.0f), overlay);
-  } else if (tab.has_result) {
-    ImGui::AlignTextToFramePadding();
-    ImGui::TextDisabled("searched %s configurations in %.0f ms (longest slice %.1f ms)",
-                        stagemem::group_digits(tab.result.configurations_searched).c_str(),
-                        tab.elapsed_ms, tab.longest_slice_ms);
+    view.status = overlay;
   } else {
-    // Nothing searched yet: no bar (a full one would say a search had finished).
+    char line[160];
+    if (tab.has_result) {
+      std::snprintf(line, sizeof line,
+                    "searched %s configurations in %.0f ms (longest slice %.1f ms)",
+                    stagemem::group_digits(tab.result.configurations_searched).c_str(),
+                    tab.elapsed_ms, tab.longest_slice_ms);
+    } else {
+      // Nothing searched yet: no bar (a full one would say a search had finished).
+      std::snprintf(line, sizeof line, "no search yet: set the bounds and press Search");
+    }
+    view.status = line;
     ImGui::AlignTextToFramePadding();
-    ImGui::TextDisabled("no search yet: set the bounds and press Search");
+    ImGui::TextDisabled("%s", line);
   }
   if (!tab.has_result) return;
   const stagemem::PlanResult& r = tab.result;
   const std::int64_t current_row = plan_current_row(tab, state.config);
+  view.current_row = current_row;
   if (current_row >= 0) {
     ImGui::TextColored(ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
                        "the configuration is row %lld of this search (marked current)",
                        static_cast<long long>(current_row + 1));
   } else if (!(tab.result_config == state.config)) {
+    view.changed_note = true;
     ImGui::TextDisabled("(the configuration changed since this search; Search again to update)");
   }
   if (r.margin_bytes > 0) {

@@ -53,6 +53,12 @@
 //                                       frames that drew nothing (idle costs nothing)
 //   Module.getHistory()                 {undo, redo}: steps available
 //   Module.getReportJson()              what "Download JSON" saves (report_json.h)
+//   Module.getPlan()                    {searching, hasResult, inputError, margin,
+//                                       progressBarDrawn, status, axisLowGpus, axisHighGpus,
+//                                       currentRow, changedNote, deviceBytes, marginBytes,
+//                                       hasMinimum, minimumGpus, frontier[{gpus, peakBytes,
+//                                       headroomBytes, spareBytes, fits}]}: the Plan tab as
+//                                       drawn last frame and its last search
 //   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakHeadline,
 //                                       peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
@@ -585,6 +591,41 @@ std::string get_report_json() {
   return report_json_text(*app_state);
 }
 
+// The Plan tab as drawn last frame and its last search (plan_tab.h, PlanView).
+val get_plan() {
+  val out = val::object();
+  if (!app_state) return out;
+  const PlanTab& tab = app_state->plan;
+  const PlanView& view = app_state->views.plan;
+  out.set("searching", tab.search != nullptr);
+  out.set("hasResult", tab.has_result);
+  out.set("inputError", tab.input_error);
+  out.set("margin", tab.inputs.margin);
+  out.set("progressBarDrawn", view.progress_bar_drawn);
+  out.set("status", view.status);
+  out.set("axisLowGpus", static_cast<double>(view.axis_low_gpus));
+  out.set("axisHighGpus", static_cast<double>(view.axis_high_gpus));
+  out.set("currentRow", static_cast<double>(view.current_row));
+  out.set("changedNote", view.changed_note);
+  const stagemem::PlanResult& r = tab.result;
+  out.set("deviceBytes", static_cast<double>(r.device_bytes));
+  out.set("marginBytes", static_cast<double>(r.margin_bytes));
+  out.set("hasMinimum", r.has_minimum);
+  out.set("minimumGpus", static_cast<double>(r.has_minimum ? r.minimum.gpus : 0));
+  val frontier = val::array();
+  for (const stagemem::PlanEntry& e : r.frontier) {
+    val item = val::object();
+    item.set("gpus", static_cast<double>(e.gpus));
+    item.set("peakBytes", static_cast<double>(e.peak_bytes));
+    item.set("headroomBytes", static_cast<double>(e.headroom_bytes));
+    item.set("spareBytes", static_cast<double>(e.spare_bytes()));
+    item.set("fits", e.fits());
+    frontier.call<void>("push", item);
+  }
+  out.set("frontier", frontier);
+  return out;
+}
+
 }  // namespace
 
 void register_web_app(WebApp* app) {
@@ -617,4 +658,5 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getIdleStats", &idle_stats);
   emscripten::function("getHistory", &history_stats);
   emscripten::function("setSweepAxis", &set_sweep_axis_from_page);
+  emscripten::function("getPlan", &get_plan);
 }
