@@ -580,14 +580,14 @@ TEST_CASE("plan: a safety margin's text - an amount or a share of the capacity")
     CHECK(e.errors[0].message.find("percentage of the capacity in [0, 99.99]") !=
           std::string::npos);
   }
-  // H100 80GB: 81,089 MiB = 85,028,175,872 B. 20 % of it is 17,005,635,174.4 B, rounded up to
-  // 17,005,635,175 B so that peak <= capacity - margin exactly when peak <= 0.8 x capacity
-  // (0.8 x 85,028,175,872 = 68,022,540,697.6; the largest whole peak is 68,022,540,697).
+  // H100 80GB: 81,089 MiB = 85,027,979,264 B. 20 % of it is 17,005,595,852.8 B, rounded up to
+  // 17,005,595,853 B so that peak <= capacity - margin exactly when peak <= 0.8 x capacity
+  // (0.8 x 85,027,979,264 = 68,022,383,411.2; the largest whole peak is 68,022,383,411).
   const std::int64_t h100 = find_device("h100-80gb")->bytes;
-  REQUIRE(h100 == 85'028'175'872);
-  CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) == 17'005'635'175);
+  REQUIRE(h100 == 85'027'979'264);
+  CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) == 17'005'595'853);
   CHECK(h100 - plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) ==
-        68'022'540'697);
+        68'022'383'411);
   CHECK(plan_margin_bytes({.bytes = 8LL << 30, .percent_hundredths = 0}, h100) == 8LL << 30);
   // No overflow at the largest capacity a configuration allows (2^50 B) and 99.99 %.
   CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 9999}, max_config_bytes) ==
