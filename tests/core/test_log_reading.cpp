@@ -107,10 +107,16 @@ TEST_CASE("log reading: a link carries each reading once and decodes to the same
 TEST_CASE("log reading: anything but an untouched reading stays in the measured= form") {
   Config c = layout_2x2x2();
   c.measurements = read_log(c, rank6_line);
-  // Edited by hand: one figure's bytes, then its source: no longer exactly one reading.
+  // A figure's bytes edited by hand are still the reading's numbers: compact, and exact.
   Config edited = c;
   edited.measurements[1].bytes += 1;
   std::string fragment = encode_fragment(edited);
+  CHECK(count_of(fragment, "&reading=") == 1);
+  CHECK(decode_fragment(fragment).config == edited);
+  // Moved to another stage (or its source edited): no longer exactly one reading.
+  edited = c;
+  edited.measurements[1].stage = 0;
+  fragment = encode_fragment(edited);
   CHECK(count_of(fragment, "&reading=") == 0);
   CHECK(count_of(fragment, "&measured=") == 4);
   CHECK(decode_fragment(fragment).config == edited);
@@ -133,15 +139,17 @@ TEST_CASE("log reading: fewer figures, hand-entered values around it, the order 
   REQUIRE(c.measurements.size() == 2);
   const Measurement by_hand{.point = MeasurementPoint::after_optimizer_init,
                             .stage = 0,
-                            .bytes = 7 << 30,
+                            .bytes = 7LL << 30,
                             .source = "torch.cuda.memory_allocated, run 17"};
   c.measurements.insert(c.measurements.begin(), by_hand);
   c.measurements.push_back(by_hand);
   const std::string fragment = encode_fragment(c);
+  INFO(fragment);
   CHECK(fragment.find("&measured=after-optimizer-init/0=7GiB@torch.cuda.memory_allocated,%20run%"
                       "2017&reading=r3/s0/i1/l1/c1.0.1.0=100.5MiB,209977344@train.log&measured="
                       "after-optimizer-init/0=7GiB@") != std::string::npos);
   const DecodedFragment back = decode_fragment(fragment);
+  for (const auto& e : back.diagnostics.errors) UNSCOPED_INFO(e.field << ": " << e.message);
   REQUIRE(back.diagnostics.ok());
   CHECK(back.config == c);
   // Reserved not printed but max reserved printed: "-" holds the place.
