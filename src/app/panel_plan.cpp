@@ -133,13 +133,16 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
     y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib);
   }
   if (y_high <= 0.0) y_high = 1.0;
+  // Points at the ends of the range are drawn whole: the scales stop short of the frame.
+  const float pad = 8.0f * scale;
   const auto x_of = [&](double gpus) {
-    return plot_min.x + static_cast<float>((std::log2(gpus) - x_low) / (x_high - x_low)) *
-                            (plot_max.x - plot_min.x);
+    return plot_min.x + pad +
+           static_cast<float>((std::log2(gpus) - x_low) / (x_high - x_low)) *
+               (plot_max.x - plot_min.x - 2.0f * pad);
   };
   const auto y_of = [&](double gib) {
     return plot_max.y -
-           static_cast<float>((gib - y_low) / (y_high - y_low)) * (plot_max.y - plot_min.y);
+           static_cast<float>((gib - y_low) / (y_high - y_low)) * (plot_max.y - plot_min.y - pad);
   };
   const auto to_screen = [&](const stagemem::PlanEntry& e) {
     return ImVec2(x_of(static_cast<double>(e.gpus)),
@@ -211,6 +214,10 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
                                                                 : IM_COL32(240, 180, 70, 255);
     const bool hot = static_cast<std::int64_t>(i) == view.hovered;
     draw->AddCircleFilled(to_screen(e), (hot ? 6.0f : 4.0f) * scale, colour);
+    // The row applied and still the configuration: ringed, as its table row is marked.
+    if (static_cast<std::int64_t>(i) == view.current_row) {
+      draw->AddCircle(to_screen(e), 8.0f * scale, IM_COL32(120, 230, 120, 255), 0, 2.0f * scale);
+    }
   }
   if (nearest >= 0) {
     entry_tooltip(frontier[static_cast<std::size_t>(nearest)]);

@@ -195,17 +195,21 @@ TEST_CASE("Vocabulary: the peak headline names what makes the peak, largest part
             first.largest_transient_bytes ==
         first.peak_bytes);
   const std::string head = peak_headline(first);
-  const std::string expected_start =
-      "Peak " + format_gib(first.peak_bytes) + " = " + format_gib(first.activation_bytes) +
-      " stored activations of 4 micro-batches in flight + ";
+  const std::string expected_start = "Peak " + format_gib(first.peak_bytes) + " = " +
+                                     format_gib(first.activation_bytes) +
+                                     " stored activations of 4 micro-batches in flight + ";
   CHECK(head.substr(0, expected_start.size()) == expected_start);
   if (first.largest_transient >= 0) {
     CHECK(head.find(" + " + format_gib(first.largest_transient_bytes) + " transient " +
                     term_name(first.terms[static_cast<std::size_t>(first.largest_transient)])) !=
           std::string::npos);
   }
+  // The moment, its transient named once (in the parts, not again after "at").
+  PeakMoment moment = peak_moment(first);
+  moment.transient = -1;
   CHECK(head.find(" + " + format_gib(first.resident_bytes) + " resident; at " +
-                  moment_name(first, peak_moment(first))) != std::string::npos);
+                  moment_name(first, moment)) != std::string::npos);
+  CHECK(head.size() == head.find("; at ") + 5 + moment_name(first, moment).size());
   CHECK(peak_headline(last).find(" stored activations of 1 micro-batch in flight") !=
         std::string::npos);
 
@@ -218,11 +222,10 @@ TEST_CASE("Vocabulary: the peak headline names what makes the peak, largest part
   const StageReport& s0 = rv.stages[0];
   REQUIRE(s0.in_flight_per_chunk.size() == 2);
   const std::int64_t total = s0.in_flight_per_chunk[0] + s0.in_flight_per_chunk[1];
-  CHECK(peak_headline(s0).find(" stored activations of " + std::to_string(total) +
-                               " micro-batch chunks in flight (" +
-                               std::to_string(s0.in_flight_per_chunk[0]) + " + " +
-                               std::to_string(s0.in_flight_per_chunk[1]) + " on 2 chunks)") !=
-        std::string::npos);
+  CHECK(peak_headline(s0).find(
+            " stored activations of " + std::to_string(total) + " micro-batch chunks in flight (" +
+            std::to_string(s0.in_flight_per_chunk[0]) + " + " +
+            std::to_string(s0.in_flight_per_chunk[1]) + " on 2 chunks)") != std::string::npos);
 
   // When the optimizer step binds: resident + its transients, the activations freed by then.
   StageReport opt;

@@ -234,7 +234,17 @@ std::string peak_headline(const StageReport& stage) {
   const std::string resident = format_gib(stage.resident_bytes) + " resident";
   const std::string gaps =
       stage.gap_bytes > 0 ? " + " + format_gib(stage.gap_bytes) + " measured gaps" : "";
-  const std::string at = "; at " + moment_name(stage, peak_moment(stage));
+  // The moment without its transient when that is already a part above (named once).
+  PeakMoment moment = peak_moment(stage);
+  const auto named = [&](std::int64_t i) {
+    return i >= 0 && i < static_cast<std::int64_t>(stage.terms.size());
+  };
+  if (!stage.optimizer_phase_binds && named(moment.transient) &&
+      stage.terms[static_cast<std::size_t>(moment.transient)].info->text !=
+          TermText::recompute_group) {
+    moment.transient = -1;
+  }
+  const std::string at = "; at " + moment_name(stage, moment);
   if (stage.optimizer_phase_binds) {
     return out + resident + " + " + format_gib(stage.optimizer_transient_bytes) +
            " optimizer-step transients (the stored activations are freed by then)" + gaps + at;

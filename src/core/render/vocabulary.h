@@ -78,7 +78,8 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event);
 
 // What makes the stage's peak, largest part first, then the moment (the Timeline tab's headline):
 // "Peak 120.62 GiB = 45.31 GiB stored activations of 16 micro-batches in flight + 0.44 GiB
-// transient MoE dispatch ... + 74.87 GiB resident; at stage 1, backward of micro-batch 3 ...".
+// transient MoE dispatch ... + 74.87 GiB resident; at stage 1, backward of micro-batch 3 ..."
+// (the moment as moment_name says it, without the transient already named).
 // With several chunks: "of 9 micro-batch chunks in flight (5 + 4 on 2 chunks)"; measured gaps
 // are a part when non-zero; when the optimizer step binds: resident + optimizer-step transients
 // (the stored activations are freed by then). The parts sum to peak_bytes.
