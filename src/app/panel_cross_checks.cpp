@@ -49,8 +49,9 @@ void draw_cross_checks(const AppState& state, Actions& /*out*/) {
     ImGui::PushID(static_cast<int>(i));
     const bool verdict = static_cast<std::int64_t>(i) == state.report_labels.verdict_check;
     ImGui::SetNextItemOpen(verdict, ImGuiCond_Once);
-    const bool open = ImGui::TreeNodeEx("check", ImGuiTreeNodeFlags_SpanAvailWidth, "%s: %s",
-                                        text.title.c_str(), text.line.c_str());
+    // The numbers first, so a narrow window still shows them; then what the reading is.
+    const bool open = ImGui::TreeNodeEx("check", ImGuiTreeNodeFlags_SpanAvailWidth, "%s | %s",
+                                        text.line.c_str(), text.title.c_str());
     if (!open) {
       ImGui::PopID();
       continue;
