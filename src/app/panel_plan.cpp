@@ -5,10 +5,10 @@
 // that configuration (the link follows through the usual sync). The factors are shown side by
 // side, never combined into a score (plan.h). The frame advances the search (frame.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <utility>
-#include <vector>
 
 #include "actions.h"
 #include "imgui.h"
@@ -167,23 +167,27 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
                   IM_COL32(240, 110, 90, 255), label);
   }
   // Ticks at the searched ends and the powers of two between them, each label where it fits.
-  std::vector<std::int64_t> ticks = {gpus_low};
-  for (std::int64_t g = 1; g <= gpus_high && g > 0; g *= 2) {
-    if (g > gpus_low && g < gpus_high) ticks.push_back(g);
+  // (A fixed array: a frame allocates nothing; 2^62 bounds the powers of two.)
+  std::array<std::int64_t, 66> ticks{};
+  std::size_t tick_count = 0;
+  ticks[tick_count++] = gpus_low;
+  for (std::int64_t g = 1; g <= gpus_high && g > 0 && g <= (std::int64_t{1} << 62); g *= 2) {
+    if (g > gpus_low && g < gpus_high) ticks[tick_count++] = g;
   }
-  if (gpus_high != gpus_low) ticks.push_back(gpus_high);
+  if (gpus_high != gpus_low) ticks[tick_count++] = gpus_high;
   float last_right = -1e9f;
-  for (std::size_t i = 0; i < ticks.size(); ++i) {
+  for (std::size_t i = 0; i < tick_count; ++i) {
     const float x = x_of(static_cast<double>(ticks[i]));
     draw->AddLine(ImVec2(x, plot_max.y), ImVec2(x, plot_max.y + 3.0f * scale), axis);
-    const bool last = i + 1 == ticks.size();
+    const bool last = i + 1 == tick_count;
     std::snprintf(label, sizeof label, last ? "%lld GPUs" : "%lld",
                   static_cast<long long>(ticks[i]));
     const float w = ImGui::CalcTextSize(label).x;
     const float lx = std::clamp(x - w / 2, plot_min.x, plot_max.x - w);
     // The last label always shows; a middle one only where it does not touch its neighbours.
-    const float next_left =
-        last ? 1e9f : x_of(static_cast<double>(ticks.back())) - ImGui::CalcTextSize("0000 GPUs").x;
+    const float next_left = last ? 1e9f
+                                 : x_of(static_cast<double>(ticks[tick_count - 1])) -
+                                       ImGui::CalcTextSize("0000 GPUs").x;
     if (!last && (lx < last_right + 6.0f * scale || lx + w > next_left)) continue;
     draw->AddText(ImVec2(lx, plot_max.y + 2.0f * scale), text, label);
     last_right = lx + w;
@@ -225,8 +229,8 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
   ImGui::TextDisabled(
-      "colour: the factor a point ranks best on (blue bubble, green recompute, "
-      "amber headroom)");
+      "GPUs on a log scale; colour: the factor a point ranks best on (blue bubble, green "
+      "recompute, amber headroom)");
 }
 
 void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_t current_row) {
