@@ -713,10 +713,16 @@ void print_plan_table(const PlanContext& context, const PlanOutcome& outcome, co
   const bool csv = request.format == "csv";
   const bool minimum_first = view.minimum && !request.all;
   if (!csv) {
-    std::printf("stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
+    // With a margin, "fit" is below it: the summary says so.
+    const std::string margin = outcome.result.margin_bytes > 0
+                                   ? " (safety margin " + context.margin_text + " = " +
+                                         stagemem::format_gib(outcome.result.margin_bytes) +
+                                         " kept free)"
+                                   : "";
+    std::printf("stagemem plan: %s, %s searched, %s fit%s; minimum %s\n\n",
                 stagemem::markdown_cell(context.model->name).c_str(),
                 thousands(outcome.result.configurations_searched).c_str(),
-                thousands(outcome.result.configurations_fitting).c_str(),
+                thousands(outcome.result.configurations_fitting).c_str(), margin.c_str(),
                 view.minimum
                     ? (std::to_string(view.minimum->entry.gpus) + " GPUs (first row)").c_str()
                     : "none");
