@@ -49,8 +49,15 @@ void draw_cross_checks(const AppState& state, Actions& /*out*/) {
     ImGui::PushID(static_cast<int>(i));
     const bool verdict = static_cast<std::int64_t>(i) == state.report_labels.verdict_check;
     ImGui::SetNextItemOpen(verdict, ImGuiCond_Once);
-    // The numbers first, so a narrow window still shows them; then what the reading is.
-    const bool open = ImGui::TreeNodeEx("check", ImGuiTreeNodeFlags_SpanAvailWidth, "%s | %s",
+    // Where and the numbers first, so a narrow window still shows them; then what it is.
+    const stagemem::Measurement& m = check.measurement;
+    const bool open =
+        m.rank >= 0 ? ImGui::TreeNodeEx(
+                          "check", ImGuiTreeNodeFlags_SpanAvailWidth,
+                          "stage %lld, rank %lld: %s | %s", static_cast<long long>(m.stage),
+                          static_cast<long long>(m.rank), text.line.c_str(), text.title.c_str())
+                    : ImGui::TreeNodeEx("check", ImGuiTreeNodeFlags_SpanAvailWidth,
+                                        "stage %lld: %s | %s", static_cast<long long>(m.stage),
                                         text.line.c_str(), text.title.c_str());
     if (!open) {
       ImGui::PopID();
