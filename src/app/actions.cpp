@@ -70,6 +70,8 @@ struct Reducer {
     // Over the configuration the search ran for, so the applied one is exactly the one ranked.
     state.config =
         stagemem::candidate_config(plan.result_config, plan.result.frontier[a.row].candidate);
+    // The tab recognises its own row as the current configuration (plan_current_row).
+    state.plan.applied_row = static_cast<std::int64_t>(a.row);
   }
   void operator()(const SelectTimelineStage& a) const { state.timeline.stage = a.stage; }
   void operator()(const SetSnapshotStage& a) const { state.snapshot.stage = a.stage; }

@@ -1,7 +1,9 @@
-// The cross-check panel: each measured value next to the sum of exactly the derived terms alive
-// at its measurement point, the gap in bytes and GiB, the ratio, the terms summed and what could
-// explain the gap. Measurements are entered under "Measured values" in the configuration; they
-// never feed the model. Strings come from state.report_labels (built when the report changes).
+// The cross-check panel: a one-line verdict first (the binding peak reading against the derived
+// peak), then each measured value on one line, its details folded: the sum of exactly the
+// derived terms alive at its measurement point, the gap in bytes and GiB, the ratio, the terms
+// summed and what could explain the gap. Measurements are entered under "Measured values" in
+// the configuration; they never feed the model. Strings come from state.report_labels (built
+// when the report changes).
 #include "actions.h"
 #include "imgui.h"
 #include "state.h"
@@ -35,11 +37,32 @@ void draw_cross_checks(const AppState& state, Actions& /*out*/) {
     return;
   }
   const auto& labels = state.report_labels.cross_checks;
+  // The verdict first: one line a reader can stop at; each reading's numbers on one line after
+  // it, its details (source, sums, explanations, terms) folded, the verdict's reading open.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.85f, 0.45f, 1.0f));
+  ImGui::TextWrapped("%s", state.report_labels.cross_check_verdict.c_str());
+  ImGui::PopStyleColor();
+  ImGui::Spacing();
   for (std::size_t i = 0; i < report.cross_checks.size() && i < labels.size(); ++i) {
     const stagemem::CrossCheck& check = report.cross_checks[i];
     const CrossCheckLabels& text = labels[i];
     ImGui::PushID(static_cast<int>(i));
-    ImGui::SeparatorText(text.title.c_str());
+    const bool verdict = static_cast<std::int64_t>(i) == state.report_labels.verdict_check;
+    ImGui::SetNextItemOpen(verdict, ImGuiCond_Once);
+    // Where and the numbers first, so a narrow window still shows them; then what it is.
+    const stagemem::Measurement& m = check.measurement;
+    const bool open =
+        m.rank >= 0 ? ImGui::TreeNodeEx(
+                          "check", ImGuiTreeNodeFlags_SpanAvailWidth,
+                          "stage %lld, rank %lld: %s | %s", static_cast<long long>(m.stage),
+                          static_cast<long long>(m.rank), text.line.c_str(), text.title.c_str())
+                    : ImGui::TreeNodeEx("check", ImGuiTreeNodeFlags_SpanAvailWidth,
+                                        "stage %lld: %s | %s", static_cast<long long>(m.stage),
+                                        text.line.c_str(), text.title.c_str());
+    if (!open) {
+      ImGui::PopID();
+      continue;
+    }
     ImGui::TextDisabled("source: %s", check.measurement.source.c_str());
     constexpr ImGuiTableFlags flags =
         ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
@@ -62,6 +85,7 @@ void draw_cross_checks(const AppState& state, Actions& /*out*/) {
       for (const std::string& term : text.alive_terms) ImGui::BulletText("%s", term.c_str());
       ImGui::TreePop();
     }
+    ImGui::TreePop();
     ImGui::PopID();
   }
 }

@@ -5,6 +5,7 @@
 // that configuration (the link follows through the usual sync). The factors are shown side by
 // side, never combined into a score (plan.h). The frame advances the search (frame.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -37,6 +38,10 @@ void entry_tooltip(const stagemem::PlanEntry& e) {
   ImGui::Text("headroom %s (binding stage %lld, peak %s)",
               stagemem::format_gib(e.headroom_bytes).c_str(),
               static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str());
+  if (e.margin_bytes > 0) {
+    ImGui::Text("%s beyond the %s safety margin", stagemem::format_gib(e.spare_bytes()).c_str(),
+                stagemem::format_gib(e.margin_bytes).c_str());
+  }
   if (e.candidate.vpp > 1) {
     ImGui::Text("bubble %.4f = (P-1)/(v M) = %lld/(%lld x %lld)", e.bubble_fraction,
                 static_cast<long long>(e.candidate.pp - 1), static_cast<long long>(e.candidate.vpp),
@@ -78,6 +83,11 @@ void draw_inputs(const PlanTab& tab, Actions& out) {
     input("VPP", edited.vpp, "comma list; empty: 1, 2, 3, 4", changed);
     input("EP", edited.ep, "comma list; empty: every divisor of the routed experts", changed);
     input("mbs", edited.mbs, "comma list; empty: 1, 2, 3, 4", changed);
+    input("margin", edited.margin,
+          "safety margin kept free below the capacity: an amount (8GiB) or a share of it (20%: "
+          "the 80 % rule, peak <= 80 % of capacity); empty: none",
+          changed);
+    publish(out, Widget::plan_margin);
     ImGui::EndTable();
   }
   ImGui::AlignTextToFramePadding();
@@ -107,21 +117,36 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   const float left = 56.0f * scale, bottom = 22.0f * scale;
   const ImVec2 plot_min(origin.x + left, origin.y + 4.0f * scale);
   const ImVec2 plot_max(origin.x + width - 8.0f * scale, origin.y + height - bottom);
-  double x_low = 1e300, x_high = -1e300, y_low = 0.0, y_high = 0.0;
+  // Across: the searched GPU range (log2), so a 16-256 search spans 16 to 256 GPUs.
+  const auto [gpus_low, gpus_high] = plan_axis_gpus(tab);
+  view.axis_low_gpus = gpus_low;
+  view.axis_high_gpus = gpus_high;
+  double x_low = std::log2(static_cast<double>(gpus_low));
+  double x_high = std::log2(static_cast<double>(gpus_high));
+  const bool one_count = x_high - x_low < 1e-9;
+  if (one_count) {  // one GPU count: centred
+    x_low -= 0.5;
+    x_high += 0.5;
+  }
+  double y_low = 0.0, y_high = 0.0;
   for (const auto& e : frontier) {
-    const double x = std::log2(static_cast<double>(e.gpus));
-    x_low = std::min(x_low, x);
-    x_high = std::max(x_high, x);
     y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib);
   }
-  if (x_high - x_low < 1.0) x_high = x_low + 1.0;
   if (y_high <= 0.0) y_high = 1.0;
+  // Points at the ends of the range are drawn whole: the scales stop short of the frame.
+  const float pad = 8.0f * scale;
+  const auto x_of = [&](double gpus) {
+    return plot_min.x + pad +
+           static_cast<float>((std::log2(gpus) - x_low) / (x_high - x_low)) *
+               (plot_max.x - plot_min.x - 2.0f * pad);
+  };
+  const auto y_of = [&](double gib) {
+    return plot_max.y -
+           static_cast<float>((gib - y_low) / (y_high - y_low)) * (plot_max.y - plot_min.y - pad);
+  };
   const auto to_screen = [&](const stagemem::PlanEntry& e) {
-    const double x = (std::log2(static_cast<double>(e.gpus)) - x_low) / (x_high - x_low);
-    const double y = (static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib - y_low) /
-                     (y_high - y_low);
-    return ImVec2(plot_min.x + static_cast<float>(x) * (plot_max.x - plot_min.x),
-                  plot_max.y - static_cast<float>(y) * (plot_max.y - plot_min.y));
+    return ImVec2(x_of(static_cast<double>(e.gpus)),
+                  y_of(static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib));
   };
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 axis = ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -131,13 +156,42 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   std::snprintf(label, sizeof label, "%.0f GiB", y_high);
   draw->AddText(ImVec2(origin.x, plot_min.y), text, label);
   draw->AddText(ImVec2(origin.x, plot_max.y - ImGui::GetTextLineHeight()), text, "0 GiB");
-  std::snprintf(label, sizeof label, "%lld GPUs",
-                static_cast<long long>(std::llround(std::exp2(x_low))));
-  draw->AddText(ImVec2(plot_min.x, plot_max.y + 2.0f * scale), text, label);
-  std::snprintf(label, sizeof label, "%lld GPUs (log scale)",
-                static_cast<long long>(std::llround(std::exp2(x_high))));
-  draw->AddText(ImVec2(plot_max.x - ImGui::CalcTextSize(label).x, plot_max.y + 2.0f * scale), text,
-                label);
+  // The safety margin: points below this line would eat into it (none is on the frontier).
+  const double margin_gib = static_cast<double>(tab.result.margin_bytes) / stagemem::bytes_per_gib;
+  if (margin_gib > 0.0 && margin_gib < y_high) {
+    const float y = y_of(margin_gib);
+    draw->AddLine(ImVec2(plot_min.x, y), ImVec2(plot_max.x, y), IM_COL32(240, 110, 90, 200),
+                  1.5f * scale);
+    std::snprintf(label, sizeof label, "margin %.1f GiB", margin_gib);
+    draw->AddText(ImVec2(plot_min.x + 4.0f * scale, y - ImGui::GetTextLineHeight()),
+                  IM_COL32(240, 110, 90, 255), label);
+  }
+  // Ticks at the searched ends and the powers of two between them, each label where it fits.
+  // (A fixed array: a frame allocates nothing; 2^62 bounds the powers of two.)
+  std::array<std::int64_t, 66> ticks{};
+  std::size_t tick_count = 0;
+  ticks[tick_count++] = gpus_low;
+  for (std::int64_t g = 1; g <= gpus_high && g > 0 && g <= (std::int64_t{1} << 62); g *= 2) {
+    if (g > gpus_low && g < gpus_high) ticks[tick_count++] = g;
+  }
+  if (gpus_high != gpus_low) ticks[tick_count++] = gpus_high;
+  float last_right = -1e9f;
+  for (std::size_t i = 0; i < tick_count; ++i) {
+    const float x = x_of(static_cast<double>(ticks[i]));
+    draw->AddLine(ImVec2(x, plot_max.y), ImVec2(x, plot_max.y + 3.0f * scale), axis);
+    const bool last = i + 1 == tick_count;
+    std::snprintf(label, sizeof label, last ? "%lld GPUs" : "%lld",
+                  static_cast<long long>(ticks[i]));
+    const float w = ImGui::CalcTextSize(label).x;
+    const float lx = std::clamp(x - w / 2, plot_min.x, plot_max.x - w);
+    // The last label always shows; a middle one only where it does not touch its neighbours.
+    const float next_left = last ? 1e9f
+                                 : x_of(static_cast<double>(ticks[tick_count - 1])) -
+                                       ImGui::CalcTextSize("0000 GPUs").x;
+    if (!last && (lx < last_right + 6.0f * scale || lx + w > next_left)) continue;
+    draw->AddText(ImVec2(lx, plot_max.y + 2.0f * scale), text, label);
+    last_right = lx + w;
+  }
 
   ImGui::SetCursorScreenPos(plot_min);
   const bool clicked = ImGui::InvisibleButton(
@@ -164,6 +218,10 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
                                                                 : IM_COL32(240, 180, 70, 255);
     const bool hot = static_cast<std::int64_t>(i) == view.hovered;
     draw->AddCircleFilled(to_screen(e), (hot ? 6.0f : 4.0f) * scale, colour);
+    // The row applied and still the configuration: ringed, as its table row is marked.
+    if (static_cast<std::int64_t>(i) == view.current_row) {
+      draw->AddCircle(to_screen(e), 8.0f * scale, IM_COL32(120, 230, 120, 255), 0, 2.0f * scale);
+    }
   }
   if (nearest >= 0) {
     entry_tooltip(frontier[static_cast<std::size_t>(nearest)]);
@@ -171,11 +229,11 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
   ImGui::TextDisabled(
-      "colour: the factor a point ranks best on (blue bubble, green recompute, "
-      "amber headroom)");
+      "GPUs on a log scale; colour: the factor a point ranks best on (blue bubble, green "
+      "recompute, amber headroom)");
 }
 
-void draw_table(const AppState& state, PlanView& view, Actions& out) {
+void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_t current_row) {
   const PlanTab& tab = state.plan;
   const auto& frontier = tab.result.frontier;
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
@@ -205,10 +263,15 @@ void draw_table(const AppState& state, PlanView& view, Actions& out) {
     const auto& e = frontier[i];
     const auto& c = e.candidate;
     ImGui::TableNextRow();
+    const bool current = static_cast<std::int64_t>(i) == current_row;
+    if (current) {
+      ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, IM_COL32(60, 110, 60, 170));
+    }
     ImGui::TableNextColumn();
     ImGui::PushID(static_cast<int>(i));
-    char gpus[32];
-    std::snprintf(gpus, sizeof gpus, "%lld", static_cast<long long>(e.gpus));
+    char gpus[48];
+    std::snprintf(gpus, sizeof gpus, current ? "%lld (current)" : "%lld",
+                  static_cast<long long>(e.gpus));
     const bool selected = static_cast<std::int64_t>(i) == view.hovered;
     if (ImGui::Selectable(gpus, selected, ImGuiSelectableFlags_SpanAllColumns)) {
       out.push(ApplyPlanRow{i});
@@ -260,17 +323,51 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
   }
   publish(out, Widget::plan_search);
   ImGui::SameLine();
-  char overlay[160];
-  const std::int64_t searched = tab.search       ? tab.search->searched()
-                                : tab.has_result ? tab.result.configurations_searched
-                                                 : 0;
-  std::snprintf(overlay, sizeof overlay, "%lld searched, %.0f ms, longest slice %.1f ms",
-                static_cast<long long>(searched), tab.elapsed_ms, tab.longest_slice_ms);
-  ImGui::ProgressBar(static_cast<float>(plan_progress(tab)), ImVec2(-1.0f, 0.0f), overlay);
+  view.progress_bar_drawn = tab.search != nullptr;
+  view.changed_note = false;
+  view.current_row = -1;
+  view.axis_low_gpus = view.axis_high_gpus = 0;
+  if (tab.search) {
+    char overlay[160];
+    std::snprintf(overlay, sizeof overlay, "%lld searched, %.0f ms, longest slice %.1f ms",
+                  static_cast<long long>(tab.search->searched()), tab.elapsed_ms,
+                  tab.longest_slice_ms);
+    ImGui::ProgressBar(static_cast<float>(plan_progress(tab)), ImVec2(-1.0f, 0.0f), overlay);
+    view.status = overlay;
+  } else {
+    char line[160];
+    if (tab.has_result) {
+      std::snprintf(line, sizeof line,
+                    "searched %s configurations in %.0f ms (longest slice %.1f ms)",
+                    stagemem::group_digits(tab.result.configurations_searched).c_str(),
+                    tab.elapsed_ms, tab.longest_slice_ms);
+    } else {
+      // Nothing searched yet: no bar (a full one would say a search had finished).
+      std::snprintf(line, sizeof line, "no search yet: set the bounds and press Search");
+    }
+    view.status = line;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("%s", line);
+  }
   if (!tab.has_result) return;
   const stagemem::PlanResult& r = tab.result;
-  if (!(tab.result_config == state.config)) {
+  const std::int64_t current_row = plan_current_row(tab, state.config);
+  view.current_row = current_row;
+  if (current_row >= 0) {
+    ImGui::TextColored(ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
+                       "the configuration is row %lld of this search (marked current)",
+                       static_cast<long long>(current_row + 1));
+  } else if (!(tab.result_config == state.config)) {
+    view.changed_note = true;
     ImGui::TextDisabled("(the configuration changed since this search; Search again to update)");
+  }
+  if (r.margin_bytes > 0) {
+    ImGui::TextDisabled(
+        "safety margin %s (%s) kept free: fits means every stage peaks at or "
+        "below %s",
+        stagemem::plan_margin_text(tab.result_bounds.margin).c_str(),
+        stagemem::format_gib(r.margin_bytes).c_str(),
+        stagemem::format_gib(r.device_bytes - r.margin_bytes).c_str());
   }
   if (r.has_minimum) {
     ImGui::Text("minimum: %s", summary(r.minimum).c_str());
@@ -280,11 +377,12 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
                         static_cast<long long>(r.configurations_fitting),
                         static_cast<long long>(r.configurations_searched));
   } else {
-    ImGui::TextColored(error_colour, "nothing in the space fits the device (%lld searched)",
+    ImGui::TextColored(error_colour, "nothing in the space fits the device%s (%lld searched)",
+                       r.margin_bytes > 0 ? " with the safety margin" : "",
                        static_cast<long long>(r.configurations_searched));
     return;
   }
   view.hovered = -1;
   draw_plot(state, view, out);
-  draw_table(state, view, out);
+  draw_table(state, view, out, current_row);
 }

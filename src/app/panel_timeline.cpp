@@ -554,8 +554,8 @@ void draw_timeline(const AppState& state, TimelineView& view, Actions& out) {
   forget_old_hover(tab, view);
   const stagemem::StageReport& stage = report.stages[static_cast<std::size_t>(tab.stage)];
   ImGui::SameLine();
-  ImGui::TextWrapped("Peak %s at %s", stagemem::format_gib(stage.peak_bytes).c_str(),
-                     tab.peak_name.c_str());
+  // What makes the peak, largest part first (not only the transient alive at that moment).
+  ImGui::TextWrapped("%s", tab.peak_headline.c_str());
   const Measured measured = measured_for(state, tab.stage);
   view.measured = MeasuredOverlay{};
   draw_legend(state, measured, view.measured);

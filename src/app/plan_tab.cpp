@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/url_fragment.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -93,6 +95,13 @@ bool plan_bounds_from_inputs(const PlanInputs& in, stagemem::PlanBounds& b, std:
     e = "recompute: choose at least one policy";
     return false;
   }
+  stagemem::Diagnostics d;
+  const auto margin = stagemem::parse_plan_margin(in.margin, "margin", d);
+  if (!margin) {
+    e = d.errors.front().field + ": " + d.errors.front().message;
+    return false;
+  }
+  b.margin = *margin;
   b.top = 2;
   return true;
 }
@@ -144,11 +153,14 @@ bool advance_plan_search(PlanTab& tab) {
   if (more) return true;
   stagemem::PlanResult result = stagemem::select_plan(tab.search->entries(), tab.bounds.top);
   result.device_bytes = tab.search->device_bytes();
+  result.margin_bytes = tab.search->margin_bytes();
   result.configurations_searched = tab.search->searched();
   result.configurations_estimated = tab.search->estimated();
   result.configurations_pruned = tab.search->pruned();
   tab.result = std::move(result);
   tab.result_config = tab.searched_config;
+  tab.result_bounds = tab.bounds;
+  tab.applied_row = -1;
   tab.has_result = true;
   tab.search.reset();
   return false;
@@ -156,6 +168,29 @@ bool advance_plan_search(PlanTab& tab) {
 
 double plan_progress(const PlanTab& tab) {
   return tab.search ? tab.search->progress() : 1.0;
+}
+
+std::int64_t plan_current_row(const PlanTab& tab, const stagemem::Config& config) {
+  if (!tab.has_result || tab.applied_row < 0 ||
+      tab.applied_row >= static_cast<std::int64_t>(tab.result.frontier.size()))
+    return -1;
+  const auto& row = tab.result.frontier[static_cast<std::size_t>(tab.applied_row)];
+  return stagemem::candidate_config(tab.result_config, row.candidate) == config ? tab.applied_row
+                                                                                : -1;
+}
+
+std::pair<std::int64_t, std::int64_t> plan_axis_gpus(const PlanTab& tab) {
+  std::int64_t low = 0, high = 0;
+  for (const auto& e : tab.result.frontier) {
+    low = low == 0 ? e.gpus : std::min(low, e.gpus);
+    high = std::max(high, e.gpus);
+  }
+  // The searched range where the bounds set it (min 1 is no bound: the frontier's start).
+  if (tab.result_bounds.min_gpus > 1) low = tab.result_bounds.min_gpus;
+  if (tab.result_bounds.max_gpus > 0) high = tab.result_bounds.max_gpus;
+  if (low < 1) low = 1;
+  if (high < low) high = low;
+  return {low, high};
 }
 
 std::string plan_link_keys(const PlanInputs& inputs) {
@@ -174,6 +209,10 @@ std::string plan_link_keys(const PlanInputs& inputs) {
       if (inputs.recompute[i]) value += std::string(value.empty() ? "" : ",") + names[i];
     }
     out += "&plan_recompute=" + value;
+  }
+  // "20%" travels as 20%25: the margin is the one input that may need escaping.
+  if (!inputs.margin.empty() && inputs.margin.size() <= 32) {
+    out += "&plan_margin=" + stagemem::percent_encode(inputs.margin);
   }
   return out;
 }
@@ -195,6 +234,12 @@ std::string take_plan_link_keys(std::string_view fragment, PlanInputs& inputs) {
         inputs.*k.text = std::string(value);
         taken = true;
       }
+    }
+    if (key == "plan_margin") {
+      std::string decoded;
+      if (value.size() <= 96 && stagemem::percent_decode(value, decoded) && decoded.size() <= 32)
+        inputs.margin = decoded;
+      taken = true;
     }
     if (key == "plan_recompute") {
       taken = true;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "config/config.h"
 #include "model/model.h"
@@ -27,6 +28,8 @@ struct PlanInputs {
   std::string max_gpus;
   std::string tp, pp, vpp, ep, mbs;
   std::array<bool, 3> recompute = {true, true, true};  // none, selective, full
+  // Safety margin below the capacity, plan.h's PlanMargin text: "8GiB" or "20%" ("": none).
+  std::string margin;
   bool operator==(const PlanInputs&) const = default;
 };
 
@@ -47,7 +50,11 @@ struct PlanTab {
   // The last finished search.
   bool has_result = false;
   stagemem::PlanResult result;
-  stagemem::Config result_config;  // the configuration it was run for
+  stagemem::Config result_config;      // the configuration it was run for
+  stagemem::PlanBounds result_bounds;  // and the bounds (its GPU range, margin)
+  // The frontier row last applied (ApplyPlanRow), -1 when none since the search: the tab marks
+  // it as the current configuration while the configuration still equals it.
+  std::int64_t applied_row = -1;
 };
 
 // Parses the inputs into bounds; false (and `error` set) when one is refused.
@@ -61,6 +68,11 @@ void start_plan_search(PlanTab& tab, const stagemem::Config& config);
 // True while the search goes on (the caller asks for another frame).
 bool advance_plan_search(PlanTab& tab);
 double plan_progress(const PlanTab& tab);  // [0, 1]; 1 when idle
+// The frontier row whose configuration `config` is (the applied row, recognised), else -1.
+std::int64_t plan_current_row(const PlanTab& tab, const stagemem::Config& config);
+// The GPU counts the plot's axis spans: the searched range (min, max bounds) where the bounds
+// give it, else the frontier's smallest and largest counts.
+std::pair<std::int64_t, std::int64_t> plan_axis_gpus(const PlanTab& tab);
 
 // "&plan_tp=1,2,4&plan_max=512": the non-default inputs as link keys ("" when all default).
 std::string plan_link_keys(const PlanInputs& inputs);

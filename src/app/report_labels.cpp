@@ -154,6 +154,8 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     }
   }
   assign_colours(report, labels);
+  labels.cross_check_verdict = stagemem::cross_check_verdict(report);
+  labels.verdict_check = stagemem::verdict_cross_check(report);
   for (const auto& check : report.cross_checks) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;
@@ -162,6 +164,7 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     out.derived = stagemem::bytes_text(check.derived_bytes);
     out.gap = stagemem::bytes_text(check.gap_bytes);
     out.ratio = stagemem::ratio_text(check);
+    out.line = stagemem::cross_check_line(check);
     if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
       out.explanations = stagemem::cross_check_explanations(check, *stage);
       out.alive_terms = stagemem::cross_check_alive_names(check, *stage);

@@ -55,11 +55,14 @@ struct CrossCheckLabels {
   std::string ratio;  // ratio_text: "x1.123" or "n/a (nothing derived is alive)"
   std::vector<std::string> explanations;  // render/cross_check_text.h
   std::vector<std::string> alive_terms;   // the names of the terms summed
+  std::string line;  // cross_check_line: "measured 61.20 GiB vs derived 58.90 GiB, gap ..."
 };
 
 struct ReportLabels {
   std::vector<StageLabels> stages;             // parallel to Report::stages
   std::vector<CrossCheckLabels> cross_checks;  // parallel to Report::cross_checks
+  std::string cross_check_verdict;             // cross_check_verdict: the one line read first
+  std::int64_t verdict_check = -1;             // the cross-check it speaks of
   std::string total_parameters;                // "8,030,261,248"
   std::string device;                          // "mi355x: 288.00 GiB" or ""
   std::string flat_headroom;                   // "82.00 GiB" or ""

@@ -81,6 +81,9 @@ struct TimelineTab {
   std::uint64_t builds = 0;            // counts the rebuilds (a hover belongs to one build)
   stagemem::StageTimeline timeline;
   std::string peak_name;  // moment_name of the stage's peak
+  // What makes the peak (vocabulary.h peak_headline): stored activations of the micro-batches in
+  // flight + the transient at that moment + resident, then the moment.
+  std::string peak_headline;
 };
 
 // A PyTorch allocator snapshot read in the page (snapshot.h; the file never leaves it), or its
@@ -161,6 +164,13 @@ struct ModelView {
 // panel_plan.cpp.
 struct PlanView {
   std::int64_t hovered = -1;  // frontier entry under the mouse (plot or table); -1 none
+  // What the tab drew last frame (tests read it through Module.getPlan): a progress bar only
+  // while a search runs; the line beside it; the plot's GPU axis ends; the row marked current.
+  bool progress_bar_drawn = false;
+  std::string status;
+  std::int64_t axis_low_gpus = 0, axis_high_gpus = 0;
+  std::int64_t current_row = -1;
+  bool changed_note = false;  // "the configuration changed since this search" shown
 };
 
 // What the Timeline tab drew of a loaded snapshot over the derived chart last frame (tests read it

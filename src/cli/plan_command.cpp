@@ -25,7 +25,7 @@ using stagemem_cli::CommandLine;
 
 constexpr int exit_nothing_fits = 1;
 
-constexpr std::array<stagemem_cli::CommandOption, 12> plan_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 13> plan_options = {{
     {"--gpus-per-node", "N", "GPUs per node, [1, 1024] (default 8): TP stays inside a node"},
     {"--min-gpus", "N", "smallest GPU count searched (default 1)"},
     {"--max-gpus", "N", "largest GPU count searched (default: what the global batch allows)"},
@@ -33,6 +33,9 @@ constexpr std::array<stagemem_cli::CommandOption, 12> plan_options = {{
     {"--max-nodes", "N", "--max-gpus N x GPUs per node"},
     {"--tp-across-nodes", "", "allow TP sizes that do not divide a node"},
     {"--top", "N", "frontier entries per factor per GPU count, [1, 100] (default 2)"},
+    {"--margin", "M",
+     "safety margin kept free: an amount (8GiB) or a share of the capacity (20%: the 80 % rule, "
+     "peak <= 80 % of capacity); default 0"},
     {"--all", "", "list every valid configuration estimated (fits or not) instead of the frontier"},
     {"--threads", "N", "split the search over N threads, [1, 64] (default 1)"},
     {"--base", "URL", "prefix of the links (default: the fragment alone, '#v=1&...')"},
@@ -49,6 +52,8 @@ constexpr const char* plan_help =
     "  bubble fraction     (P-1)/(v M) interleaved, (P-1)/M 1F1B (M micro-batches per step)\n"
     "  recompute overhead  recomputed forward FLOPs / (3 x forward FLOPs), from shapes\n"
     "  headroom            device bytes - the binding stage's peak\n"
+    "With --margin (8GiB, or 20% for the 80 % rule) a configuration fits only when every\n"
+    "stage's peak is at most the device's bytes minus the margin.\n"
     "e.g.\n"
     "  stagemem plan --preset kimi-k3 --device mi355x --seq 8192 --gbs 896 \\\n"
     "    --optimizer distributed-muon --tp 1,2,4,8 --pp 4,5,6,7,8,9,10,11,12,13,14,15,16 \\\n"
@@ -295,6 +300,9 @@ PlanRequest read_plan_request(const std::vector<std::string_view>& args, Command
   stagemem::PlanBounds& bounds = request.bounds;
   read_gpu_counts(line, bounds, d);
   bounds.top = int_option(line, "--top", 1, 100, d).value_or(2);
+  if (const auto margin = line.option("--margin")) {
+    if (auto parsed = stagemem::parse_plan_margin(*margin, "--margin", d)) bounds.margin = *parsed;
+  }
   bounds.tp_across_nodes = line.option("--tp-across-nodes").has_value();
   // --all lists every configuration with its own numbers: no pruning by the resident bound.
   request.all = line.option("--all").has_value();
@@ -370,6 +378,7 @@ PlanOutcome merge_searches(const std::vector<stagemem::PlanSearch>& searches, bo
   outcome.result.configurations_estimated = estimated;
   outcome.result.configurations_pruned = pruned;
   outcome.result.device_bytes = searches.front().device_bytes();
+  outcome.result.margin_bytes = searches.front().margin_bytes();
   return outcome;
 }
 
@@ -408,6 +417,7 @@ struct PlanContext {
   const stagemem::Model* model = nullptr;
   std::int64_t gpus_per_node = 8;
   std::string link_base;
+  std::string margin_text = "0";  // plan_margin_text of the search's margin
 };
 
 Shown show(const PlanContext& context, const stagemem::PlanEntry& entry) {
@@ -467,6 +477,7 @@ json entry_json(const PlanContext& context, const Shown& s) {
       {"config", json::parse(stagemem::config_to_json(s.config))},
       {"peak_bytes", e.peak_bytes},
       {"headroom_bytes", e.headroom_bytes},
+      {"spare_bytes", e.spare_bytes()},
       {"binding_stage", e.binding_stage},
       {"fits", e.fits()},
       {"parallel",
@@ -501,6 +512,8 @@ void print_plan_json(const PlanContext& context, const PlanOutcome& outcome, con
       {"device",
        {{"name", base.device.bytes > 0 ? "custom" : base.device.preset},
         {"bytes", result.device_bytes}}},
+      {"margin", context.margin_text},
+      {"margin_bytes", result.margin_bytes},
       {"gpus_per_node", context.gpus_per_node},
       {"sequence_length", base.training.sequence_length},
       {"global_batch", base.training.global_batch},
@@ -595,6 +608,13 @@ void print_plan_heading(const PlanContext& context, const PlanOutcome& outcome) 
               static_cast<long long>(context.gpus_per_node),
               static_cast<long long>(base.training.sequence_length),
               static_cast<long long>(base.training.global_batch));
+  if (result.margin_bytes > 0) {
+    std::printf(
+        "safety margin %s (%s) kept free: a configuration fits when every stage peaks at "
+        "or below %s\n",
+        context.margin_text.c_str(), stagemem::format_gib(result.margin_bytes).c_str(),
+        stagemem::format_gib(result.device_bytes - result.margin_bytes).c_str());
+  }
   std::printf(
       "searched %s configurations (%s estimated, %s ruled out without an estimate, %s "
       "valid, %s fit) in %.3f s: %s configurations/s\n\n",
@@ -620,9 +640,14 @@ void print_minimum_text(const PlanContext& context, const Shown& minimum) {
       c.sp ? "on" : "off", static_cast<long long>(c.mbs), static_cast<long long>(e.micro_batches),
       recompute_name(c.recompute).c_str(),
       std::string(stagemem::optimizer_kind_name(c.optimizer)).c_str());
-  std::printf("  binding stage %lld: peak %s, headroom %s\n",
-              static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str(),
+  std::printf("  binding stage %lld: peak %s, headroom %s", static_cast<long long>(e.binding_stage),
+              stagemem::format_gib(e.peak_bytes).c_str(),
               stagemem::format_gib(e.headroom_bytes).c_str());
+  if (e.margin_bytes > 0) {
+    std::printf(" (%s beyond the %s margin)", stagemem::format_gib(e.spare_bytes()).c_str(),
+                stagemem::format_gib(e.margin_bytes).c_str());
+  }
+  std::printf("\n");
   std::printf("  bubble %s = %s; recompute overhead %s (recomputed forward FLOPs / 3 x forward)\n",
               fraction(e.bubble_fraction).c_str(), bubble_formula(e).c_str(),
               fraction(e.recompute_overhead).c_str());
@@ -630,15 +655,16 @@ void print_minimum_text(const PlanContext& context, const Shown& minimum) {
 }
 
 void print_nothing_fits_text(const std::optional<Shown>& closest) {
-  std::printf("nothing in the space fits the device\n");
+  const bool margin = closest && closest->entry.margin_bytes > 0;
+  std::printf("nothing in the space fits the device%s\n", margin ? " with the safety margin" : "");
   if (closest) {
     const stagemem::PlanEntry& e = closest->entry;
     std::printf(
-        "closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device\n  "
+        "closest estimated: %lld GPUs, binding stage %lld peaks at %s, %s over the device%s\n  "
         "%s\n",
         static_cast<long long>(e.gpus), static_cast<long long>(e.binding_stage),
-        stagemem::format_gib(e.peak_bytes).c_str(), stagemem::format_gib(-e.headroom_bytes).c_str(),
-        closest->link.c_str());
+        stagemem::format_gib(e.peak_bytes).c_str(), stagemem::format_gib(-e.spare_bytes()).c_str(),
+        margin ? " less the margin" : "", closest->link.c_str());
   }
   std::printf("\n");
 }
@@ -687,10 +713,16 @@ void print_plan_table(const PlanContext& context, const PlanOutcome& outcome, co
   const bool csv = request.format == "csv";
   const bool minimum_first = view.minimum && !request.all;
   if (!csv) {
-    std::printf("stagemem plan: %s, %s searched, %s fit; minimum %s\n\n",
+    // With a margin, "fit" is below it: the summary says so.
+    const std::string margin = outcome.result.margin_bytes > 0
+                                   ? " (safety margin " + context.margin_text + " = " +
+                                         stagemem::format_gib(outcome.result.margin_bytes) +
+                                         " kept free)"
+                                   : "";
+    std::printf("stagemem plan: %s, %s searched, %s fit%s; minimum %s\n\n",
                 stagemem::markdown_cell(context.model->name).c_str(),
                 thousands(outcome.result.configurations_searched).c_str(),
-                thousands(outcome.result.configurations_fitting).c_str(),
+                thousands(outcome.result.configurations_fitting).c_str(), margin.c_str(),
                 view.minimum
                     ? (std::to_string(view.minimum->entry.gpus) + " GPUs (first row)").c_str()
                     : "none");
@@ -745,7 +777,8 @@ int run_plan(const std::vector<std::string_view>& args) {
   if (!outcome) return stagemem_cli::refuse(line.diagnostics);
 
   const PlanContext context{&line.config, &*model, request.bounds.gpus_per_node,
-                            line.option("--base").value_or("")};
+                            line.option("--base").value_or(""),
+                            stagemem::plan_margin_text(request.bounds.margin)};
   print_plan(context, *outcome, plan_view(context, *outcome, request.all), request);
   return stagemem_cli::finish(
       outcome->result.has_minimum ? stagemem_cli::exit_ok : exit_nothing_fits,

@@ -8,7 +8,8 @@
 //   Module.getReport()                  the report JSON document (docs/report-schema.md; the
 //                                       text of getReportJson(), parsed) plus `app`: {valid,
 //                                       stale, errors[{field, message}] of the configuration on
-//                                       screen, verdict, world_size, stacked_bytes[] per stage}
+//                                       screen, verdict, world_size, stacked_bytes[] per stage,
+//                                       crossCheckVerdict: the cross-checks' one line}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, slices, sweeps, heatMapDraws}: the Sweep
@@ -52,7 +53,14 @@
 //                                       frames that drew nothing (idle costs nothing)
 //   Module.getHistory()                 {undo, redo}: steps available
 //   Module.getReportJson()              what "Download JSON" saves (report_json.h)
-//   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakBytes,
+//   Module.getPlan()                    {searching, hasResult, inputError, margin,
+//                                       progressBarDrawn, status, axisLowGpus, axisHighGpus,
+//                                       currentRow, changedNote, deviceBytes, marginBytes,
+//                                       hasMinimum, minimumGpus, frontier[{gpus, peakBytes,
+//                                       headroomBytes, spareBytes, fits}]}: the Plan tab as
+//                                       drawn last frame and its last search
+//   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakHeadline,
+//                                       peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
 //                                       hoveredTransient}: the Timeline tab's stage as drawn
 //                                       last frame (events: [{phase, liveBytes}]); measured
@@ -170,6 +178,7 @@ val get_report() {
   app.set("stale", report_stale(*app_state));
   app.set("errors", field_messages(app_state->diagnostics.errors));
   app.set("verdict", stagemem::verdict_text(app_state->report));
+  app.set("crossCheckVerdict", app_state->report_labels.cross_check_verdict);
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
   // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
   val stacked = val::array();
@@ -452,6 +461,7 @@ val get_timeline() {
   out.set("chunks", static_cast<double>(t.chunks));
   out.set("peakEvent", static_cast<double>(t.peak_event));
   out.set("peakName", tab.peak_name);
+  out.set("peakHeadline", tab.peak_headline);
   out.set("hoveredEvent", static_cast<double>(view.hovered_event));
   out.set("hoveredName", view.hovered_name);
   const auto& stages = app_state->report.stages;
@@ -581,6 +591,41 @@ std::string get_report_json() {
   return report_json_text(*app_state);
 }
 
+// The Plan tab as drawn last frame and its last search (plan_tab.h, PlanView).
+val get_plan() {
+  val out = val::object();
+  if (!app_state) return out;
+  const PlanTab& tab = app_state->plan;
+  const PlanView& view = app_state->views.plan;
+  out.set("searching", tab.search != nullptr);
+  out.set("hasResult", tab.has_result);
+  out.set("inputError", tab.input_error);
+  out.set("margin", tab.inputs.margin);
+  out.set("progressBarDrawn", view.progress_bar_drawn);
+  out.set("status", view.status);
+  out.set("axisLowGpus", static_cast<double>(view.axis_low_gpus));
+  out.set("axisHighGpus", static_cast<double>(view.axis_high_gpus));
+  out.set("currentRow", static_cast<double>(view.current_row));
+  out.set("changedNote", view.changed_note);
+  const stagemem::PlanResult& r = tab.result;
+  out.set("deviceBytes", static_cast<double>(r.device_bytes));
+  out.set("marginBytes", static_cast<double>(r.margin_bytes));
+  out.set("hasMinimum", r.has_minimum);
+  out.set("minimumGpus", static_cast<double>(r.has_minimum ? r.minimum.gpus : 0));
+  val frontier = val::array();
+  for (const stagemem::PlanEntry& e : r.frontier) {
+    val item = val::object();
+    item.set("gpus", static_cast<double>(e.gpus));
+    item.set("peakBytes", static_cast<double>(e.peak_bytes));
+    item.set("headroomBytes", static_cast<double>(e.headroom_bytes));
+    item.set("spareBytes", static_cast<double>(e.spare_bytes()));
+    item.set("fits", e.fits());
+    frontier.call<void>("push", item);
+  }
+  out.set("frontier", frontier);
+  return out;
+}
+
 }  // namespace
 
 void register_web_app(WebApp* app) {
@@ -613,4 +658,5 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getIdleStats", &idle_stats);
   emscripten::function("getHistory", &history_stats);
   emscripten::function("setSweepAxis", &set_sweep_axis_from_page);
+  emscripten::function("getPlan", &get_plan);
 }

@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import assert from "node:assert/strict";
 
 const cli = process.argv[2];
@@ -17,10 +17,18 @@ const flag_sets = [
   ["--preset", "deepseek-v3", "--tp", "2", "--sp", "--pp", "16", "--ep", "8",
    "--layout-string", "Et*3|(tt|)*29,m|L", "--optimizer", "distributed-muon", "--no-muon-routers"],
   ["--hf-config", process.argv[3], "--pp", "2"],
+  // A Megatron memory log's readings: each rank's figures as one compact reading= key.
+  ["--preset", "llama-3.1-8b", "--tp", "2", "--sp", "--pp", "2", "--dp", "2", "--gbs", "16",
+   "--memory-log", join(dirname(process.argv[3]), "megatron_memory.log")],
 ];
 for (const flags of flag_sets) {
   const link = run("url", "encode", ...flags).trim();
   assert.ok(link.startsWith("#v=1&"), link);
+  if (flags.includes("--memory-log")) {
+    // 4 ranks x 4 figures: 4 reading= keys, no source text repeated per figure.
+    assert.equal(link.split("&reading=").length - 1, 4, link);
+    assert.ok(!link.includes("&measured=") && !link.includes("Megatron"), link);
+  }
   const json = run("url", "decode", `https://wiki.example/stagemem/${link}`);
   const file = join(dir, "config.json");
   writeFileSync(file, json);

@@ -1,4 +1,5 @@
 // Tests of memory_log.h: Megatron's memory report lines read as measurements on the right stage.
+#include <algorithm>
 #include <random>
 #include <set>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "measured/memory_log.h"
 #include "model/presets.h"
 #include "render/report_json.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 using namespace stagemem;
@@ -300,5 +302,59 @@ TEST_CASE("Log readings round-trip through measurement text, and bad FIGURE or R
     CHECK_FALSE(parse_measurement_text(b.text, e, "m").has_value());
     REQUIRE_FALSE(e.ok());
     CHECK(e.errors.front().field == b.field);
+  }
+}
+
+TEST_CASE("After N iterations: allocated is between steps, max covers iterations 1..N") {
+  // Megatron's training_log prints report_memory("(after N iterations)") once, after the N-th
+  // step (N = the first log interval): allocated is read between steps with every resident term
+  // alive (after-first-step, whatever N >= 1); max allocated is the peak since the start, so it
+  // covers a steady-state step when N >= 2 but only the first step when N = 1.
+  Config config;
+  config.model = "llama-3.1-8b";
+  config.parallel = layout_of(1, 2, 1);
+  config.training.global_batch = 8;
+  for (const std::int64_t n : {1, 10}) {
+    const std::string log = "[Rank 1] (after " + std::to_string(n) +
+                            " iterations) memory (MB) | allocated: 20000.0 | max allocated: "
+                            "40000.0\n";
+    Diagnostics d;
+    config.measurements = memory_log_measurements(parse_memory_log(log, "log", d),
+                                                  config.parallel, "run.log", "log", 64, d);
+    REQUIRE(d.ok());
+    REQUIRE(config.measurements.size() == 2);
+    const Measurement& allocated = config.measurements[0];
+    const Measurement& max = config.measurements[1];
+    CHECK(allocated.iteration == n);
+    CHECK(allocated.point == MeasurementPoint::after_first_step);
+    CHECK(max.point == MeasurementPoint::steady_state_peak);
+    const std::string times = n == 1 ? "1 iteration" : "10 iterations";
+    CHECK(measurement_title(allocated) ==
+          "allocated after " + times + " (between steps: after-first-step), stage 1, rank 1");
+    CHECK(measurement_title(max) ==
+          "max-allocated over " + times +
+              (n == 1 ? " (the first step's peak, compared at steady-state-peak)"
+                      : " (compared at steady-state-peak)") +
+              ", stage 1, rank 1");
+    const Report report = estimate(config);
+    REQUIRE(report.diagnostics.ok());
+    REQUIRE(report.cross_checks.size() == 2);
+    const auto& why = report.cross_checks[1].explanations;
+    const bool first_only = std::find(why.begin(), why.end(),
+                                      GapExplanation::first_iteration_only) != why.end();
+    CHECK(first_only == (n == 1));
+    // The allocated reading is compared with the same terms whatever N (all resident state).
+    CHECK(report.cross_checks[0].explanations.end() ==
+          std::find(report.cross_checks[0].explanations.begin(),
+                    report.cross_checks[0].explanations.end(),
+                    GapExplanation::first_iteration_only));
+    // The iteration travels in the measurement text, the JSON and the report JSON.
+    Diagnostics t;
+    CHECK(measurement_text(max).find("/r1/i" + std::to_string(n) + "=") != std::string::npos);
+    CHECK(parse_measurement_text(measurement_text(max), t, "m") == max);
+    CHECK(config_from_json(config_to_json(config)).config.measurements == config.measurements);
+    CHECK(report_json(report, config, "", Diagnostics{}).find("\"iteration\": " +
+                                                              std::to_string(n)) !=
+          std::string::npos);
   }
 }

@@ -554,3 +554,103 @@ TEST_CASE("plan and the layout advisor say they do not search DualPipeV (paralle
   REQUIRE(!a.diagnostics.ok());
   CHECK(a.diagnostics.errors[0].field == "parallel.schedule");
 }
+
+TEST_CASE("plan: a safety margin's text - an amount or a share of the capacity") {
+  Diagnostics d;
+  // The published 80 % rule: keep 20 % free.
+  CHECK(*parse_plan_margin("20%", "m", d) == PlanMargin{.bytes = 0, .percent_hundredths = 2000});
+  CHECK(*parse_plan_margin(" 12.5 % ", "m", d) ==
+        PlanMargin{.bytes = 0, .percent_hundredths = 1250});
+  CHECK(*parse_plan_margin("8GiB", "m", d) ==
+        PlanMargin{.bytes = 8LL << 30, .percent_hundredths = 0});
+  CHECK(*parse_plan_margin("8 GiB", "m", d) ==
+        PlanMargin{.bytes = 8LL << 30, .percent_hundredths = 0});
+  CHECK(*parse_plan_margin("", "m", d) == PlanMargin{});
+  REQUIRE(d.ok());
+  CHECK(plan_margin_text({.bytes = 0, .percent_hundredths = 2000}) == "20%");
+  CHECK(plan_margin_text({.bytes = 0, .percent_hundredths = 1250}) == "12.5%");
+  CHECK(plan_margin_text({.bytes = 0, .percent_hundredths = 1205}) == "12.05%");
+  CHECK(plan_margin_text({.bytes = 8LL << 30, .percent_hundredths = 0}) == "8GiB");
+  CHECK(plan_margin_text({}) == "0");
+  for (const char* bad : {"100%", "20.125%", "-5%", "8 parsecs", "%", "1e3%", "twenty%"}) {
+    Diagnostics e;
+    CHECK_FALSE(parse_plan_margin(bad, "--margin", e).has_value());
+    REQUIRE(e.errors.size() == 1);
+    CHECK(e.errors[0].field == "--margin");
+    CHECK(e.errors[0].message.find("percentage of the capacity in [0, 99.99]") !=
+          std::string::npos);
+  }
+  // H100 80GB: 81,089 MiB = 85,027,979,264 B. 20 % of it is 17,005,595,852.8 B, rounded up to
+  // 17,005,595,853 B so that peak <= capacity - margin exactly when peak <= 0.8 x capacity
+  // (0.8 x 85,027,979,264 = 68,022,383,411.2; the largest whole peak is 68,022,383,411).
+  const std::int64_t h100 = find_device("h100-80gb")->bytes;
+  REQUIRE(h100 == 85'027'979'264);
+  CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) == 17'005'595'853);
+  CHECK(h100 - plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) ==
+        68'022'383'411);
+  CHECK(plan_margin_bytes({.bytes = 8LL << 30, .percent_hundredths = 0}, h100) == 8LL << 30);
+  // No overflow at the largest capacity a configuration allows (2^50 B) and 99.99 %.
+  CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 9999}, max_config_bytes) ==
+        (max_config_bytes / 10000) * 9999 + ((max_config_bytes % 10000) * 9999 + 9999) / 10000);
+}
+
+TEST_CASE("plan: with a margin, fits means peak <= capacity - margin (equals a brute force)") {
+  const Model model = preset("llama-3.1-8b");
+  const Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.tp = {1, 2, 4, 8};
+  b.pp = {1, 2, 4};
+  b.vpp = {1};
+  b.cp = {1};
+  b.ep = {1};
+  b.etp = {1};
+  b.mbs = {1, 2};
+  b.recompute = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
+  b.optimizer = {OptimizerKind::adam};
+  b.max_gpus = 32;
+  b.top = 2;
+  const std::vector<PlanEntry> all = brute_force(base, model, b);
+  const std::int64_t device = find_device("h100-80gb")->bytes;
+  for (const PlanMargin margin :
+       {PlanMargin{.bytes = 0, .percent_hundredths = 2000}, PlanMargin{.bytes = 8LL << 30}}) {
+    b.margin = margin;
+    const PlanResult r = plan(base, model, b);
+    REQUIRE(r.diagnostics.ok());
+    const std::int64_t kept = plan_margin_bytes(margin, device);
+    CHECK(r.margin_bytes == kept);
+    // The brute force with the margin taken off every headroom: same fitting count, same
+    // frontier (the headroom ranking is unchanged by a constant).
+    std::vector<PlanEntry> shifted = all;
+    std::int64_t fitting = 0, fitting_without = 0;
+    for (PlanEntry& e : shifted) {
+      fitting += e.peak_bytes <= device - kept;
+      fitting_without += e.headroom_bytes >= 0;
+      e.headroom_bytes -= kept;
+    }
+    CHECK(r.configurations_fitting == fitting);
+    REQUIRE(fitting > 0);
+    CHECK(fitting < fitting_without);  // the margin rules some configurations out
+    CHECK(frontier_of(r) == brute_frontier(shifted, 2));
+    for (const PlanEntry& e : r.frontier) {
+      CHECK(e.margin_bytes == kept);
+      CHECK(e.peak_bytes <= device - kept);
+      CHECK(e.spare_bytes() == e.headroom_bytes - kept);
+    }
+  }
+}
+
+TEST_CASE("plan: a margin that leaves nothing, or both forms at once, is refused by name") {
+  const Model model = preset("llama-3.1-8b");
+  const Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.margin.bytes = 100LL << 30;  // 100 GiB of an 79.19 GiB device
+  PlanResult r = plan(base, model, b);
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "plan.margin");
+  CHECK(r.diagnostics.errors[0].message.find("leaves nothing of the device's 79.19 GiB") !=
+        std::string::npos);
+  b.margin = {.bytes = 1 << 30, .percent_hundredths = 1000};
+  r = plan(base, model, b);
+  REQUIRE(!r.diagnostics.ok());
+  CHECK(r.diagnostics.errors[0].field == "plan.margin");
+}

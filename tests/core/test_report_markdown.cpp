@@ -3,6 +3,7 @@
 #include <string>
 
 #include "catch.h"
+#include "config/url_fragment.h"
 #include "estimate/estimate.h"
 #include "render/report_markdown.h"
 #include "render/vocabulary.h"
@@ -124,4 +125,81 @@ TEST_CASE("Markdown: check - the stage table, a stage that does not fit, the res
                 "18,161,860,608 B (16.91 GiB)\n") != std::string::npos);
   CHECK(count_of(md, "does not fit**") == 3);
   CHECK(md.ends_with("\ncheck FAILED: 3 of 4 stages do not fit custom\n"));
+}
+
+TEST_CASE("Markdown: every setting that changes memory in words, and a link that reads back") {
+  // Llama-3.1-8B (32 layers) at TP 2, PP 4, VPP 2, seq 8192, mbs 2, gbs 64 over DP 2: M = 64 /
+  // (2 x 2) = 16 micro-batches per step; selective recompute of the attention core and the
+  // norms; fp8 (block) weights, bf16 gradients; distributed Muon with bf16 moments; dropout and
+  // the eager KDA backend are other fields, written as their link keys.
+  Config c;
+  c.parallel.tensor_parallel = 2;
+  c.parallel.pipeline_parallel = 4;
+  c.parallel.virtual_stages = 2;
+  c.parallel.data_parallel = 2;
+  c.parallel.sequence_parallel = true;
+  c.training.sequence_length = 8192;
+  c.training.micro_batch = 2;
+  c.training.global_batch = 64;
+  c.training.dropout = true;
+  c.training.kernels.kda = KdaBackend::eager;
+  c.training.recompute.policy = RecomputePolicy::selective;
+  c.training.recompute.modules =
+      module_bit(RecomputeModule::core_attn) | module_bit(RecomputeModule::layernorm);
+  c.precision.dense_weights = WeightDtype::fp8_block_scaled;
+  c.precision.grads = GradDtype::bf16;
+  c.optimizer.kind = OptimizerKind::distributed_muon;
+  c.optimizer.moments = MomentDtype::bf16;
+  c.device.preset = "h200";
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  REQUIRE(r.micro_batches == 16);
+  const std::string link = "#" + encode_fragment(c);
+  const std::string md = report_markdown(r, c, {.link = link});
+  CHECK(md.find("- Training: sequence 8192, micro-batch 2, global batch 64 (16 micro-batches per "
+                "step)\n") != std::string::npos);
+  CHECK(md.find("- Schedule: interleaved 1F1B (VPP 2)\n") != std::string::npos);
+  CHECK(md.find("- Recompute: selective (core\\_attn, layernorm)\n") != std::string::npos);
+  CHECK(md.find("- Precision: weights fp8-block, expert weights bf16, gradients bf16, FP8 recipe "
+                "none\n") != std::string::npos);
+  CHECK(md.find("- Optimizer: distributed-muon (master weights fp32, moments bf16)\n") !=
+        std::string::npos);
+  CHECK(md.find("- Other settings (link keys, where they differ from the defaults): dropout=1, "
+                "kda\\_backend=eager\n") != std::string::npos);
+  // The link line carries the whole configuration: pasted back, it is the same one.
+  const std::string marker = "Configuration (stagemem link fragment): `";
+  const auto start = md.find(marker);
+  REQUIRE(start != std::string::npos);
+  const auto end = md.find('`', start + marker.size());
+  const std::string pasted = md.substr(start + marker.size(), end - start - marker.size());
+  CHECK(pasted == link);
+  const DecodedFragment back = decode_fragment(pasted);
+  REQUIRE(back.diagnostics.ok());
+  CHECK(back.config == c);
+}
+
+TEST_CASE("Markdown: full recompute, DualPipeV and the defaults say so in words") {
+  Config c;
+  c.parallel.pipeline_parallel = 4;
+  c.parallel.schedule = PipelineSchedule::dualpipev;
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.training.recompute.method = FullRecomputeMethod::block;
+  c.training.recompute.layers = 2;
+  c.training.global_batch = 64;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const std::string md = report_markdown(r, c, {});
+  CHECK(md.find("- Schedule: DualPipeV (2 chunks per rank in a V)\n") != std::string::npos);
+  CHECK(md.find("- Recompute: full (block, the first 2 layers of each stage)\n") !=
+        std::string::npos);
+  CHECK(md.find("- Other settings (link keys, where they differ from the defaults): none\n") !=
+        std::string::npos);
+  c.parallel.schedule = PipelineSchedule::one_f_one_b;
+  c.training.recompute.method = FullRecomputeMethod::uniform;
+  c.training.recompute.layers = 1;
+  const Report u = estimate(c);
+  REQUIRE(u.diagnostics.ok());
+  const std::string uniform = report_markdown(u, c, {});
+  CHECK(uniform.find("- Schedule: 1F1B\n") != std::string::npos);
+  CHECK(uniform.find("- Recompute: full (uniform, 1 layer per checkpoint)\n") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include "catch.h"
 #include "estimate/estimate.h"
 #include "render/vocabulary.h"
+#include "report/term_names.h"
 
 using namespace stagemem;
 
@@ -176,4 +177,65 @@ TEST_CASE("Vocabulary: the verdict - fits, over, no device, errors") {
   c.parallel.tensor_parallel = 0;
   r = estimate(c);
   CHECK(verdict_text(r).empty());
+}
+
+TEST_CASE("Vocabulary: the peak headline names what makes the peak, largest part first") {
+  // Llama-3.1-8B, PP 4, DP 2, gbs 1024, mbs 1: M = 1024 / 2 = 512 micro-batches; 1F1B holds
+  // min(P - p, M) in flight: 4 on stage 0, 1 on stage 3.
+  const Config c = llama_on_h100();
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const StageReport& first = r.stages[0];
+  const StageReport& last = r.stages[3];
+  REQUIRE_FALSE(first.optimizer_phase_binds);
+  REQUIRE(first.in_flight_per_chunk == std::vector<std::int64_t>{4});
+  REQUIRE(last.in_flight_per_chunk == std::vector<std::int64_t>{1});
+  // The parts sum to the peak: resident + stored activations + the transient alive then.
+  CHECK(first.resident_bytes + first.gap_bytes + first.activation_bytes +
+            first.largest_transient_bytes ==
+        first.peak_bytes);
+  const std::string head = peak_headline(first);
+  const std::string expected_start = "Peak " + format_gib(first.peak_bytes) + " = " +
+                                     format_gib(first.activation_bytes) +
+                                     " stored activations of 4 micro-batches in flight + ";
+  CHECK(head.substr(0, expected_start.size()) == expected_start);
+  if (first.largest_transient >= 0) {
+    CHECK(head.find(" + " + format_gib(first.largest_transient_bytes) + " transient " +
+                    term_name(first.terms[static_cast<std::size_t>(first.largest_transient)])) !=
+          std::string::npos);
+  }
+  // The moment, its transient named once (in the parts, not again after "at").
+  PeakMoment moment = peak_moment(first);
+  moment.transient = -1;
+  CHECK(head.find(" + " + format_gib(first.resident_bytes) + " resident; at " +
+                  moment_name(first, moment)) != std::string::npos);
+  CHECK(head.size() == head.find("; at ") + 5 + moment_name(first, moment).size());
+  CHECK(peak_headline(last).find(" stored activations of 1 micro-batch in flight") !=
+        std::string::npos);
+
+  // Interleaved (VPP 2, PP 4, M = 512): the headline sums the report's per-chunk counts at the
+  // peak and lists them.
+  Config v = c;
+  v.parallel.virtual_stages = 2;
+  const Report rv = estimate(v);
+  REQUIRE(rv.diagnostics.ok());
+  const StageReport& s0 = rv.stages[0];
+  REQUIRE(s0.in_flight_per_chunk.size() == 2);
+  const std::int64_t total = s0.in_flight_per_chunk[0] + s0.in_flight_per_chunk[1];
+  CHECK(peak_headline(s0).find(
+            " stored activations of " + std::to_string(total) + " micro-batch chunks in flight (" +
+            std::to_string(s0.in_flight_per_chunk[0]) + " + " +
+            std::to_string(s0.in_flight_per_chunk[1]) + " on 2 chunks)") != std::string::npos);
+
+  // When the optimizer step binds: resident + its transients, the activations freed by then.
+  StageReport opt;
+  opt.index = 2;
+  opt.resident_bytes = 10 * gib;
+  opt.gap_bytes = gib;
+  opt.optimizer_transient_bytes = 3 * gib;
+  opt.optimizer_phase_binds = true;
+  opt.peak_bytes = 14 * gib;
+  CHECK(peak_headline(opt) ==
+        "Peak 14.00 GiB = 10.00 GiB resident + 3.00 GiB optimizer-step transients (the stored "
+        "activations are freed by then) + 1.00 GiB measured gaps; at stage 2, optimizer step");
 }

@@ -119,6 +119,11 @@ void validate_measurement(const Config& config, const Measurement& m, const std:
     d.error(field + ".figure", one_of(enum_names<MemoryFigure>));
   }
   if (m.rank != -1) validate_measurement_rank(config, m, field, d);
+  if (!in_range(m.iteration, -1, max_iteration)) {
+    d.error(field + ".iteration", "must be -1 (not known) or an integer in [0, " +
+                                      std::to_string(max_iteration) + "], got " +
+                                      std::to_string(m.iteration));
+  }
   if (m.point == MeasurementPoint::term &&
       (m.term.empty() || m.term.size() > max_term_name_length)) {
     d.error(field + ".term", "point 'term' needs the term's name (1 to " +

@@ -277,9 +277,15 @@ struct Measurement {
   // pipeline coordinate under the layout must be `stage`.
   std::int64_t rank = -1;
   MemoryFigure figure = MemoryFigure::unspecified;
+  // A training log's reading: how many iterations had run when it was printed (Megatron's
+  // "(after N iterations)"), -1 when not known. An allocated figure then is read between steps
+  // (point after-first-step holds for any N >= 1); a max figure covers iterations 1..N, so with
+  // N = 1 it is the first step's peak, before lazily allocated state lived through a forward.
+  std::int64_t iteration = -1;
   friend bool operator==(const Measurement&, const Measurement&) = default;
 };
 inline constexpr std::int64_t max_rank = (std::int64_t{1} << 20) - 1;
+inline constexpr std::int64_t max_iteration = (std::int64_t{1} << 40) - 1;
 
 // Memory that shapes cannot derive. Each appears as a named row, zero unless measured.
 enum class GapKind : std::uint8_t {

@@ -212,8 +212,9 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
       d.error(item, "expected an object {point, stage, bytes, source[, term]}");
       continue;
     }
-    warn_unknown_keys(object, {"point", "stage", "bytes", "source", "term", "rank", "figure"}, item,
-                      d);
+    warn_unknown_keys(object,
+                      {"point", "stage", "bytes", "source", "term", "rank", "figure", "iteration"},
+                      item, d);
     Measurement m;
     bool ok = true;
     const auto point = object.find("point");
@@ -254,6 +255,16 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
         m.rank = rank->get<std::int64_t>();
       }
     }
+    if (const auto iteration = object.find("iteration"); iteration != object.end()) {
+      if (!iteration->is_number_integer() || iteration->get<std::int64_t>() < -1 ||
+          iteration->get<std::int64_t>() > max_iteration) {
+        d.error(item + ".iteration", "expected -1 (not known) or an integer in [0, " +
+                                         std::to_string(max_iteration) + "]");
+        ok = false;
+      } else {
+        m.iteration = iteration->get<std::int64_t>();
+      }
+    }
     if (const auto figure = object.find("figure"); figure != object.end()) {
       const auto figure_parsed = figure->is_string()
                                      ? parse_memory_figure(figure->get_ref<const std::string&>())
@@ -267,8 +278,8 @@ void read_measurements(const json& value, Config& config, Diagnostics& d) {
       }
     }
     if (ok && m.point == MeasurementPoint::term &&
-        (m.rank != -1 || m.figure != MemoryFigure::unspecified)) {
-      d.error(item + ".rank", "point \"term\" takes no rank or figure");
+        (m.rank != -1 || m.figure != MemoryFigure::unspecified || m.iteration != -1)) {
+      d.error(item + ".rank", "point \"term\" takes no rank, figure or iteration");
       ok = false;
     }
     if (ok) config.measurements.push_back(std::move(m));
@@ -379,6 +390,7 @@ std::string config_to_json(const Config& config) {
     if (m.rank >= 0) item["rank"] = m.rank;
     if (m.figure != MemoryFigure::unspecified)
       item["figure"] = std::string(memory_figure_name(m.figure));
+    if (m.iteration >= 0) item["iteration"] = m.iteration;
     measurements.push_back(std::move(item));
   }
   document["measurements"] = std::move(measurements);

@@ -196,6 +196,7 @@ std::optional<Measurement> parse_measurement_text(std::string_view text, Diagnos
   // FIGURE:POINT/STAGE/rRANK (never with term:NAME, whose name may hold '/' and ':').
   std::string rewritten;
   std::int64_t rank = -1;
+  std::int64_t iteration = -1;
   MemoryFigure figure = MemoryFigure::unspecified;
   if (const auto eq = text.find('='); eq != std::string_view::npos && !text.starts_with("term:")) {
     std::string_view head = text.substr(0, eq);
@@ -210,6 +211,26 @@ std::optional<Measurement> parse_measurement_text(std::string_view text, Diagnos
       }
       figure = *parsed;
       head.remove_prefix(colon + 1);
+    }
+    // FIGURE:POINT/STAGE/rRANK/iN: the iteration a log's reading was printed after.
+    if (const auto slash = head.rfind('/');
+        slash != std::string_view::npos && head.substr(slash + 1).starts_with('i')) {
+      const std::string_view digits = head.substr(slash + 2);
+      bool all_digits = !digits.empty() && digits.size() <= 13;
+      std::int64_t value = 0;
+      for (char c : digits) {
+        all_digits = all_digits && c >= '0' && c <= '9';
+        if (all_digits) value = value * 10 + (c - '0');
+      }
+      if (!all_digits || value > max_iteration) {
+        d.error(field + ".iteration",
+                shown(head.substr(slash + 1)) +
+                    " is not an iteration: expected i followed by an integer in [0, " +
+                    std::to_string(max_iteration) + "]");
+        return std::nullopt;
+      }
+      iteration = value;
+      head = head.substr(0, slash);
     }
     if (const auto slash = head.rfind('/');
         slash != std::string_view::npos && head.substr(slash + 1).starts_with('r')) {
@@ -233,16 +254,17 @@ std::optional<Measurement> parse_measurement_text(std::string_view text, Diagnos
     text = rewritten;
   }
   Parts parts;
-  if (!split_parts(text, "[FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE", parts, d, field))
+  if (!split_parts(text, "[FIGURE:]POINT[/STAGE][/rRANK][/iN]=AMOUNT@SOURCE", parts, d, field))
     return std::nullopt;
   Measurement m{.stage = parts.stage.value_or(0),
                 .bytes = parts.bytes,
                 .source = parts.source,
                 .rank = rank,
-                .figure = figure};
+                .figure = figure,
+                .iteration = iteration};
   if (parts.head.starts_with("term:")) {
-    if (rank != -1 || figure != MemoryFigure::unspecified) {
-      d.error(field + ".figure", "a term:NAME reading takes no FIGURE: prefix or /rRANK");
+    if (rank != -1 || figure != MemoryFigure::unspecified || iteration != -1) {
+      d.error(field + ".figure", "a term:NAME reading takes no FIGURE: prefix, /rRANK or /iN");
       return std::nullopt;
     }
     const std::string_view name = parts.head.substr(5);
@@ -293,8 +315,11 @@ std::string measurement_text(const Measurement& m) {
                                  ? std::string()
                                  : std::string(memory_figure_name(m.figure)) + ":";
   const std::string rank = m.rank >= 0 ? "/r" + std::to_string(m.rank) : std::string();
-  return figure + point + "/" + std::to_string(m.stage) + rank + "=" + byte_amount_text(m.bytes) +
-         "@" + m.source;
+  const std::string iteration = m.iteration >= 0 && m.point != MeasurementPoint::term
+                                    ? "/i" + std::to_string(m.iteration)
+                                    : std::string();
+  return figure + point + "/" + std::to_string(m.stage) + rank + iteration + "=" +
+         byte_amount_text(m.bytes) + "@" + m.source;
 }
 
 std::string gap_text(const GapEntry& g) {

@@ -3,7 +3,7 @@
 // Purpose: one spelling of a measured value, shared by the URL fragment (`measured=` / `gap=`
 // keys), the CLI flags (`--measured`, `--gap`) and the JSON form (amounts may be written as text):
 //
-//   measurement:  [FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE
+//   measurement:  [FIGURE:]POINT[/STAGE][/rRANK][/iN]=AMOUNT@SOURCE
 //                 POINT: after-model-init | after-optimizer-init | after-first-step |
 //                        steady-state-peak | term:NAME (a term as the report names it)
 //                 STAGE: the pipeline rank, default 0
@@ -11,6 +11,8 @@
 //                        allocator figure it is (allocated | max-allocated | reserved |
 //                        max-reserved) and the global rank that printed it, e.g.
 //                        max-allocated:steady-state-peak/1/r6=81835.08MiB@train.log line 9
+//                 N (a training log's reading, not with term:NAME): the iterations run when it
+//                   was printed (Megatron's "(after N iterations)"), e.g. .../1/r6/i10=...
 //                 e.g. after-first-step/0=141.1GiB@torch.cuda.memory_allocated run 17
 //   gap:          KIND[/STAGE]=AMOUNT@SOURCE    (no /STAGE: the reading applies to every stage)
 //                 e.g. runtime-context=512MiB@nvidia-smi minus torch reserved

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/config_fields.h"
+#include "config/log_reading.h"
 #include "config/measurement_text.h"
 
 namespace stagemem {
@@ -75,8 +76,18 @@ std::string encode_fragment(const Config& config) {
     out += '=';
     out += percent_encode(format_field_text(field, config));
   }
-  for (const Measurement& m : config.measurements)
-    out += "&measured=" + percent_encode(measurement_text(m));
+  // A training log's reading (its figures with one shared source) as one compact reading= key;
+  // anything else, one measured= key per measurement. Decoding keeps the order.
+  const std::vector<Measurement>& ms = config.measurements;
+  for (std::size_t i = 0; i < ms.size();) {
+    if (const auto run = log_reading_at(ms, i)) {
+      out += "&reading=" + percent_encode(log_reading_text(run->reading));
+      i += run->count;
+    } else {
+      out += "&measured=" + percent_encode(measurement_text(ms[i]));
+      ++i;
+    }
+  }
   for (const GapEntry& g : config.gaps) out += "&gap=" + percent_encode(gap_text(g));
   return out;
 }
@@ -88,6 +99,8 @@ DecodedFragment decode_fragment(std::string_view text) {
 DecodedFragment decode_fragment(std::string_view text, const Config& base) {
   DecodedFragment result{.config = base, .diagnostics = {}};
   std::size_t measurements_seen = 0;
+  std::size_t readings_seen = 0;
+  bool measurements_replaced = false;  // the first measured= or reading= replaces base's list
   std::size_t gaps_seen = 0;
   Diagnostics& d = result.diagnostics;
   if (const auto hash = text.find('#'); hash != std::string_view::npos)
@@ -119,7 +132,7 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       d.error(reported, "a '%' must be followed by two hexadecimal digits");
       continue;
     }
-    if (key != "measured" && key != "gap" && key != "snapshot") {
+    if (key != "measured" && key != "gap" && key != "snapshot" && key != "reading") {
       const auto earlier = std::find_if(seen.begin(), seen.end(),
                                         [&](const auto& entry) { return entry.first == key; });
       if (earlier != seen.end()) {
@@ -139,24 +152,46 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       }
       continue;
     }
-    if (key == "measured" || key == "gap") {
+    if (key == "reading") {
+      // A log's reading: its 2 to 4 measurements, in the list where the key stands.
+      if (!measurements_replaced) result.config.measurements.clear();
+      measurements_replaced = true;
+      const std::string item = reported + "[" + std::to_string(readings_seen++) + "]";
+      if (const auto reading = parse_log_reading_text(value, d, item)) {
+        const std::vector<Measurement> figures = log_reading_measurements(*reading);
+        if (result.config.measurements.size() + figures.size() > max_measurements) {
+          d.error(item, "at most " + std::to_string(max_measurements) +
+                            " measured values are read (readings count their figures)");
+        } else {
+          result.config.measurements.insert(result.config.measurements.end(), figures.begin(),
+                                            figures.end());
+        }
+      }
+    } else if (key == "measured" || key == "gap") {
       // The n-th occurrence of a key is item [n]; the first occurrence replaces base's list.
       const bool measured = key == "measured";
       std::size_t& occurrences = measured ? measurements_seen : gaps_seen;
-      if (occurrences == 0) {
+      if (measured ? !measurements_replaced : occurrences == 0) {
         if (measured)
           result.config.measurements.clear();
         else
           result.config.gaps.clear();
       }
+      if (measured) measurements_replaced = true;
       const std::string item = reported + "[" + std::to_string(occurrences) + "]";
       if (++occurrences > max_measurements) {
         if (occurrences == max_measurements + 1) {
           d.error(reported, "at most " + std::to_string(max_measurements) + " are read");
         }
       } else if (measured) {
-        if (auto m = parse_measurement_text(value, d, item))
-          result.config.measurements.push_back(*m);
+        if (auto m = parse_measurement_text(value, d, item)) {
+          if (result.config.measurements.size() >= max_measurements) {
+            d.error(item, "at most " + std::to_string(max_measurements) +
+                              " measured values are read (readings count their figures)");
+          } else {
+            result.config.measurements.push_back(*m);
+          }
+        }
       } else if (auto g = parse_gap_text(value, d, item)) {
         result.config.gaps.push_back(*g);
       }

@@ -11,6 +11,9 @@
 // in measurement_text.h's form, e.g.
 //   &measured=after-first-step/0=141.1GiB@torch.cuda.memory_allocated%20run%2017
 //   &gap=runtime-context=512MiB@nvidia-smi
+// A training log's reading (log_reading.h: 2 to 4 figures of one rank sharing one source) is
+// written as one compact key, e.g. &reading=r6/s1/i2/l9/c0.0.1.0=53199.09MiB,84019.37MiB@train.log;
+// links written before it carry one measured= key per figure and decode exactly as before.
 // Decoding also checks what the fields refer to: the preset and device names exist and a custom
 // model text parses (errors "url.model", "url.custom.<item>", "url.device").
 //
@@ -23,8 +26,8 @@
 // configuration; tests/links/v1.txt is the corpus of version-1 links the tests hold us to.
 // An allocator snapshot's summary rides along as repeated snapshot= keys (snapshot_link.h): this
 // decoder skips them (they are not configuration).
-// Bounds: a key other than measured=, gap= and snapshot= given twice is an error naming both
-// values; a fragment over 16 KiB is refused whole (its length and the limit named; `base` is
+// Bounds: a key other than measured=, reading=, gap= and snapshot= given twice is an error naming
+// both values; a fragment over 16 KiB is refused whole (its length and the limit named; `base` is
 // returned unchanged, so a front end keeps the configuration the user had). Limitations: at most 16
 // KiB of fragment is read; at most 64 measured values and 64 gaps.
 #pragma once

@@ -43,6 +43,12 @@ void explain(CrossCheck& check, const StageReport& stage) {
   const MeasurementPoint point = check.measurement.point;
   // 0. What the allocator figure holds besides the tensors alive (training-log readings).
   const MemoryFigure figure = check.measurement.figure;
+  // A max figure printed after the first iteration only: the first step's forward/backward ran
+  // before lazily allocated state existed, so it is no steady-state step's peak.
+  if ((figure == MemoryFigure::max_allocated || figure == MemoryFigure::max_reserved) &&
+      check.measurement.iteration == 1 && point == MeasurementPoint::steady_state_peak) {
+    check.explanations.push_back(GapExplanation::first_iteration_only);
+  }
   if (figure == MemoryFigure::reserved || figure == MemoryFigure::max_reserved) {
     check.explanations.push_back(GapExplanation::reserved_figure);
   } else if (figure == MemoryFigure::max_allocated) {

@@ -1,5 +1,7 @@
 #include "measured/memory_log.h"
 
+#include "config/log_reading.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -299,15 +301,14 @@ std::vector<Measurement> memory_log_measurements(const std::vector<MemoryLogRead
                       std::to_string(latest.size()) + " ranks)");
   }
   std::vector<Measurement> out;
-  const std::string log = printable(source, 40);
+  const std::string log = printable(source, max_log_name_length);
   for (const auto& entry : latest) {
     const std::int64_t rank = entry.first;
     const MemoryLogReading* r = entry.second;
     const RankCoordinates c = rank_coordinates(layout, rank);
-    const std::string where = log + " line " + std::to_string(r->line) + ": [Rank " +
-                              std::to_string(rank) + "] " + r->label + ", TP " +
-                              std::to_string(c.tensor) + " CP " + std::to_string(c.context) +
-                              " DP " + std::to_string(c.data) + " EP " + std::to_string(c.expert);
+    // One spelling of the source, shared with the link's compact reading= form (log_reading.h).
+    const std::string where =
+        log_reading_where(log, r->line, rank, r->label, {c.tensor, c.context, c.data, c.expert});
     const auto add = [&](MemoryFigure figure, MeasurementPoint point, std::int64_t bytes) {
       if (bytes < 0) return;
       out.push_back({.point = point,
@@ -316,7 +317,8 @@ std::vector<Measurement> memory_log_measurements(const std::vector<MemoryLogRead
                      .source = "Megatron memory report, " + where,
                      .term = {},
                      .rank = rank,
-                     .figure = figure});
+                     .figure = figure,
+                     .iteration = r->iteration});
     };
     add(MemoryFigure::allocated, MeasurementPoint::after_first_step, r->allocated);
     add(MemoryFigure::max_allocated, MeasurementPoint::steady_state_peak, r->max_allocated);

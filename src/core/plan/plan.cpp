@@ -4,7 +4,10 @@
 #include <array>
 #include <map>
 
+#include "base/checked_math.h"
+#include "base/units.h"
 #include "config/devices.h"
+#include "config/measurement_text.h"
 #include "estimate/estimate.h"
 #include "model/parameters.h"
 #include "parallel/layout.h"
@@ -257,6 +260,13 @@ void check_plan_bounds(const PlanBounds& b, const Config& base, std::int64_t lay
             "must be at least plan.min_gpus (" + text(b.min_gpus) + "), got " + text(b.max_gpus));
   }
   range("plan.top", b.top, 1, 100);
+  if (b.margin.bytes != 0 && b.margin.percent_hundredths != 0) {
+    d.error("plan.margin", "give the margin as an amount or as a percentage, not both");
+  }
+  range("plan.margin", b.margin.bytes, 0, max_config_bytes);
+  if (b.margin.percent_hundredths < 0 || b.margin.percent_hundredths > 9999) {
+    d.error("plan.margin", "a percentage of the capacity must be in [0, 99.99] %");
+  }
   const auto list_range = [&](const char* field, const std::vector<std::int64_t>& list,
                               std::int64_t low, std::int64_t high) {
     for (std::int64_t v : list) {
@@ -351,6 +361,13 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   PlanBounds& b = bounds_;
   check_plan_bounds(b, base, layers_, diagnostics_);
   device_bytes_ = plan_device_bytes(base, diagnostics_);
+  margin_bytes_ = plan_margin_bytes(b.margin, device_bytes_);
+  if (diagnostics_.ok() && margin_bytes_ >= device_bytes_) {
+    diagnostics_.error("plan.margin", "the margin " + plan_margin_text(b.margin) + " (" +
+                                          format_gib(margin_bytes_) +
+                                          ") leaves nothing of the device's " +
+                                          format_gib(device_bytes_) + ": it must be smaller");
+  }
   if (!diagnostics_.ok()) {
     done_ = true;
     return;
@@ -539,6 +556,7 @@ void PlanSearch::visit(const InnerPoint& point) {
   e.micro_batches = report.micro_batches;
   e.headroom_bytes = report.stages.front().headroom_bytes;
   e.binding_stage = 0;
+  e.margin_bytes = margin_bytes_;
   bool resident_exceeds = false;
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes < e.headroom_bytes) {
@@ -548,7 +566,8 @@ void PlanSearch::visit(const InnerPoint& point) {
     // Peak >= resident + gaps on every stage; neither depends on the micro-batch size or the
     // recompute policy, nor grows with DP (state shards over DP, weights do not depend on it):
     // no later point of this outer point (this DP or a smaller one) can fit either.
-    resident_exceeds |= s.resident_bytes > device_bytes_ - s.gap_bytes;
+    // With a margin, the bytes a configuration may use are the device's minus the margin.
+    resident_exceeds |= s.resident_bytes > device_bytes_ - margin_bytes_ - s.gap_bytes;
   }
   if (resident_exceeds && !bounds_.exhaustive) skip_dp_ = point.dp;
   // A micro-batch size that does not fit rules out the larger ones at this DP and recompute
@@ -661,10 +680,79 @@ PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds
   PlanResult out = select_plan(search.entries(), bounds.top);
   out.diagnostics = search.diagnostics();
   out.device_bytes = search.device_bytes();
+  out.margin_bytes = search.margin_bytes();
   out.configurations_searched = search.searched();
   out.configurations_estimated = search.estimated();
   out.configurations_pruned = search.pruned();
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The safety margin.
+
+std::optional<PlanMargin> parse_plan_margin(std::string_view text, const std::string& field,
+                                            Diagnostics& d) {
+  const std::string_view typed = text;
+  const auto refuse = [&] {
+    d.error(field, "'" + std::string(typed.substr(0, 32)) +
+                       "' is not a margin: expected an amount (" + allowed_amounts() +
+                       ") or a percentage of the capacity in [0, 99.99] (e.g. 20% for the 80 % "
+                       "rule)");
+    return std::nullopt;
+  };
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  if (text.empty()) return PlanMargin{};
+  if (text.back() == '%') {
+    text.remove_suffix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    // Digits, then at most two decimals: hundredths of a percent, exactly.
+    std::int64_t whole = 0, hundredths = 0;
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && whole < 1000)
+      whole = whole * 10 + (text[i++] - '0');
+    if (i == 0) return refuse();
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      std::int64_t scale = 10;
+      const std::size_t first = i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9' && scale > 0) {
+        hundredths += (text[i++] - '0') * scale;
+        scale /= 10;
+      }
+      if (i == first) return refuse();
+    }
+    if (i != text.size()) return refuse();
+    const std::int64_t value = whole * 100 + hundredths;
+    if (value > 9999) return refuse();
+    return PlanMargin{.bytes = 0, .percent_hundredths = value};
+  }
+  const auto bytes = parse_byte_amount(text);
+  if (!bytes) return refuse();
+  return PlanMargin{.bytes = *bytes, .percent_hundredths = 0};
+}
+
+std::string plan_margin_text(const PlanMargin& margin) {
+  if (margin.percent_hundredths > 0) {
+    std::string out = text(margin.percent_hundredths / 100);
+    const std::int64_t rest = margin.percent_hundredths % 100;
+    if (rest != 0) {
+      out += '.';
+      out += static_cast<char>('0' + rest / 10);
+      if (rest % 10 != 0) out += static_cast<char>('0' + rest % 10);
+    }
+    return out + "%";
+  }
+  return margin.bytes > 0 ? byte_amount_text(margin.bytes) : "0";
+}
+
+std::int64_t plan_margin_bytes(const PlanMargin& margin, std::int64_t device_bytes) {
+  if (margin.percent_hundredths <= 0) return margin.bytes;
+  // ceil(device x p / 10000), split so that no product passes 2^63 (device bytes <= 2^50 and
+  // p < 10^4 would): device = 10000 q + r.
+  const std::int64_t p = margin.percent_hundredths;
+  const std::int64_t q = device_bytes / 10000, r = device_bytes % 10000;
+  return q * p + ceil_div(r * p, 10000);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@
 // PlanBounds::exhaustive), and otherwise estimated with the same core as `report` (estimate(),
 // which runs validate(); peaks only, one EstimateCache per search: the same numbers). A
 // configuration fits when every stage's peak is at most the device's bytes (headroom >= 0),
-// exactly `stagemem check`.
+// exactly `stagemem check`, or, with a safety margin (PlanMargin: an amount or a share of the
+// capacity, e.g. the 80 % rule), at most the device's bytes minus the margin.
 //
 // Cost factors (each shown on its own, never combined into one score):
 //  - bubble fraction: (P - 1) / (v x M) with v > 1 virtual stages (interleaved 1F1B), (P - 1) / M
@@ -33,7 +34,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/diagnostics.h"
@@ -43,6 +46,27 @@
 #include "report/report.h"
 
 namespace stagemem {
+
+// A safety margin below the device's capacity: a configuration fits only when every stage's
+// peak is at most the capacity minus the margin. Either an amount (bytes) or a share of the
+// capacity in hundredths of a percent: the published "80 % rule" (peak <= 80 % of capacity) is
+// percent_hundredths = 2000. At most one of the two is non-zero.
+struct PlanMargin {
+  std::int64_t bytes = 0;               // [0, 2^50]
+  std::int64_t percent_hundredths = 0;  // [0, 9999]: 0.00 % .. 99.99 %
+  friend bool operator==(const PlanMargin&, const PlanMargin&) = default;
+};
+
+// "8GiB", "8 GiB", "20%", "12.5 %": an amount (measurement_text.h's units) or a percentage of the
+// capacity with at most two decimals. nullopt (and an error naming `field` with the allowed
+// forms) for anything else.
+std::optional<PlanMargin> parse_plan_margin(std::string_view text, const std::string& field,
+                                            Diagnostics& diagnostics);
+// The margin's text form, parsed back by parse_plan_margin: "20%", "12.5%", "8GiB"; "0" for none.
+std::string plan_margin_text(const PlanMargin& margin);
+// The margin's bytes on a device of `device_bytes`: the amount, or ceil(capacity x share), so
+// that peak <= capacity - margin exactly when peak <= capacity x (1 - share).
+std::int64_t plan_margin_bytes(const PlanMargin& margin, std::int64_t device_bytes);
 
 // The allowed values of each searched dimension; an empty list takes the default in brackets.
 struct PlanBounds {
@@ -64,6 +88,8 @@ struct PlanBounds {
   std::vector<bool> sp;                  // [on when TP > 1, off at TP 1]
   std::vector<OptimizerKind> optimizer;  // [the base configuration's]
   std::int64_t top = 2;                  // frontier entries per factor per GPU count, [1, 100]
+  // Fits means peak <= device bytes - margin on every stage; the margin must leave some bytes.
+  PlanMargin margin{};
   // Exact pruning: the resident set (weights, gradients, optimizer state) and measured gaps do
   // not depend on the micro-batch size or the recompute policy and never grow with DP (state
   // shards over DP and the expert-data-parallel group), and every stage's peak is at least them.
@@ -98,18 +124,22 @@ struct PlanEntry {
   std::int64_t ordinal = 0;  // enumeration order: the last tie-breaker
   std::int64_t gpus = 0;     // TP x PP x CP x DP
   std::int64_t micro_batches = 0;
-  std::int64_t peak_bytes = 0;  // the binding stage's peak
-  std::int64_t headroom_bytes = 0;
+  std::int64_t peak_bytes = 0;      // the binding stage's peak
+  std::int64_t headroom_bytes = 0;  // device bytes - peak (the margin is not subtracted)
+  std::int64_t margin_bytes = 0;    // the search's safety margin (plan_margin_bytes)
   std::int64_t binding_stage = 0;
   double bubble_fraction = 0.0;
   double recompute_overhead = 0.0;
   std::uint8_t ranks = 0;  // PlanRank bits (frontier entries only)
-  bool fits() const { return headroom_bytes >= 0; }
+  // Headroom left once the margin is kept free: negative when the peak eats into the margin.
+  std::int64_t spare_bytes() const { return headroom_bytes - margin_bytes; }
+  bool fits() const { return headroom_bytes >= margin_bytes; }
 };
 
 struct PlanResult {
   Diagnostics diagnostics;  // errors: bad bounds or base configuration; nothing was searched
   std::int64_t device_bytes = 0;
+  std::int64_t margin_bytes = 0;              // kept free below device_bytes (PlanBounds::margin)
   std::int64_t configurations_searched = 0;   // every point of the space considered
   std::int64_t configurations_estimated = 0;  // passed the cheap checks and were estimated
   std::int64_t configurations_pruned = 0;     // skipped: cannot fit (PlanBounds::exhaustive)
@@ -162,6 +192,7 @@ class PlanSearch {
   std::int64_t estimated() const { return estimated_; }
   std::int64_t pruned() const { return pruned_; }  // skipped: cannot fit (exhaustive)
   std::int64_t device_bytes() const { return device_bytes_; }
+  std::int64_t margin_bytes() const { return margin_bytes_; }
 
  private:
   struct InnerPoint {
@@ -181,6 +212,7 @@ class PlanSearch {
   Diagnostics diagnostics_;
   std::int64_t shard_ = 0, shards_ = 1;
   std::int64_t device_bytes_ = 0;
+  std::int64_t margin_bytes_ = 0;
   std::int64_t layers_ = 0;
   bool moe_ = false;
   bool done_ = false;

@@ -85,6 +85,11 @@ std::string explanation(const CrossCheck& check, const StageReport& stage, GapEx
       return "a reading of torch.cuda.max_memory_allocated also holds short-lived tensors inside "
              "a kernel or a layer's backward that no term names; a reading of reserved memory "
              "(nvidia-smi, memory_reserved) adds allocator fragmentation";
+    case GapExplanation::first_iteration_only:
+      return "printed after the first iteration only: its max covers one step, whose forward and "
+             "backward ran before lazily allocated optimizer state existed (it appears inside the "
+             "first step()), so it can be below a steady-state step's peak; a reading after 2 or "
+             "more iterations covers a steady-state step";
     case GapExplanation::derived_exceeds:
       return "derived exceeds measured: a term counted here may be allocated later in the run "
              "(check its allocation point), the reading may come from another stage or rank, or "
@@ -112,6 +117,98 @@ std::vector<std::string> cross_check_explanations(const CrossCheck& check,
   out.reserve(check.explanations.size());
   for (const GapExplanation kind : check.explanations) {
     out.push_back(explanation(check, stage, kind));
+  }
+  return out;
+}
+
+namespace {
+
+// Which reading the verdict speaks of: a steady-state peak first, then its figure's rank.
+int verdict_priority(const Measurement& m) {
+  if (m.point != MeasurementPoint::steady_state_peak) return 0;
+  switch (m.figure) {
+    case MemoryFigure::max_allocated:
+      return 4;
+    case MemoryFigure::unspecified:
+      return 3;
+    case MemoryFigure::max_reserved:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+std::string figure_words(const Measurement& m) {
+  switch (m.figure) {
+    case MemoryFigure::allocated:
+      return "allocated";
+    case MemoryFigure::max_allocated:
+      return "max allocated";
+    case MemoryFigure::reserved:
+      return "reserved";
+    case MemoryFigure::max_reserved:
+      return "max reserved";
+    case MemoryFigure::unspecified:
+      break;
+  }
+  return m.point == MeasurementPoint::term ? "for " + m.term
+                                           : std::string(measurement_point_name(m.point));
+}
+
+}  // namespace
+
+std::int64_t verdict_cross_check(const Report& report) {
+  std::int64_t best = -1;
+  for (std::size_t i = 0; i < report.cross_checks.size(); ++i) {
+    const Measurement& m = report.cross_checks[i].measurement;
+    if (best < 0) {
+      best = static_cast<std::int64_t>(i);
+      continue;
+    }
+    const Measurement& b = report.cross_checks[static_cast<std::size_t>(best)].measurement;
+    const int p = verdict_priority(m), q = verdict_priority(b);
+    if (p > q || (p == q && m.bytes > b.bytes)) best = static_cast<std::int64_t>(i);
+  }
+  return best;
+}
+
+std::string cross_check_line(const CrossCheck& check) {
+  return "measured " + format_gib(check.measurement.bytes) + " vs derived " +
+         format_gib(check.derived_bytes) + ", gap " + signed_gib_text(check.gap_bytes) + ", " +
+         ratio_text(check);
+}
+
+std::string cross_check_verdict(const Report& report) {
+  const std::int64_t index = verdict_cross_check(report);
+  if (index < 0) return "";
+  const CrossCheck* best = &report.cross_checks[static_cast<std::size_t>(index)];
+  const Measurement& m = best->measurement;
+  std::string out = "measured " + gib_number(m.bytes, 1) + " GiB " + figure_words(m) +
+                    " on stage " + std::to_string(m.stage);
+  std::string where;
+  if (m.rank >= 0) where = "rank " + std::to_string(m.rank);
+  if (m.iteration >= 0) {
+    where += (where.empty() ? "" : ", ") + std::string("after ") + std::to_string(m.iteration) +
+             (m.iteration == 1 ? " iteration" : " iterations");
+  }
+  if (!where.empty()) out += " (" + where + ")";
+  out += " vs derived " + gib_number(best->derived_bytes, 1) + " GiB: ";
+  if (best->derived_bytes == 0) {
+    out += "nothing derived is alive at " + std::string(measurement_point_name(m.point));
+  } else if (best->gap_bytes == 0 || m.bytes == 0) {
+    out += best->gap_bytes == 0 ? "derived matches" : "derived is over a 0 B reading";
+  } else {
+    // The gap over the measured figure: how far the derived number is from what was read.
+    const double percent =
+        100.0 * static_cast<double>(best->gap_bytes < 0 ? -best->gap_bytes : best->gap_bytes) /
+        static_cast<double>(m.bytes);
+    out +=
+        "derived is " + number(percent, "%.1f") + " % " + (best->gap_bytes > 0 ? "under" : "over");
+  }
+  const std::size_t more = report.cross_checks.size() - 1;
+  if (more > 0) {
+    out +=
+        " (" + std::to_string(more) + (more == 1 ? " more reading" : " more readings") + " below)";
   }
   return out;
 }

@@ -20,6 +20,18 @@ std::vector<std::string> cross_check_alive_names(const CrossCheck& check, const 
 // One sentence per explanation, most specific first.
 std::vector<std::string> cross_check_explanations(const CrossCheck& check,
                                                   const StageReport& stage);
+// The cross-checks' one-line verdict, read first: the peak reading that binds (a steady-state
+// peak reading, max allocated before an unspecified figure before max reserved, the largest
+// measured), e.g. "measured 61.2 GiB max allocated on stage 0 (rank 3, after 10 iterations) vs
+// derived 58.9 GiB: derived is 3.8 % under (2 more readings below)". The percentage is the gap
+// over the measured figure. "" when the report has no cross-checks.
+std::string cross_check_verdict(const Report& report);
+// The index in report.cross_checks of the reading cross_check_verdict speaks of; -1 when none.
+std::int64_t verdict_cross_check(const Report& report);
+// One line per cross-check, the numbers before the details: "measured 61.20 GiB vs derived
+// 58.90 GiB, gap +2.30 GiB, x1.039".
+std::string cross_check_line(const CrossCheck& check);
+
 // The stage a check belongs to in `report`, or nullptr when the report has no such stage.
 const StageReport* cross_check_stage(const Report& report, const CrossCheck& check);
 

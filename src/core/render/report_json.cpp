@@ -118,6 +118,7 @@ json report_document(const Report& report, const Config& config, std::string_vie
     if (c.measurement.rank >= 0) check["rank"] = c.measurement.rank;
     if (c.measurement.figure != MemoryFigure::unspecified)
       check["figure"] = std::string(memory_figure_name(c.measurement.figure));
+    if (c.measurement.iteration >= 0) check["iteration"] = c.measurement.iteration;
     checks.push_back(check);
   }
   out["cross_checks"] = checks;

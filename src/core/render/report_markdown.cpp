@@ -1,9 +1,12 @@
 #include "render/report_markdown.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <vector>
 
 #include "base/text_escaping.h"
+#include "config/config_fields.h"
 #include "parallel/layout.h"
 #include "render/report_text.h"
 #include "render/table.h"
@@ -51,6 +54,93 @@ Table term_table(const StageReport& s) {
   return table;
 }
 
+// The keys written out in words by the lines above "Other settings" (settings_lines): the
+// model, the layout, the device, the training line, recompute, precision and optimizer.
+constexpr std::array<std::string_view, 25> keys_in_words = {
+    "model",  "custom",       "tp",        "pp",      "vpp",
+    "cp",     "ep",           "etp",       "dp",      "world",
+    "sp",     "schedule",     "seq",       "mbs",     "gbs",
+    "device", "device_bytes", "recompute", "weights", "expert_weights",
+    "grads",  "fp8_recipe",   "optimizer", "master",  "moments"};
+
+// Recompute as Megatron's flags say it: "full (uniform, 2 layers per checkpoint)",
+// "selective (core_attn, moe_act)", "none".
+std::string recompute_words(const RecomputeConfig& rc) {
+  std::string out(enum_name(rc.policy));
+  if (rc.policy == RecomputePolicy::full) {
+    const std::string layers = std::to_string(rc.layers) + (rc.layers == 1 ? " layer" : " layers");
+    // Megatron's --recompute-num-layers: per checkpointed chunk (uniform), or the first N
+    // layers of each stage (block).
+    out += rc.method == FullRecomputeMethod::uniform
+               ? " (uniform, " + layers + " per checkpoint)"
+               : " (block, the first " + layers + " of each stage)";
+  } else if (rc.policy == RecomputePolicy::selective) {
+    std::string modules;
+    for (int i = 0; i < recompute_module_count; ++i) {
+      if ((rc.modules & (std::uint32_t{1} << i)) == 0) continue;
+      modules += (modules.empty() ? "" : ", ") +
+                 std::string(enum_names<RecomputeModule>[static_cast<std::size_t>(i)]);
+    }
+    out += " (" + (modules.empty() ? std::string("no modules") : modules) + ")";
+  }
+  return out;
+}
+
+// The pipeline schedule a reader needs to redo the in-flight count: 1F1B, interleaved 1F1B with
+// its virtual stages, or DualPipeV.
+std::string schedule_words(const ParallelLayout& p) {
+  if (p.schedule == PipelineSchedule::dualpipev) return "DualPipeV (2 chunks per rank in a V)";
+  if (p.virtual_stages > 1) {
+    return "interleaved 1F1B (VPP " + std::to_string(p.virtual_stages) + ")";
+  }
+  return "1F1B";
+}
+
+// Every setting that changes memory, in words, then every other field that differs from the
+// defaults as its link key: with the link, a pasted table can be read back and reproduced.
+std::string settings_lines(const Report& report, const Config& config) {
+  const TrainingConfig& t = config.training;
+  const Precision& pr = config.precision;
+  const OptimizerConfig& o = config.optimizer;
+  std::string out;
+  out += "- Training: sequence " + std::to_string(t.sequence_length) + ", micro-batch " +
+         std::to_string(t.micro_batch) + ", global batch " + std::to_string(t.global_batch) + " (" +
+         std::to_string(report.micro_batches) + " micro-batches per step)\n";
+  out += "- Schedule: " + markdown_cell(schedule_words(config.parallel)) + "\n";
+  out += "- Recompute: " + markdown_cell(recompute_words(t.recompute)) + "\n";
+  out += "- Precision: weights " + std::string(enum_name(pr.dense_weights)) + ", expert weights " +
+         std::string(enum_name(pr.expert_weights)) + ", gradients " +
+         std::string(enum_name(pr.grads)) + ", FP8 recipe " +
+         std::string(enum_name(pr.fp8_recipe)) + "\n";
+  out += "- Optimizer: " + markdown_cell(std::string(optimizer_kind_name(o.kind))) +
+         " (master weights " + std::string(enum_name(o.master_weights)) + ", moments " +
+         std::string(enum_name(o.moments)) + ")\n";
+  const Config defaults;
+  std::string others;
+  for (const ConfigField& field : config_fields()) {
+    if (field_equals(field, config, defaults)) continue;
+    if (std::find(keys_in_words.begin(), keys_in_words.end(), field.key) != keys_in_words.end())
+      continue;
+    // Selective modules are in the recompute line when they apply.
+    if (field.key == "recompute_modules" && t.recompute.policy == RecomputePolicy::selective)
+      continue;
+    // So are full recompute's method and layer count.
+    if ((field.key == "recompute_method" || field.key == "recompute_layers") &&
+        t.recompute.policy == RecomputePolicy::full)
+      continue;
+    others += (others.empty() ? "" : ", ") + std::string(field.key) + "=" +
+              format_field_text(field, config);
+  }
+  out += "- Other settings (link keys, where they differ from the defaults): " +
+         (others.empty() ? std::string("none") : markdown_cell(others)) + "\n";
+  if (!config.measurements.empty() || !config.gaps.empty()) {
+    out += "- Measured values: " + std::to_string(config.measurements.size()) + " readings and " +
+           std::to_string(config.gaps.size()) +
+           " measured gaps (in the link; never model inputs)\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string markdown_link_line(const std::string& link, std::string_view link_text,
@@ -96,7 +186,6 @@ std::string report_markdown(const Report& report, const Config& config,
     }
     return out;
   }
-  const TrainingConfig& t = config.training;
   const std::string device =
       report.device.bytes > 0
           ? report.device.name + " (" + format_gib(report.device.bytes) + " per GPU)"
@@ -107,10 +196,7 @@ std::string report_markdown(const Report& report, const Config& config,
   out += "- Parallel layout: " + markdown_cell(layout_text(config)) + "\n";
   out += "- GPUs: " + std::to_string(world_size(config.parallel)) + "\n";
   out += "- Device: " + markdown_cell(device) + "\n";
-  out += "- Training: sequence " + std::to_string(t.sequence_length) + ", micro-batch " +
-         std::to_string(t.micro_batch) + ", global batch " + std::to_string(t.global_batch) + " (" +
-         std::to_string(report.micro_batches) + " micro-batches per step), optimizer " +
-         markdown_cell(std::string(optimizer_kind_name(config.optimizer.kind))) + "\n";
+  out += settings_lines(report, config);
   out += "- Verdict: **" + markdown_cell(verdict_text(report)) + "**\n\n";
   out += markdown_table(stage_table(report));
   if (!options.link.empty()) out += '\n' + markdown_link_line(options.link);

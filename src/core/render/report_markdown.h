@@ -3,11 +3,13 @@
 // markdown` all call these.
 //
 // Purpose: what a reader of a wiki page needs first: a summary (model, parallel layout, GPUs,
-// device, verdict), a per-stage table (stage, layers, peak, headroom, fits, binding phase, the
-// three largest terms) and the link that reproduces it; the full term table only on request.
-// Every table is a Table (table.h) and every value written into the text goes through
-// markdown_cell (text_escaping.h), so a model name or a measurement source can neither become
-// HTML nor break a table. The words are vocabulary.h's.
+// device; every setting that changes memory in words: sequence, micro-batch, global batch and
+// micro-batches per step, schedule, recompute, precision, optimizer; every other field that
+// differs from the defaults as its link key; the verdict), a per-stage table (stage, layers,
+// peak, headroom, fits, binding phase, the three largest terms) and the link that reproduces it;
+// the full term table only on request. Every table is a Table (table.h) and every value written
+// into the text goes through markdown_cell (text_escaping.h), so a model name or a measurement
+// source can neither become HTML nor break a table. The words are vocabulary.h's.
 // Units: GiB (2^30 B) with two decimals in the text; exact bytes in the term table.
 // Limitations: the link is what the caller passes (the CLI has no site address: it passes the
 // fragment, written as code).

@@ -99,6 +99,10 @@ std::string report_text(const Report& report, const Config& config) {
     out += "\n\n";
   }
   if (report.binding_stage >= 0) append(out, "binding stage: %lld\n", ll(report.binding_stage));
+  // The cross-checks' verdict first, one line, then each reading's details.
+  if (!report.cross_checks.empty()) {
+    append(out, "\ncross-checks: %s\n", cross_check_verdict(report).c_str());
+  }
   for (const CrossCheck& c : report.cross_checks) cross_check_text(out, report, c);
   return out;
 }

@@ -146,6 +146,19 @@ std::string measurement_title(const Measurement& m) {
   std::string out;
   if (m.figure != MemoryFigure::unspecified)
     out = std::string(memory_figure_name(m.figure)) + " at ";
+  if (m.iteration >= 0 && m.figure != MemoryFigure::unspecified) {
+    // A log's reading says when it was printed; the point says what it is compared with.
+    const std::string n =
+        std::to_string(m.iteration) + (m.iteration == 1 ? " iteration" : " iterations");
+    const bool max =
+        m.figure == MemoryFigure::max_allocated || m.figure == MemoryFigure::max_reserved;
+    out = std::string(memory_figure_name(m.figure)) + (max ? " over " : " after ") + n + " (";
+    out += max ? (m.iteration == 1 ? "the first step's peak, compared at " : "compared at ")
+               : "between steps: ";
+    out += std::string(measurement_point_name(m.point)) + "), stage " + std::to_string(m.stage);
+    if (m.rank >= 0) out += ", rank " + std::to_string(m.rank);
+    return out;
+  }
   out += measurement_point_name(m.point);
   if (m.point == MeasurementPoint::term) out += " " + m.term;
   out += ", stage " + std::to_string(m.stage);
@@ -214,6 +227,50 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event) {
                              .chunk = event.chunk,
                              .transient = event.transient,
                              .enclosing = event.enclosing});
+}
+
+std::string peak_headline(const StageReport& stage) {
+  std::string out = "Peak " + format_gib(stage.peak_bytes) + " = ";
+  const std::string resident = format_gib(stage.resident_bytes) + " resident";
+  const std::string gaps =
+      stage.gap_bytes > 0 ? " + " + format_gib(stage.gap_bytes) + " measured gaps" : "";
+  // The moment without its transient when that is already a part above (named once).
+  PeakMoment moment = peak_moment(stage);
+  const auto named = [&](std::int64_t i) {
+    return i >= 0 && i < static_cast<std::int64_t>(stage.terms.size());
+  };
+  if (!stage.optimizer_phase_binds && named(moment.transient) &&
+      stage.terms[static_cast<std::size_t>(moment.transient)].info->text !=
+          TermText::recompute_group) {
+    moment.transient = -1;
+  }
+  const std::string at = "; at " + moment_name(stage, moment);
+  if (stage.optimizer_phase_binds) {
+    return out + resident + " + " + format_gib(stage.optimizer_transient_bytes) +
+           " optimizer-step transients (the stored activations are freed by then)" + gaps + at;
+  }
+  std::int64_t in_flight = 0;
+  std::string per_chunk;
+  for (const std::int64_t n : stage.in_flight_per_chunk) {
+    in_flight += n;
+    per_chunk += (per_chunk.empty() ? "" : " + ") + std::to_string(n);
+  }
+  out += format_gib(stage.activation_bytes) + " stored activations of " + std::to_string(in_flight);
+  if (stage.in_flight_per_chunk.size() > 1) {
+    out += " micro-batch chunks in flight (" + per_chunk + " on " +
+           std::to_string(stage.in_flight_per_chunk.size()) + " chunks)";
+  } else {
+    out += in_flight == 1 ? " micro-batch in flight" : " micro-batches in flight";
+  }
+  const auto transient = stage.largest_transient;
+  if (transient >= 0 && transient < static_cast<std::int64_t>(stage.terms.size()) &&
+      stage.largest_transient_bytes > 0) {
+    out += " + " + format_gib(stage.largest_transient_bytes) + " transient " +
+           term_name(stage.terms[static_cast<std::size_t>(transient)]);
+  } else if (stage.largest_transient_bytes > 0) {
+    out += " + " + format_gib(stage.largest_transient_bytes) + " transients";
+  }
+  return out + " + " + resident + gaps + at;
 }
 
 }  // namespace stagemem

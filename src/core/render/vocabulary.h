@@ -62,7 +62,9 @@ std::string ratio_text(const CrossCheck& check);
 // Does a stage fit: "yes" / "no", or "-" when no device was chosen.
 std::string_view fits_text(const StageReport& stage, const Report& report);
 // Where a measurement was read: "max-allocated at steady-state-peak, stage 1, rank 4",
-// "after-first-step, stage 0", "term AttnRes internal, stage 3".
+// "after-first-step, stage 0", "term AttnRes internal, stage 3"; a log's reading with its
+// iteration: "allocated after 10 iterations (between steps: after-first-step), stage 0, rank 0",
+// "max-allocated over 10 iterations (compared at steady-state-peak), stage 1, rank 4".
 std::string measurement_title(const Measurement& measurement);
 // The report's one-line answer: "fits: stage 1 binds at 224.7 of 288.0 GiB" / "stage 0 is
 // 71.6 GiB over (peak 359.6 of 288.0 GiB)" (+ "; 3 stages do not fit") / "no device chosen:
@@ -73,5 +75,14 @@ std::string verdict_text(const Report& report);
 // named only when the rank has more than one; a recompute working set names its layers).
 std::string moment_name(const StageReport& stage, const PeakMoment& moment);
 std::string event_name(const StageReport& stage, const TimelineEvent& event);
+
+// What makes the stage's peak, largest part first, then the moment (the Timeline tab's headline):
+// "Peak 120.62 GiB = 45.31 GiB stored activations of 16 micro-batches in flight + 0.44 GiB
+// transient MoE dispatch ... + 74.87 GiB resident; at stage 1, backward of micro-batch 3 ..."
+// (the moment as moment_name says it, without the transient already named).
+// With several chunks: "of 9 micro-batch chunks in flight (5 + 4 on 2 chunks)"; measured gaps
+// are a part when non-zero; when the optimizer step binds: resident + optimizer-step transients
+// (the stored activations are freed by then). The parts sum to peak_bytes.
+std::string peak_headline(const StageReport& stage);
 
 }  // namespace stagemem

@@ -47,7 +47,6 @@ enum class AllocationPoint : std::uint8_t {
   optimizer_step,  // exists only while the optimizer steps
 };
 
-
 // One named piece of device memory: a compact value (no heap memory).
 struct Term {
   // What the term is: a static catalogue entry (report/term_info.h), defined next to the physics
@@ -136,6 +135,7 @@ enum class GapExplanation : std::uint8_t {
   unmeasured_gaps,         // CrossCheck::unmeasured_gaps: gap rows nobody measured
   short_lived_tensors,     // a peak reading holds short-lived tensors no term names
   derived_exceeds,         // derived > measured
+  first_iteration_only,    // a max figure printed after iteration 1: the first step's peak
 };
 
 // A measured number next to the derived terms alive at its measurement point, as numbers and
