@@ -32,7 +32,11 @@
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
 //                                        catalogueTerms, catalogueShown, hoveredCell}
 //   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
-//   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h)
+//   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h; with a
+//                                       baseline pinned, comparison_markdown)
+//   Module.getComparison()              the comparison with the pinned baseline: `stagemem diff
+//                                       --json`'s document (docs/report-schema.md "The diff")
+//                                       plus app {stage, changes, baselineLink}; null if none
 //   Module.stagememPaste(text)          the page's paste event (browser.cpp)
 //   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
 //   Module.stagememLoadBytes(name, bytes) a dropped or picked allocator snapshot (a Uint8Array)
@@ -69,6 +73,7 @@
 #include <iterator>
 
 #include "actions.h"
+#include "baseline.h"
 #include "bounded_read.h"
 #include "config/config_fields.h"
 #include "config/config_json.h"
@@ -414,7 +419,7 @@ val get_ui_state() {
   out.set("hoveredStage", static_cast<double>(views.stages.hovered_stage));
   out.set("hoveredTerm", static_cast<double>(views.stages.hovered_term));
   constexpr const char* tab_names[] = {"stages", "sweep",    "cross_checks", "model",
-                                       "plan",   "timeline", "snapshot"};
+                                       "plan",   "timeline", "snapshot",     "compare"};
   static_assert(std::size(tab_names) == static_cast<std::size_t>(MainTab::count));
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(views.model.catalogue.size()));
@@ -572,7 +577,25 @@ std::string get_markdown_table() {
   if (!app_state) return "";
   refresh_report(*app_state);
   if (!app_state->report_valid || report_stale(*app_state)) return "";
-  return markdown_text(*app_state, web_app->platform);
+  return copied_markdown(*app_state, web_app->platform);
+}
+
+// The comparison with the pinned baseline: comparison_json's document (what `stagemem diff
+// --json` writes for the two links), parsed, plus `app`: {stage (the Compare tab's chosen stage;
+// -1: B's binding stage), changes (the settings changed, as the tab shows them), baselineLink
+// (the base= pair the page's link carries)}; null when no baseline is pinned.
+val get_comparison() {
+  if (!app_state) return val::null();
+  refresh_report(*app_state);
+  const std::string text = comparison_json_text(*app_state);
+  if (text.empty()) return val::null();
+  val out = val::global("JSON").call<val>("parse", text);
+  val app = val::object();
+  app.set("stage", static_cast<double>(app_state->views.compare.stage));
+  app.set("changes", app_state->baseline.changes_text);
+  app.set("baselineLink", app_state->baseline.link_pair);
+  out.set("app", app);
+  return out;
 }
 
 std::string get_report_json() {
@@ -601,6 +624,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getUiState", &get_ui_state);
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
+  emscripten::function("getComparison", &get_comparison);
   emscripten::function("getSweep", &get_sweep);
   emscripten::function("getSweepProgress", &get_sweep_progress);
   emscripten::function("getTimeline", &get_timeline);
