@@ -32,7 +32,10 @@ bool pin_baseline(AppState& state) {
 }
 
 void unpin_baseline(AppState& state) {
-  state.baseline = BaselineState{.generation = state.baseline.generation};
+  // The generation goes on counting, so that a later baseline is never taken as compared.
+  const std::uint64_t generation = state.baseline.generation;
+  state.baseline = BaselineState{};
+  state.baseline.generation = generation;
 }
 
 bool swap_baseline(AppState& state) {

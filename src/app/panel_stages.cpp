@@ -502,15 +502,20 @@ void draw_baseline_mark(ImDrawList* draw_list, const BarLayout& bars,
 
 // The bar's peak over it (when they fit, or it binds) and its stage under it (every axis_step-th),
 // each centred on the bar and kept inside the chart.
+// `baseline_y`: the baseline's tick over this bar (0: none); a label it would cross sits above it.
 void draw_bar_labels(ImDrawList* draw_list, const BarLayout& bars,
                      const stagemem::StageReport& stage, const StageLabels& labels, bool binding,
-                     float x0, float x1) {
+                     float x0, float x1, float baseline_y) {
   const float left = bars.origin.x;
   const float right = bars.origin.x + bars.width;
   if (bars.peak_labels || binding) {
     const float width = ImGui::CalcTextSize(labels.peak_gib.c_str()).x;
     const float x = std::clamp((x0 + x1 - width) * 0.5f, left, right - width);
-    draw_list->AddText(ImVec2(x, bars.y(stage.peak_bytes) - bars.label_height),
+    float bottom = bars.y(stage.peak_bytes);
+    if (baseline_y > 0.0f && baseline_y < bottom && baseline_y > bottom - bars.label_height) {
+      bottom = baseline_y - 2.0f * bars.scale;
+    }
+    draw_list->AddText(ImVec2(x, bottom - bars.label_height),
                        binding ? binding_colour : axis_colour, labels.peak_gib.c_str());
   }
   if (stage.index % bars.axis_step == 0) {
@@ -539,10 +544,10 @@ TooltipTarget draw_bars(const AppState& state, StagesView& view, const BarLayout
     const bool hovered = bar_button(state, view, bars, stage, x0, out);
     draw_segments(draw_list, view, bars, labels, x0, x1, hovered);
     draw_bar_marks(draw_list, state, bars, stage, x0, x1);
-    if (const stagemem::StageComparison* s = baseline_stage(baseline, stage.index)) {
-      draw_baseline_mark(draw_list, bars, *s, x0, x1);
-    }
-    draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1);
+    const stagemem::StageComparison* compared = baseline_stage(baseline, stage.index);
+    if (compared != nullptr) draw_baseline_mark(draw_list, bars, *compared, x0, x1);
+    draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1,
+                    compared != nullptr ? bars.y(compared->a_peak_bytes) : 0.0f);
     if (hovered) view.hovered_stage = stage.index;
     // Only over a segment: above the bar's top there is nothing to explain.
     if (hovered && view.hovered_term >= 0) {
