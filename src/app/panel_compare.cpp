@@ -54,12 +54,33 @@ void table_cell(const AppState& state, const stagemem::TableColumn& column,
   }
 }
 
+// Amount columns (right-aligned) are as wide as their widest cell, in the monospaced font the
+// cells are drawn in; text columns share the rest.
+void setup_columns(const AppState& state, const stagemem::Table& table, float text_weight) {
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    const stagemem::TableColumn& column = table.columns[c];
+    if (column.align != stagemem::Align::right) {
+      ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_WidthStretch,
+                              c == 0 ? text_weight : 1.0f);
+      continue;
+    }
+    float width = ImGui::CalcTextSize(column.header.c_str()).x;
+    ImGui::PushFont(state.mono_font);
+    for (const std::vector<std::string>& cells : table.rows) {
+      if (c < cells.size()) width = std::max(width, ImGui::CalcTextSize(cells[c].c_str()).x);
+    }
+    ImGui::PopFont();
+    ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_WidthFixed,
+                            width * 1.1f + ImGui::GetStyle().CellPadding.x);
+  }
+}
+
 // The per-stage table; a click on a row chooses its stage (view.stage). Scrolls inside a dozen
 // rows, so the changed terms stay on the first screen at any PP.
 void draw_stage_table(const AppState& state, CompareView& view, std::int64_t shown) {
   const stagemem::Table& table = state.baseline.stage_table;
-  constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
-                                    ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_ScrollY;
+  constexpr ImGuiTableFlags flags =
+      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY;
   const float rows = static_cast<float>(std::min<std::size_t>(table.rows.size(), 12) + 1);
   const float height = rows * (ImGui::GetTextLineHeight() + 2.0f * ImGui::GetStyle().CellPadding.y);
   if (!ImGui::BeginTable("compare_stages", static_cast<int>(table.columns.size()), flags,
@@ -67,10 +88,7 @@ void draw_stage_table(const AppState& state, CompareView& view, std::int64_t sho
     return;
   }
   ImGui::TableSetupScrollFreeze(0, 1);
-  for (const stagemem::TableColumn& column : table.columns) {
-    ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_None,
-                            column.align == stagemem::Align::right ? 1.0f : 1.3f);
-  }
+  setup_columns(state, table, 1.0f);
   ImGui::TableHeadersRow();
   for (std::size_t row = 0; row < table.rows.size(); ++row) {
     const auto index = static_cast<std::int64_t>(row);
@@ -95,13 +113,9 @@ void draw_stage_table(const AppState& state, CompareView& view, std::int64_t sho
 }
 
 void draw_term_table(const AppState& state, const stagemem::Table& table) {
-  constexpr ImGuiTableFlags flags =
-      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
+  constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg;
   if (!ImGui::BeginTable("compare_terms", static_cast<int>(table.columns.size()), flags)) return;
-  for (std::size_t c = 0; c < table.columns.size(); ++c) {
-    ImGui::TableSetupColumn(table.columns[c].header.c_str(), ImGuiTableColumnFlags_None,
-                            c == 0 ? 3.0f : 1.0f);
-  }
+  setup_columns(state, table, 3.0f);
   ImGui::TableHeadersRow();
   for (const std::vector<std::string>& cells : table.rows) {
     ImGui::TableNextRow();

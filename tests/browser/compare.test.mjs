@@ -20,8 +20,9 @@ const getConfig = (page) => page.evaluate(() => Module.getConfig());
 const getComparison = (page) => page.evaluate(() => Module.getComparison());
 const uiState = (page) => page.evaluate(() => Module.getUiState());
 const readClipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
-// Llama 3.1 70B on 64 H100s (the page's default layout), TP 8.
-const start = "v=1&model=llama-3.1-70b&tp=8&pp=4&dp=2&sp=1&seq=8192&optimizer=distributed-adam&device=h100-80gb";
+// Llama 3.1 70B on 64 H100s (the page's default layout: PP 4, the format's default, is left out
+// as the link writes it), TP 8.
+const start = "v=1&model=llama-3.1-70b&tp=8&dp=2&sp=1&seq=8192&optimizer=distributed-adam&device=h100-80gb";
 
 before(async () => {
   harness = await launch();
@@ -80,14 +81,14 @@ describe("compare with a pinned baseline", () => {
     for (const stage of comparison.stages) assert.ok(stage.peak_delta_bytes > 0, `stage ${stage.index}`);
 
     // The same numbers and words as the CLI: two links, and the page's one link with both.
-    const fromCli = JSON.parse(cli(["diff", "--json", comparison.a.link, comparison.b.link]));
+    const fromCli = JSON.parse(cli(["diff", comparison.a.link, comparison.b.link, "--json"]));
     assert.deepEqual(withoutApp(comparison), fromCli);
     const pageLink = await page.evaluate(() => location.href);
     assert.match(pageLink, /&base=/);
-    assert.deepEqual(JSON.parse(cli(["diff", "--json", pageLink])), fromCli);
+    assert.deepEqual(JSON.parse(cli(["diff", pageLink, "--json"])), fromCli);
 
     // The stages chart marks each stage's baseline peak; the tooltip says the difference.
-    await page.mouse.move(640, 20);
+    await page.mouse.move(1200, 75);  // nothing under it: no tooltip
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "compare-stages-chart.png") });
     const bar = await widgetRect(page, "stage_bar_1");
@@ -100,7 +101,7 @@ describe("compare with a pinned baseline", () => {
     // The Compare tab: the per-stage table and the binding stage's changed terms.
     await clickWidget(page, "tab_compare");
     await waitUntil(page, async () => (await uiState(page)).mainTab === "compare", { what: "Compare tab" });
-    await page.mouse.move(640, 20);
+    await page.mouse.move(1200, 75);  // nothing under it: no tooltip
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "compare-tab.png") });
 
@@ -111,7 +112,7 @@ describe("compare with a pinned baseline", () => {
     const markdown = await readClipboard(page);
     assert.match(markdown, /^\*\*stagemem\*\* comparison of per-rank device memory/);
     assert.match(markdown, /- Settings changed: tp 8 → 4/);
-    const cliMarkdown = cli(["diff", "--format", "markdown", comparison.a.link, comparison.b.link]);
+    const cliMarkdown = cli(["diff", comparison.a.link, comparison.b.link, "--format", "markdown"]);
     for (const line of cliMarkdown.split("\n").filter((l) => l.startsWith("|"))) {
       assert.ok(markdown.includes(line), `the Markdown holds the CLI's row ${line}`);
     }
@@ -139,8 +140,18 @@ describe("compare with a pinned baseline", () => {
     await waitUntil(restored.page, async () => (await getComparison(restored.page)).settings_changed[0]?.b === "8",
                     { what: "the comparison swapped" });
     assert.deepEqual((await getComparison(restored.page)).settings_changed, [{ field: "tp", a: "4", b: "8" }]);
+    // The chart with the baseline above every bar: its outlines rise over the bars, in the chart.
+    await clickWidget(restored.page, "tab_stages");
+    await waitUntil(restored.page, async () => (await uiState(restored.page)).mainTab === "stages",
+                    { what: "Stages tab" });
+    await restored.page.mouse.move(1200, 75);
+    await waitFrames(restored.page, 3);
+    await restored.page.screenshot({ path: join(artifacts, "compare-stages-baseline-above.png") });
+    // The link names the Stages tab now (a link with base= opens Compare otherwise).
+    await waitUntil(restored.page, async () => (await restored.page.evaluate(() => location.hash)).includes("view.tab=stages"),
+                    { what: "view.tab=stages in the link" });
     // Ctrl+B pins what is on screen: nothing differs any more.
-    await restored.page.mouse.move(640, 20);
+    await restored.page.mouse.move(1200, 75);  // nothing under it: no tooltip
     await restored.page.keyboard.press("Control+b");
     await waitUntil(restored.page, async () => (await getComparison(restored.page)).settings_changed.length === 0,
                     { what: "Ctrl+B pinned the configuration on screen" });
