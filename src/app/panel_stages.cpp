@@ -487,8 +487,11 @@ void draw_bar_marks(ImDrawList* draw_list, const AppState& state, const BarLayou
 
 // The baseline's peak of this stage: a ghost outline from the axis up to it, a little wider than
 // the bar, with a tick on top (dark-edged, so it reads over any segment colour).
+// Its amount (`text`) over the tick when the tick stands clear above the bar's own peak label and
+// the labels fit.
 void draw_baseline_mark(ImDrawList* draw_list, const BarLayout& bars,
-                        const stagemem::StageComparison& s, float x0, float x1) {
+                        const stagemem::StageComparison& s, const std::string& text, float x0,
+                        float x1) {
   const float scale = bars.scale;
   const float y = bars.y(s.a_peak_bytes);
   const float pad = std::min(3.0f * scale, bars.slot * 0.1f);
@@ -498,6 +501,12 @@ void draw_baseline_mark(ImDrawList* draw_list, const BarLayout& bars,
                      seam_colour, 5.0f * scale);
   draw_list->AddLine(ImVec2(x0 - pad - 2.0f * scale, y), ImVec2(x1 + pad + 2.0f * scale, y),
                      baseline_colour, 2.5f * scale);
+  if (bars.peak_labels && y < bars.y(s.b_peak_bytes) - 2.0f * bars.label_height) {
+    const float width = ImGui::CalcTextSize(text.c_str()).x;
+    const float x =
+        std::clamp((x0 + x1 - width) * 0.5f, bars.origin.x, bars.origin.x + bars.width - width);
+    draw_list->AddText(ImVec2(x, y - bars.label_height), baseline_colour, text.c_str());
+  }
 }
 
 // The bar's peak over it (when they fit, or it binds) and its stage under it (every axis_step-th),
@@ -545,7 +554,10 @@ TooltipTarget draw_bars(const AppState& state, StagesView& view, const BarLayout
     draw_segments(draw_list, view, bars, labels, x0, x1, hovered);
     draw_bar_marks(draw_list, state, bars, stage, x0, x1);
     const stagemem::StageComparison* compared = baseline_stage(baseline, stage.index);
-    if (compared != nullptr) draw_baseline_mark(draw_list, bars, *compared, x0, x1);
+    if (compared != nullptr) {
+      draw_baseline_mark(draw_list, bars, *compared,
+                         baseline->peak_text[static_cast<std::size_t>(stage.index)], x0, x1);
+    }
     draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1,
                     compared != nullptr ? bars.y(compared->a_peak_bytes) : 0.0f);
     if (hovered) view.hovered_stage = stage.index;

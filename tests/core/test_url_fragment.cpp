@@ -446,12 +446,12 @@ TEST_CASE("A baseline rides in the link as base= and round-trips") {
   Config baseline;
   baseline.model = "llama-3.1-70b";
   baseline.parallel.tensor_parallel = 8;
-  baseline.parallel.pipeline_parallel = 4;
+  baseline.parallel.pipeline_parallel = 8;
   Config shown = baseline;
   shown.parallel.tensor_parallel = 4;
   // The baseline's own fragment, with '&' as %26 ('=' stays: a pair splits at its first '=').
-  CHECK(encode_fragment(baseline) == "v=1&model=llama-3.1-70b&tp=8&pp=4");
-  CHECK(encode_baseline(baseline) == "base=v=1%26model=llama-3.1-70b%26tp=8%26pp=4");
+  CHECK(encode_fragment(baseline) == "v=1&model=llama-3.1-70b&tp=8&pp=8");
+  CHECK(encode_baseline(baseline) == "base=v=1%26model=llama-3.1-70b%26tp=8%26pp=8");
   const std::string link = "https://wiki.example/stagemem/#" + encode_fragment(shown) + "&" +
                            encode_baseline(baseline) + "&view.tab=stages";
   // The link's own configuration is B, untouched by the baseline, and base= is no unknown key.
