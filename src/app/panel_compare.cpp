@@ -77,7 +77,7 @@ void setup_columns(const AppState& state, const stagemem::Table& table, float te
 
 // The per-stage table; a click on a row chooses its stage (view.stage). Scrolls inside a dozen
 // rows, so the changed terms stay on the first screen at any PP.
-void draw_stage_table(const AppState& state, CompareView& view, std::int64_t shown) {
+void draw_stage_table(const AppState& state, CompareView& view, std::int64_t shown, Actions& out) {
   const stagemem::Table& table = state.baseline.stage_table;
   constexpr ImGuiTableFlags flags =
       ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY;
@@ -90,6 +90,7 @@ void draw_stage_table(const AppState& state, CompareView& view, std::int64_t sho
   ImGui::TableSetupScrollFreeze(0, 1);
   setup_columns(state, table, 1.0f);
   ImGui::TableHeadersRow();
+  view.row_rects.assign(table.rows.size(), WidgetRect{});
   for (std::size_t row = 0; row < table.rows.size(); ++row) {
     const auto index = static_cast<std::int64_t>(row);
     ImGui::TableNextRow();
@@ -101,6 +102,7 @@ void draw_stage_table(const AppState& state, CompareView& view, std::int64_t sho
             ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowOverlap)) {
       view.stage = index;
     }
+    view.row_rects[row] = last_item_rect(out.frame());
     ImGui::SameLine(0.0f, 0.0f);
     ImGui::PopID();
     const std::vector<std::string>& cells = table.rows[row];
@@ -193,7 +195,7 @@ void draw_compare(const AppState& state, CompareView& view, Actions& out) {
   ImGui::TextWrapped("%s. %s", b.b_summary.c_str(), b.b_verdict.c_str());
   ImGui::TextDisabled("differences are B - A; click a stage for its changed terms");
   const std::int64_t shown = shown_stage(b, view);
-  draw_stage_table(state, view, shown);
+  draw_stage_table(state, view, shown, out);
   if (shown < 0) return;
   const auto i = static_cast<std::size_t>(shown);
   ImGui::Spacing();

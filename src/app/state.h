@@ -219,6 +219,7 @@ struct TimelineView {
 // panel_compare.cpp.
 struct CompareView {
   std::int64_t stage = -1;  // the stage whose changed terms are listed; -1: B's binding stage
+  std::vector<WidgetRect> row_rects;  // the stage table's rows as drawn last frame (by stage)
 };
 
 // panel_status.cpp.

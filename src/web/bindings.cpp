@@ -26,6 +26,7 @@
 //                                       the last frames, and of its part before GL submission
 //   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
 //                                       the last frame (widget_rects.h names, "stage_bar_N",
+//                                       "compare_row_N" (the Compare tab's stage table),
 //                                       "field_<key>" or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
@@ -375,6 +376,17 @@ val get_widget_rect(const std::string& name) {
     const auto index = static_cast<std::size_t>(std::stoul(digits));
     const auto& bars = app_state->views.stages.bar_rects;
     if (index < bars.size()) return css_rect(bars[index]);
+  }
+  constexpr std::string_view row_prefix = "compare_row_";
+  if (name.starts_with(row_prefix)) {
+    const std::string digits = name.substr(row_prefix.size());
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return val::null();
+    }
+    const auto index = static_cast<std::size_t>(std::stoul(digits));
+    const auto& rows = app_state->views.compare.row_rects;
+    return index < rows.size() ? css_rect(rows[index]) : val::null();
   }
   constexpr std::string_view field_prefix = "field_";
   if (name.starts_with(field_prefix)) {

@@ -104,6 +104,14 @@ describe("compare with a pinned baseline", () => {
     await page.mouse.move(1200, 75);  // nothing under it: no tooltip
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "compare-tab.png") });
+    // The changed terms are the binding stage's until a row is clicked: then that stage's.
+    assert.equal((await getComparison(page)).app.stage, -1);
+    await clickWidget(page, "compare_row_2");
+    await waitUntil(page, async () => (await getComparison(page)).app.stage === 2,
+                    { what: "stage 2 chosen by a click on its row" });
+    await page.mouse.move(1200, 75);
+    await waitFrames(page, 3);
+    await page.screenshot({ path: join(artifacts, "compare-tab-stage-2.png") });
 
     // Copy as Markdown writes the comparison: the CLI's tables, with the links of both sides.
     await clickWidget(page, "copy_markdown");
