@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "baseline.h"
 #include "edit_history.h"
 #include "frame.h"
 #include "imgui.h"
@@ -39,7 +40,8 @@ struct Reducer {
   void operator()(const CopyMarkdown&) const {
     // A stale report is not what the configuration on screen gives: nothing to share until valid.
     if (!state.report_valid || report_stale(state)) return;
-    show_message(state, platform.copy_text(markdown_text(state, platform)));
+    // With a baseline pinned, the comparison (share.h copied_markdown).
+    show_message(state, platform.copy_text(copied_markdown(state, platform)));
   }
   void operator()(const DownloadJson&) const {
     if (!state.report_valid || report_stale(state)) return;
@@ -84,6 +86,19 @@ struct Reducer {
   }
   void operator()(const RefuseFile& a) const {
     show_message(state, refuse_file(state, a.name, a.problem));
+  }
+  void operator()(const PinBaseline&) const {
+    // The tab stays (the stages chart marks the baseline's peaks); the link carries it from now.
+    if (!pin_baseline(state)) return;
+    show_message(state, "Pinned as the baseline: edit, and see the differences in Compare");
+  }
+  void operator()(const UnpinBaseline&) const {
+    if (!state.baseline.pinned) return;
+    unpin_baseline(state);
+    show_message(state, "Baseline unpinned");
+  }
+  void operator()(const SwapBaseline&) const {
+    if (swap_baseline(state)) show_message(state, "Swapped: the baseline is on screen");
   }
 };
 

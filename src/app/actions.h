@@ -97,13 +97,17 @@ struct RefuseFile {  // a file the platform could not read (missing, unreadable,
   std::string name;
   std::string problem;
 };
+// ---- The baseline (the toolbar, Ctrl+B; BaselineState) ----
+struct PinBaseline {};    // the report on screen (valid, not stale) becomes the baseline
+struct UnpinBaseline {};  // no baseline: the comparison closes
+struct SwapBaseline {};   // the baseline's configuration on screen, the one on screen pinned
 
 using Action =
     std::variant<SetConfig, SetMeasuredValues, ApplyFix, Undo, Redo, CopyLink, CopyMarkdown,
                  DownloadJson, OpenFile, OpenSnapshot, DismissBanner, OpenTab, TabShown,
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
                  StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage, ApplyLink,
-                 LoadText, LoadFile, RefuseFile>;
+                 LoadText, LoadFile, RefuseFile, PinBaseline, UnpinBaseline, SwapBaseline>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

@@ -12,6 +12,7 @@
 #include "actions.h"
 #include "backends/imgui_impl_glfw.h"
 #include "backends/imgui_impl_opengl3.h"
+#include "baseline.h"
 #include "edit_history.h"
 #include "gl_api.h"
 #include "imgui.h"
@@ -46,7 +47,8 @@ constexpr Tab tabs[] = {{"Stages", MainTab::stages, Widget::tab_stages},
                         {"Term catalogue", MainTab::model, Widget::tab_model},
                         {"Plan", MainTab::plan, Widget::tab_plan},
                         {"Timeline", MainTab::timeline, Widget::tab_timeline},
-                        {"Snapshot", MainTab::snapshot, Widget::tab_snapshot}};
+                        {"Snapshot", MainTab::snapshot, Widget::tab_snapshot},
+                        {"Compare", MainTab::compare, Widget::tab_compare}};
 
 void draw_tab(const AppState& state, MainTab tab, Views& views, Actions& out) {
   switch (tab) {
@@ -64,6 +66,8 @@ void draw_tab(const AppState& state, MainTab tab, Views& views, Actions& out) {
       return draw_timeline(state, views.timeline, out);
     case MainTab::snapshot:
       return draw_snapshot(state, out);
+    case MainTab::compare:
+      return draw_compare(state, views.compare, out);
     case MainTab::count:
       break;
   }
@@ -180,6 +184,7 @@ void run_frame(AppState& state, GLFWwindow* window, Platform& platform) {
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   refresh_report(state);
+  refresh_comparison(state);  // the baseline's marks show on every tab's chart
   refresh_open_tab(state);
   Actions actions(state.frame_count);
   history_shortcuts(actions);

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "baseline.h"
 #include "config/url_fragment.h"
 #include "measured/snapshot_link.h"
 #include "plan_tab.h"
@@ -16,7 +17,7 @@ namespace {
 // pairs are taken out before the core's decoder sees the fragment, and written after its pairs.
 constexpr std::string_view view_prefix = "view.";
 constexpr std::array<std::string_view, static_cast<std::size_t>(MainTab::count)> tab_keys = {
-    "stages", "sweep", "cross-checks", "terms", "plan", "timeline", "snapshot"};
+    "stages", "sweep", "cross-checks", "terms", "plan", "timeline", "snapshot", "compare"};
 constexpr std::array<std::string_view, 2> axis_keys = {"view.x", "view.y"};
 constexpr std::array<std::string_view, 2> default_axis_fields = {"seq", "mbs"};
 constexpr std::array<std::string_view, 2> default_axis_values = {"2048, 4096, 8192, 16384, 32768",
@@ -56,7 +57,7 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
         state.link_problems.push_back({"url.view.tab", "unknown tab '" + value.substr(0, 32) +
                                                            "': expected stages, sweep, "
                                                            "cross-checks, terms, plan, "
-                                                           "timeline or snapshot"});
+                                                           "timeline, snapshot or compare"});
       } else {
         state.requested_tab = static_cast<MainTab>(at - tab_keys.begin());
       }
@@ -106,8 +107,12 @@ std::string snapshot_link_part(const AppState& state) {
 std::string view_fragment(const AppState& state) {
   // A loaded snapshot's summary first (snapshot= entries: measured figures, not configuration).
   std::string out = snapshot_link_part(state);
+  // A pinned baseline (config/url_fragment.h encode_baseline); such a link opens on the Compare
+  // tab unless it names another.
+  if (state.baseline.pinned) out += "&" + state.baseline.link_pair;
   const MainTab tab = state.requested_tab != MainTab::count ? state.requested_tab : state.main_tab;
-  if (tab != MainTab::stages) {
+  const MainTab link_default = state.baseline.pinned ? MainTab::compare : MainTab::stages;
+  if (tab != link_default) {
     out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
   }
   for (std::size_t i = 0; i < 2; ++i) {
@@ -152,6 +157,18 @@ void apply_fragment(AppState& state, std::string_view link) {
   }
   state.config = decoded.config;
   if (!refused_whole) apply_snapshot_link(state, split.config);
+  // A link with a baseline opens the comparison (its view.tab, if any, is applied after this);
+  // a link without one shows none.
+  const stagemem::DecodedBaseline baseline =
+      refused_whole ? stagemem::DecodedBaseline{} : stagemem::decode_baseline(split.config);
+  for (const auto& e : baseline.diagnostics.errors) state.link_problems.push_back(e);
+  for (const auto& w : baseline.diagnostics.warnings) state.link_problems.push_back(w);
+  if (baseline.config) {
+    set_baseline_from_link(state, *baseline.config);
+    if (state.baseline.pinned) state.requested_tab = MainTab::compare;
+  } else if (!refused_whole) {
+    unpin_baseline(state);
+  }
   apply_view(state, split.view);
   // What only the whole configuration can check (e.g. MoE with TP needs sequence parallelism)
   // is not a link problem: those fields are marked in place, with a fix where there is one.

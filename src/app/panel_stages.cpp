@@ -5,6 +5,8 @@
 // headroom (resident + gaps + the flat constant) when one is set. The binding stage is outlined.
 // Hovering a segment shows that term and the stage's largest terms; clicking a bar opens the
 // stage's table. Under the chart: a shader-drawn heat strip and the per-stage summary.
+// With a baseline pinned (BaselineState), each stage's baseline peak is a ghost outline with a
+// tick at its top, over and around the bar; the heading and the tooltip say the difference.
 // Every string drawn here comes from state.report_labels (built when the report changes).
 #include <algorithm>
 #include <string>
@@ -25,6 +27,30 @@ constexpr ImU32 flat_over_colour = IM_COL32(120, 200, 120, 255);
 constexpr ImU32 flat_under_colour = IM_COL32(255, 120, 200, 255);
 constexpr ImU32 seam_colour = IM_COL32(20, 22, 26, 255);
 constexpr ImVec4 warning_text(1.0f, 0.55f, 0.45f, 1.0f);
+constexpr ImU32 baseline_colour = IM_COL32(120, 220, 255, 255);
+constexpr ImU32 baseline_ghost = IM_COL32(120, 220, 255, 150);
+constexpr ImVec4 baseline_text(0.47f, 0.86f, 1.0f, 1.0f);
+
+// The pinned baseline's comparison, when it is of the report on screen (the frame's refresh
+// rebuilds it before the panels draw); nullptr when none is pinned.
+const BaselineState* compared_baseline(const AppState& state) {
+  const BaselineState& b = state.baseline;
+  if (!b.pinned || b.compared_report != state.report_generation ||
+      b.compared_baseline != b.generation || !b.comparison.diagnostics.ok()) {
+    return nullptr;
+  }
+  return &b;
+}
+
+// The baseline's stage `index`, or nullptr when the baseline has no such stage.
+const stagemem::StageComparison* baseline_stage(const BaselineState* b, std::int64_t index) {
+  if (b == nullptr || index < 0 ||
+      index >= static_cast<std::int64_t>(b->comparison.stages.size())) {
+    return nullptr;
+  }
+  const stagemem::StageComparison& s = b->comparison.stages[static_cast<std::size_t>(index)];
+  return s.in_a ? &s : nullptr;
+}
 
 void colour_swatch(ImU32 colour) {
   const float size = ImGui::GetTextLineHeight() * 0.8f;
@@ -156,6 +182,12 @@ void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::S
   ImGui::Text("peak %s per rank", labels.peak_gib.c_str());
   ImGui::SameLine();
   mono_text(state.mono_font, labels.peak_bytes);
+  const BaselineState* baseline = compared_baseline(state);
+  if (baseline_stage(baseline, stage.index) != nullptr) {
+    const auto i = static_cast<std::size_t>(stage.index);
+    ImGui::TextColored(baseline_text, "baseline %s, difference %s", baseline->peak_text[i].c_str(),
+                       baseline->delta_text[i].c_str());
+  }
   if (view.hovered_term >= 0) {
     hovered_term_lines(state, stage, labels, static_cast<std::size_t>(view.hovered_term));
   }
@@ -299,6 +331,18 @@ void draw_heading(const AppState& state, bool stale, bool any_over) {
   }
   ImGui::TextDisabled(
       "stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
+  if (const BaselineState* b = compared_baseline(state)) {
+    // The marks' legend and the answer in one line: what changed, and the binding peaks.
+    colour_swatch(baseline_colour);
+    ImGui::TextColored(baseline_text, "baseline (outline): %s | binding peak %s",
+                       b->changes_text.c_str(), b->binding_peaks.c_str());
+    const std::size_t a_stages = b->report.stages.size();
+    if (a_stages > state.report.stages.size()) {
+      ImGui::TextDisabled("the baseline's stages %d-%d have no bar here: see Compare",
+                          static_cast<int>(state.report.stages.size()),
+                          static_cast<int>(a_stages) - 1);
+    }
+  }
 }
 
 // The bar chart's size, decided before its child window opens: half the panel's height, as wide
@@ -366,6 +410,13 @@ BarLayout layout_bars(const AppState& state, const ChartSize& size) {
   // Peak labels above the bars only when each fits over its bar; else only the binding stage's.
   bars.peak_labels = ImGui::CalcTextSize("000.00 GiB").x + 4.0f * scale <= bars.slot;
   bars.scale_bytes = state.report_labels.scale_bytes;
+  // A baseline peak above every bar stays inside the chart.
+  if (const BaselineState* b = compared_baseline(state)) {
+    for (const stagemem::StageComparison& s : b->comparison.stages) {
+      if (s.index < static_cast<std::int64_t>(report.stages.size()))
+        bars.scale_bytes = std::max(bars.scale_bytes, s.a_peak_bytes);
+    }
+  }
   return bars;
 }
 
@@ -434,17 +485,46 @@ void draw_bar_marks(ImDrawList* draw_list, const AppState& state, const BarLayou
   }
 }
 
+// The baseline's peak of this stage: a ghost outline from the axis up to it, a little wider than
+// the bar, with a tick on top (dark-edged, so it reads over any segment colour).
+// Its amount (`text`) over the tick when the tick stands clear above the bar's own peak label and
+// the labels fit.
+void draw_baseline_mark(ImDrawList* draw_list, const BarLayout& bars,
+                        const stagemem::StageComparison& s, const std::string& text, float x0,
+                        float x1) {
+  const float scale = bars.scale;
+  const float y = bars.y(s.a_peak_bytes);
+  const float pad = std::min(3.0f * scale, bars.slot * 0.1f);
+  draw_list->AddRect(ImVec2(x0 - pad, y), ImVec2(x1 + pad, bars.plot_bottom), baseline_ghost, 0.0f,
+                     0, 1.5f * scale);
+  draw_list->AddLine(ImVec2(x0 - pad - 2.0f * scale, y), ImVec2(x1 + pad + 2.0f * scale, y),
+                     seam_colour, 5.0f * scale);
+  draw_list->AddLine(ImVec2(x0 - pad - 2.0f * scale, y), ImVec2(x1 + pad + 2.0f * scale, y),
+                     baseline_colour, 2.5f * scale);
+  if (bars.peak_labels && y < bars.y(s.b_peak_bytes) - 2.0f * bars.label_height) {
+    const float width = ImGui::CalcTextSize(text.c_str()).x;
+    const float x =
+        std::clamp((x0 + x1 - width) * 0.5f, bars.origin.x, bars.origin.x + bars.width - width);
+    draw_list->AddText(ImVec2(x, y - bars.label_height), baseline_colour, text.c_str());
+  }
+}
+
 // The bar's peak over it (when they fit, or it binds) and its stage under it (every axis_step-th),
 // each centred on the bar and kept inside the chart.
+// `baseline_y`: the baseline's tick over this bar (0: none); a label it would cross sits above it.
 void draw_bar_labels(ImDrawList* draw_list, const BarLayout& bars,
                      const stagemem::StageReport& stage, const StageLabels& labels, bool binding,
-                     float x0, float x1) {
+                     float x0, float x1, float baseline_y) {
   const float left = bars.origin.x;
   const float right = bars.origin.x + bars.width;
   if (bars.peak_labels || binding) {
     const float width = ImGui::CalcTextSize(labels.peak_gib.c_str()).x;
     const float x = std::clamp((x0 + x1 - width) * 0.5f, left, right - width);
-    draw_list->AddText(ImVec2(x, bars.y(stage.peak_bytes) - bars.label_height),
+    float bottom = bars.y(stage.peak_bytes);
+    if (baseline_y > 0.0f && baseline_y < bottom && baseline_y > bottom - bars.label_height) {
+      bottom = baseline_y - 2.0f * bars.scale;
+    }
+    draw_list->AddText(ImVec2(x, bottom - bars.label_height),
                        binding ? binding_colour : axis_colour, labels.peak_gib.c_str());
   }
   if (stage.index % bars.axis_step == 0) {
@@ -464,6 +544,7 @@ TooltipTarget draw_bars(const AppState& state, StagesView& view, const BarLayout
   draw_list->AddLine(ImVec2(bars.origin.x, bars.plot_bottom),
                      ImVec2(bars.origin.x + bars.width, bars.plot_bottom), axis_colour, bars.scale);
   TooltipTarget target{.bar = {.chart_bottom = bars.origin.y + bars.height}};
+  const BaselineState* baseline = compared_baseline(state);
   for (const auto& stage : report.stages) {
     const StageLabels& labels = state.report_labels.stages[static_cast<std::size_t>(stage.index)];
     const float x0 = bars.origin.x + bars.slot * static_cast<float>(stage.index) +
@@ -472,7 +553,13 @@ TooltipTarget draw_bars(const AppState& state, StagesView& view, const BarLayout
     const bool hovered = bar_button(state, view, bars, stage, x0, out);
     draw_segments(draw_list, view, bars, labels, x0, x1, hovered);
     draw_bar_marks(draw_list, state, bars, stage, x0, x1);
-    draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1);
+    const stagemem::StageComparison* compared = baseline_stage(baseline, stage.index);
+    if (compared != nullptr) {
+      draw_baseline_mark(draw_list, bars, *compared,
+                         baseline->peak_text[static_cast<std::size_t>(stage.index)], x0, x1);
+    }
+    draw_bar_labels(draw_list, bars, stage, labels, stage.index == report.binding_stage, x0, x1,
+                    compared != nullptr ? bars.y(compared->a_peak_bytes) : 0.0f);
     if (hovered) view.hovered_stage = stage.index;
     // Only over a segment: above the bar's top there is nothing to explain.
     if (hovered && view.hovered_term >= 0) {

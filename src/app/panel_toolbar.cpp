@@ -2,6 +2,8 @@
 // exactly the configuration on screen (the URL fragment holds all of it, valid or not), "Copy as
 // Markdown" the summary and per-stage table for a wiki page, "Download JSON" the report as a
 // file. Each button is an action: the texts are built when it is applied, never per frame.
+// "Pin as baseline" (Ctrl+B) keeps the report on screen to compare against while editing; with
+// one pinned, "Unpin" and "Swap" (the baseline back on screen, what was there pinned instead).
 #include "actions.h"
 #include "imgui.h"
 #include "state.h"
@@ -43,6 +45,35 @@ void draw_toolbar(const AppState& state, Actions& out) {
   ImGui::SetItemTooltip(
       "Load a Hugging Face config.json or a stagemem JSON (or drop one onto the page, or paste "
       "a link anywhere)");
+
+  // The baseline: pinned from a valid report only (a stale one is not what is on screen).
+  const bool can_pin = state.report_valid && !report_stale(state);
+  ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+  ImGui::BeginDisabled(!can_pin);
+  const bool pinned = state.baseline.pinned;
+  if (ImGui::Button(pinned ? "Pin again" : "Pin as baseline")) out.push(PinBaseline{});
+  publish(out, Widget::pin_baseline);
+  ImGui::SetItemTooltip(pinned ? "Pin the configuration on screen as the baseline instead (Ctrl+B)"
+                               : "Keep this configuration as the baseline: edit, and see each "
+                                 "stage against it and what changed (Ctrl+B)");
+  ImGui::EndDisabled();
+  if (!ImGui::GetIO().WantTextInput && can_pin &&
+      ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_B)) {
+    out.push(PinBaseline{});
+  }
+  if (pinned) {
+    ImGui::SameLine();
+    if (ImGui::Button("Unpin")) out.push(UnpinBaseline{});
+    publish(out, Widget::unpin_baseline);
+    ImGui::SetItemTooltip("Stop comparing with the baseline");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!can_pin);
+    if (ImGui::Button("Swap")) out.push(SwapBaseline{});
+    publish(out, Widget::swap_baseline);
+    ImGui::SetItemTooltip(
+        "Put the baseline's configuration on screen and pin the one on screen (Undo returns)");
+    ImGui::EndDisabled();
+  }
 
   if (!state.toolbar_message.empty() && ImGui::GetTime() < state.toolbar_message_until) {
     ImGui::SameLine();

@@ -23,6 +23,8 @@ void draw_model(const AppState& state, ModelView& view, Actions& out);
 void draw_plan(const AppState& state, PlanView& view, Actions& out);
 void draw_timeline(const AppState& state, TimelineView& view, Actions& out);
 void draw_snapshot(const AppState& state, Actions& out);
+// The pinned baseline against the configuration on screen (BaselineState).
+void draw_compare(const AppState& state, CompareView& view, Actions& out);
 void draw_status_bar(const AppState& state, StatusView& view, Actions& out);
 
 // The view state's upkeep outside drawing, in the panel's own file (called by the frame's set-up

@@ -11,5 +11,9 @@ class Platform;
 // What "Copy as Markdown" copies (and Module.getMarkdownTable returns): report_markdown.h's text
 // (the same as `stagemem report --format markdown`) with the page's own link.
 std::string markdown_text(const AppState& state, const Platform& platform);
+// What "Copy as Markdown" copies: with a baseline pinned, the comparison (render/comparison.h
+// comparison_markdown, the same as `stagemem diff --format markdown`) with the link of the
+// comparison and of each side; else markdown_text.
+std::string copied_markdown(const AppState& state, const Platform& platform);
 // What "Download JSON" saves (and Module.getReportJson returns): report_json.h's document.
 std::string report_json_text(const AppState& state);

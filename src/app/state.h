@@ -25,6 +25,7 @@
 #include "measured/snapshot.h"
 #include "memory/timeline.h"
 #include "plan_tab.h"
+#include "render/comparison.h"
 #include "render/term_catalogue.h"
 #include "report/report.h"
 #include "report_labels.h"
@@ -42,6 +43,7 @@ enum class MainTab : std::uint8_t {
   plan,
   timeline,
   snapshot,
+  compare,
   count
 };
 
@@ -98,6 +100,35 @@ struct SnapshotTab {
   std::int64_t file_bytes = 0;  // size of the file read (0 from a link)
   std::string error;            // the decoder's error for the last file that did not load
   std::string error_file;
+};
+
+// A pinned baseline and its comparison with the report on screen: the Compare tab, the baseline
+// marks on the stages chart, Copy as Markdown and the link's base= key (config/url_fragment.h).
+// The baseline's report is estimated once (pinning copies the report on screen; a link's baseline
+// is estimated when the link is applied); the comparison (estimate/compare.h) and its texts
+// (render/comparison.h) are rebuilt by the frame's refresh only when either report changes.
+// The baseline is A, the configuration on screen B: differences are B - A.
+struct BaselineState {
+  bool pinned = false;
+  stagemem::Config config;
+  stagemem::Report report;
+  std::string link_pair;         // encode_baseline(config): "base=v=1%26tp=8..." for the link
+  std::uint64_t generation = 0;  // counts the baselines pinned (a new one is compared afresh)
+  // What the refresh compared last: AppState::report_generation and `generation`.
+  std::uint64_t compared_report = 0;
+  std::uint64_t compared_baseline = 0;
+  stagemem::Comparison comparison;  // indices into `report` (A) and AppState::report (B)
+  // The comparison's words and tables, from render/comparison.h (the cells `stagemem diff`
+  // prints), built with it:
+  std::string changes_text;                  // "tp 8 -> 4, ..." or "none"
+  std::string binding_peaks;                 // "74.32 GiB -> 70.20 GiB (-4.12 GiB)"
+  std::string a_summary, b_summary;          // each side's model, layout and training settings
+  std::string a_verdict, b_verdict;          // verdict_text of each
+  stagemem::Table stage_table;               // one row per entry of comparison.stages
+  std::vector<std::string> term_headings;    // "stage 0: 5 of 42 terms changed", per stage
+  std::vector<stagemem::Table> term_tables;  // its changed terms, largest first, per stage
+  std::vector<std::string> peak_text;        // the baseline's peak of each stage ("-" if none)
+  std::vector<std::string> delta_text;       // B - A of each stage's peak ("+4.20 GiB")
 };
 
 // ---- The panels' view state (see the top of this file) -------------------------------------
@@ -195,6 +226,12 @@ struct TimelineView {
   MeasuredOverlay measured;         // a snapshot's curve over it, as drawn last frame
 };
 
+// panel_compare.cpp.
+struct CompareView {
+  std::int64_t stage = -1;  // the stage whose changed terms are listed; -1: B's binding stage
+  std::vector<WidgetRect> row_rects;  // the stage table's rows as drawn last frame (by stage)
+};
+
 // panel_status.cpp.
 struct StatusView {
   bool show_frame_times = false;  // the debug toggle
@@ -209,6 +246,7 @@ struct Views {
   PlanView plan;
   TimelineView timeline;
   StatusView status;
+  CompareView compare;
 };
 
 // ---- The state -----------------------------------------------------------------------------
@@ -259,10 +297,11 @@ struct AppState {
   // their actions; Module.getWidgetRect).
   std::array<WidgetRect, static_cast<std::size_t>(Widget::count)> widget_rects{};
 
-  Sweep sweep;           // the "Sweep" tab's axes and grid (sweep.h)
-  PlanTab plan;          // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
-  TimelineTab timeline;  // the "Timeline" tab's stage and timeline
-  SnapshotTab snapshot;  // the "Snapshot" tab (and the measured curve on the timeline)
+  Sweep sweep;             // the "Sweep" tab's axes and grid (sweep.h)
+  PlanTab plan;            // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
+  TimelineTab timeline;    // the "Timeline" tab's stage and timeline
+  SnapshotTab snapshot;    // the "Snapshot" tab (and the measured curve on the timeline)
+  BaselineState baseline;  // the pinned baseline and the "Compare" tab's comparison
 
   Views views;  // the panels' own (see the top of this file)
 };

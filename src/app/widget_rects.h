@@ -44,19 +44,25 @@ enum class Widget : std::uint8_t {
   snapshot_open,   // the Snapshot tab's file button
   snapshot_stage,  // its stage selector
   plan_margin,     // the Plan tab's safety margin input
+  pin_baseline,    // the toolbar's "Pin as baseline" (Ctrl+B)
+  unpin_baseline,  // its "Unpin"
+  swap_baseline,   // its "Swap": the baseline on screen, what was on screen the baseline
+  tab_compare,
+  compare_stage,  // the Compare tab's stage selector (whose changed terms are listed)
   count
 };
 
 // Names used by Module.getWidgetRect, in the order of `Widget`.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::count)>
     widget_names = {
-        "copy_link",    "copy_markdown",    "download_json",  "tp_minus",       "tp_plus",
-        "pp_minus",     "pp_plus",          "ep_minus",       "ep_plus",        "tab_stages",
-        "tab_sweep",    "tab_cross_checks", "tab_model",      "hf_import",      "add_measurement",
-        "add_gap",      "catalogue_filter", "undo",           "redo",           "open_file",
-        "field_fix",    "gpus_per_node",    "frame_times",    "bar_tooltip",    "tab_plan",
-        "plan_search",  "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
-        "tab_snapshot", "snapshot_open",    "snapshot_stage", "plan_margin"};
+        "copy_link",      "copy_markdown",    "download_json",  "tp_minus",       "tp_plus",
+        "pp_minus",       "pp_plus",          "ep_minus",       "ep_plus",        "tab_stages",
+        "tab_sweep",      "tab_cross_checks", "tab_model",      "hf_import",      "add_measurement",
+        "add_gap",        "catalogue_filter", "undo",           "redo",           "open_file",
+        "field_fix",      "gpus_per_node",    "frame_times",    "bar_tooltip",    "tab_plan",
+        "plan_search",    "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
+        "tab_snapshot",   "snapshot_open",    "snapshot_stage", "plan_margin",    "pin_baseline",
+        "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

@@ -31,7 +31,8 @@ constexpr std::array<std::string_view, 4> diff_formats = {"text", "markdown", "c
 
 constexpr const char* diff_help =
     "usage: stagemem diff A B [options]            A, B: each a link or a JSON file\n"
-    "       stagemem diff [A's flags] -- [B's flags]\n\n"
+    "       stagemem diff [A's flags] -- [B's flags]\n"
+    "       stagemem diff LINK [options]           LINK carries both (the app's base= key)\n\n"
     "Two configurations side by side: what settings differ, each side's verdict, every stage's\n"
     "peak in A and B with the difference (B - A), and the terms whose bytes changed, largest\n"
     "first, terms matched by what they are (\"weights (bf16)\" and \"weights (fp8 + bf16)\" are "
@@ -44,7 +45,9 @@ constexpr const char* diff_help =
     "file),\n"
     "and B's flags apply over A's configuration, so B need only say what changes:\n"
     "  stagemem diff --preset deepseek-v3 --tp 2 --sp --pp 16 --ep 64 --device h200 -- --tp 4\n"
-    "unless B's first word is a link or a JSON file, which is a whole configuration again.\n\n"
+    "unless B's first word is a link or a JSON file, which is a whole configuration again.\n"
+    "In the third form the link is one the app wrote with a pinned baseline: A is the baseline\n"
+    "(its base= key), B the link's own configuration; flags after it apply to both.\n\n"
     "output:\n";
 constexpr const char* diff_help_end =
     "\nExit codes: 0 success, 2 bad input (the error names the side, the field and the allowed "
@@ -93,19 +96,34 @@ std::pair<Side, Side> parse_sides(const Args& args, Diagnostics& d) {
     Side b = parse_side("B", b_words, start);
     return {std::move(a), std::move(b)};
   }
-  if (args.size() < 2 || args[0].starts_with("-") || args[1].starts_with("-")) {
+  const bool one_link = !args.empty() && is_link(args[0]) && !args[0].starts_with("-") &&
+                        (args.size() == 1 || args[1].starts_with("-"));
+  const stagemem::DecodedBaseline baseline =
+      one_link ? stagemem::decode_baseline(args[0]) : stagemem::DecodedBaseline{};
+  if (!baseline.present &&
+      (args.size() < 2 || args[0].starts_with("-") || args[1].starts_with("-"))) {
     d.error("diff",
-            "give two configurations: `stagemem diff A B` (each a link or a JSON file) or "
-            "`stagemem diff [A's flags] -- [B's flags]`; see `stagemem diff --help`");
+            "give two configurations: `stagemem diff A B` (each a link or a JSON file), "
+            "`stagemem diff [A's flags] -- [B's flags]` or one link that carries a baseline "
+            "(base=); see `stagemem diff --help`");
     return {};
   }
-  const Args shared(args.begin() + 2, args.end());
+  const Args shared(args.begin() + (baseline.present ? 1 : 2), args.end());
   auto words_of = [&](std::string_view whole) {
     Args words = {whole};
     words.insert(words.end(), shared.begin(), shared.end());
     bool unused = false;
     return spelled(words, unused);
   };
+  if (baseline.present) {
+    // A is the link's baseline, with the shared flags over it; B the link itself.
+    for (const auto& e : baseline.diagnostics.errors) d.error("A: " + e.field, e.message);
+    if (!baseline.config) return {};
+    Side a = parse_side("A", shared, &*baseline.config);
+    for (const auto& w : baseline.diagnostics.warnings)
+      a.line.diagnostics.warn("A: " + w.field, w.message);
+    return {std::move(a), parse_side("B", words_of(args[0]), nullptr)};
+  }
   return {parse_side("A", words_of(args[0]), nullptr), parse_side("B", words_of(args[1]), nullptr)};
 }
 

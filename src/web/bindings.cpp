@@ -27,13 +27,18 @@
 //                                       the last frames, and of its part before GL submission
 //   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
 //                                       the last frame (widget_rects.h names, "stage_bar_N",
+//                                       "compare_row_N" (the Compare tab's stage table),
 //                                       "field_<key>" or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
 //                                        catalogueTerms, catalogueShown, hoveredCell}
 //   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
-//   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h)
+//   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h; with a
+//                                       baseline pinned, comparison_markdown)
+//   Module.getComparison()              the comparison with the pinned baseline: `stagemem diff
+//                                       --json`'s document (docs/report-schema.md "The diff")
+//                                       plus app {stage, changes, baselineLink}; null if none
 //   Module.stagememPaste(text)          the page's paste event (browser.cpp)
 //   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
 //   Module.stagememLoadBytes(name, bytes) a dropped or picked allocator snapshot (a Uint8Array)
@@ -77,6 +82,7 @@
 #include <iterator>
 
 #include "actions.h"
+#include "baseline.h"
 #include "bounded_read.h"
 #include "config/config_fields.h"
 #include "config/config_json.h"
@@ -380,6 +386,17 @@ val get_widget_rect(const std::string& name) {
     const auto& bars = app_state->views.stages.bar_rects;
     if (index < bars.size()) return css_rect(bars[index]);
   }
+  constexpr std::string_view row_prefix = "compare_row_";
+  if (name.starts_with(row_prefix)) {
+    const std::string digits = name.substr(row_prefix.size());
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return val::null();
+    }
+    const auto index = static_cast<std::size_t>(std::stoul(digits));
+    const auto& rows = app_state->views.compare.row_rects;
+    return index < rows.size() ? css_rect(rows[index]) : val::null();
+  }
   constexpr std::string_view field_prefix = "field_";
   if (name.starts_with(field_prefix)) {
     const auto fields = stagemem::config_fields();
@@ -423,7 +440,7 @@ val get_ui_state() {
   out.set("hoveredStage", static_cast<double>(views.stages.hovered_stage));
   out.set("hoveredTerm", static_cast<double>(views.stages.hovered_term));
   constexpr const char* tab_names[] = {"stages", "sweep",    "cross_checks", "model",
-                                       "plan",   "timeline", "snapshot"};
+                                       "plan",   "timeline", "snapshot",     "compare"};
   static_assert(std::size(tab_names) == static_cast<std::size_t>(MainTab::count));
   out.set("mainTab", std::string(tab_names[static_cast<std::size_t>(app_state->main_tab)]));
   out.set("catalogueTerms", static_cast<double>(views.model.catalogue.size()));
@@ -582,7 +599,25 @@ std::string get_markdown_table() {
   if (!app_state) return "";
   refresh_report(*app_state);
   if (!app_state->report_valid || report_stale(*app_state)) return "";
-  return markdown_text(*app_state, web_app->platform);
+  return copied_markdown(*app_state, web_app->platform);
+}
+
+// The comparison with the pinned baseline: comparison_json's document (what `stagemem diff
+// --json` writes for the two links), parsed, plus `app`: {stage (the Compare tab's chosen stage;
+// -1: B's binding stage), changes (the settings changed, as the tab shows them), baselineLink
+// (the base= pair the page's link carries)}; null when no baseline is pinned.
+val get_comparison() {
+  if (!app_state) return val::null();
+  refresh_report(*app_state);
+  const std::string text = comparison_json_text(*app_state);
+  if (text.empty()) return val::null();
+  val out = val::global("JSON").call<val>("parse", text);
+  val app = val::object();
+  app.set("stage", static_cast<double>(app_state->views.compare.stage));
+  app.set("changes", app_state->baseline.changes_text);
+  app.set("baselineLink", app_state->baseline.link_pair);
+  out.set("app", app);
+  return out;
 }
 
 std::string get_report_json() {
@@ -646,6 +681,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getUiState", &get_ui_state);
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
+  emscripten::function("getComparison", &get_comparison);
   emscripten::function("getSweep", &get_sweep);
   emscripten::function("getSweepProgress", &get_sweep_progress);
   emscripten::function("getTimeline", &get_timeline);

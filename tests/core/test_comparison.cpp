@@ -149,8 +149,8 @@ TEST_CASE("Comparison JSON: per stage peak_delta_bytes, per term a_bytes/b_bytes
     const auto& s = doc["stages"][i];
     const StageComparison& c = p.comparison.stages[i];
     CHECK(s["index"] == i);
-    CHECK(s["peak_delta_bytes"] == s["b_peak_bytes"].get<std::int64_t>() -
-                                       s["a_peak_bytes"].get<std::int64_t>());
+    CHECK(s["peak_delta_bytes"] ==
+          s["b_peak_bytes"].get<std::int64_t>() - s["a_peak_bytes"].get<std::int64_t>());
     CHECK(s["changed_terms"] == changed_terms(c));
     REQUIRE(s["terms"].size() == c.terms.size());
     for (std::size_t t = 0; t < c.terms.size(); ++t) {
@@ -163,4 +163,32 @@ TEST_CASE("Comparison JSON: per stage peak_delta_bytes, per term a_bytes/b_bytes
   CHECK(doc["stages"][3]["in_a"] == false);
   CHECK(doc["stages"][3]["a_layers"].is_null());
   CHECK(doc["stages"][3]["a_fits"].is_null());
+}
+
+TEST_CASE("Comparison: the pieces a front end draws are the cells the writers print") {
+  // The app's Compare tab draws these tables itself; they must be the ones `stagemem diff`
+  // prints, so the text writer's output holds each of them whole.
+  const Pair p("v=1&pp=2", "v=1&pp=4");
+  const ComparedReports c = p.compared();
+  const Table stages = comparison_stage_table(c);
+  REQUIRE(stages.rows.size() == p.comparison.stages.size());  // one row per stage index
+  CHECK(stages.columns.size() == 8);
+  const std::string text = comparison_text(c, {.all_stages = true});
+  CHECK(text.find(text_table(stages)) != std::string::npos);
+  for (const StageComparison& s : p.comparison.stages) {
+    CHECK(text.find(changed_terms_heading(s)) != std::string::npos);
+    const Table terms = changed_terms_table(c, s);
+    CHECK(static_cast<std::int64_t>(terms.rows.size()) == changed_terms(s));
+    if (!terms.rows.empty()) CHECK(text.find(text_table(terms)) != std::string::npos);
+  }
+  // The binding peaks line, with the arrow asked for.
+  CHECK(text.find("binding peak: " + binding_peaks_text(p.comparison)) != std::string::npos);
+  CHECK(binding_peaks_text(p.comparison, " \u2192 ").find(" \u2192 ") != std::string::npos);
+  // Amounts under 10 MiB in bytes, so a change never reads 0.00 GiB; differences signed.
+  CHECK(comparison_amount_text(81920) == "81,920 B");
+  CHECK(comparison_amount_text(std::int64_t{3} << 30) == "3.00 GiB");
+  CHECK(comparison_delta_text(81920) == "+81,920 B");
+  CHECK(comparison_delta_text(-(std::int64_t{3} << 29)) == "-1.50 GiB");
+  CHECK(comparison_delta_text(0) == "0 B");
+  CHECK(comparison_side_summary(p.b, p.b_config).find("sequence") != std::string::npos);
 }

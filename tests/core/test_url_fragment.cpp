@@ -439,3 +439,79 @@ TEST_CASE(
   // Repeated snapshot= keys are not "given twice" errors.
   CHECK(decode_fragment("v=1&snapshot=a&snapshot=b").diagnostics.ok());
 }
+
+// ---- A comparison's baseline (base=) ------------------------------------------------------
+
+TEST_CASE("A baseline rides in the link as base= and round-trips") {
+  Config baseline;
+  baseline.model = "llama-3.1-70b";
+  baseline.parallel.tensor_parallel = 8;
+  baseline.parallel.pipeline_parallel = 8;
+  Config shown = baseline;
+  shown.parallel.tensor_parallel = 4;
+  // The baseline's own fragment, with '&' as %26 ('=' stays: a pair splits at its first '=').
+  CHECK(encode_fragment(baseline) == "v=1&model=llama-3.1-70b&tp=8&pp=8");
+  CHECK(encode_baseline(baseline) == "base=v=1%26model=llama-3.1-70b%26tp=8%26pp=8");
+  const std::string link = "https://wiki.example/stagemem/#" + encode_fragment(shown) + "&" +
+                           encode_baseline(baseline) + "&view.tab=stages";
+  // The link's own configuration is B, untouched by the baseline, and base= is no unknown key.
+  const DecodedFragment b = decode_fragment(link);
+  CHECK(b.diagnostics.ok());
+  CHECK(b.diagnostics.warnings.empty());
+  CHECK(b.config == shown);
+  const DecodedBaseline a = decode_baseline(link);
+  CHECK(a.present);
+  CHECK(a.diagnostics.ok());
+  CHECK(a.diagnostics.warnings.empty());
+  REQUIRE(a.config);
+  CHECK(*a.config == baseline);
+  // A link without one has none, and says nothing.
+  const DecodedBaseline none = decode_baseline("#" + encode_fragment(shown));
+  CHECK_FALSE(none.present);
+  CHECK_FALSE(none.config);
+  CHECK(none.diagnostics.ok());
+}
+
+TEST_CASE("A baseline with measured values and a custom model round-trips") {
+  Config baseline = every_field_changed();
+  const std::string link = "#v=1&tp=2&" + encode_baseline(baseline);
+  const DecodedBaseline a = decode_baseline(link);
+  REQUIRE(a.config);
+  CHECK(*a.config == baseline);
+  CHECK(decode_fragment(link).config.parallel.tensor_parallel == 2);
+}
+
+TEST_CASE("Every old link decodes the same with the baseline key known") {
+  // tests/links/v1.txt holds no base=: each has no baseline and decodes as before.
+  // (The corpus's one line with base= is the baseline's own test case: it decodes to B.)
+  for (const auto& entry : stagemem_tests::read_corpus("links/v1.txt", "//")) {
+    INFO("tests/links/v1.txt line " << entry.line << ": " << entry.first);
+    const DecodedBaseline a = decode_baseline(entry.first);
+    CHECK(a.present == (entry.first.find("&base=") != std::string::npos));
+    CHECK(a.diagnostics.ok());
+  }
+}
+
+TEST_CASE("A bad baseline is an error naming the field inside it") {
+  auto first_error = [](std::string_view link) {
+    const DecodedBaseline a = decode_baseline(link);
+    CHECK(a.present);
+    CHECK_FALSE(a.config);  // a half-read baseline is never compared with
+    REQUIRE_FALSE(a.diagnostics.errors.empty());
+    return a.diagnostics.errors.front();
+  };
+  const FieldMessage tp = first_error("#v=1&tp=4&base=v=1%26tp=0");
+  CHECK(tp.field == "url.base.tp");
+  CHECK(tp.message.find("[1, ") != std::string::npos);  // the allowed range
+  CHECK(first_error("#v=1&base=v=1%26model=no-such-model").field == "url.base.model");
+  CHECK(first_error("#v=1&base=").field == "url.base");
+  CHECK(first_error("#v=1&base=").message.find("baseline's own fragment") != std::string::npos);
+  CHECK(first_error("#v=1&base=v=1%2").field == "url.base");
+  CHECK(first_error("#v=1&base=v=1%26base=v=1").field == "url.base.base");
+  CHECK(first_error("#v=1&base=https://x/%23v=1").message.find("'#'") != std::string::npos);
+  CHECK(first_error("#v=1&base=v=2").field == "url.base.v");
+  // The link's own decoder refuses a second base= like any key given twice.
+  const DecodedFragment twice = decode_fragment("#v=1&base=v=1&base=v=1%26tp=2");
+  REQUIRE_FALSE(twice.diagnostics.errors.empty());
+  CHECK(twice.diagnostics.errors.front().field == "url.base");
+}

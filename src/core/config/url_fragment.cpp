@@ -195,6 +195,8 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       } else if (auto g = parse_gap_text(value, d, item)) {
         result.config.gaps.push_back(*g);
       }
+    } else if (key == baseline_key) {
+      // A comparison's baseline (decode_baseline reads it): not this link's configuration.
     } else if (key == "snapshot") {
       // An allocator snapshot's summary (snapshot_link.h): measured figures for the front end's
       // comparison, never configuration; decode_snapshot_link reads them.
@@ -211,6 +213,68 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
   if (!saw_version && result.config != base) {
     d.warn("url.v", "no format version; read as version " + std::to_string(url_format_version));
   }
+  return result;
+}
+
+std::string encode_baseline(const Config& baseline) {
+  return std::string(baseline_key) + "=" + percent_encode(encode_fragment(baseline));
+}
+
+namespace {
+
+// The value of the first `key=` pair of a fragment, if any.
+std::optional<std::string_view> find_pair(std::string_view fragment, std::string_view key) {
+  while (!fragment.empty()) {
+    const auto amp = fragment.find('&');
+    const std::string_view pair = fragment.substr(0, amp);
+    fragment = amp == std::string_view::npos ? std::string_view{} : fragment.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == key) return pair.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DecodedBaseline decode_baseline(std::string_view link) {
+  DecodedBaseline result;
+  Diagnostics& d = result.diagnostics;
+  if (const auto hash = link.find('#'); hash != std::string_view::npos)
+    link.remove_prefix(hash + 1);
+  // The link's own decoder bounds its length and refuses a second base= (a key given twice).
+  if (link.size() > max_fragment_length) return result;
+  const std::optional<std::string_view> value = find_pair(link, baseline_key);
+  result.present = value.has_value();
+  if (!result.present) return result;
+  const std::string field = "url." + std::string(baseline_key);
+  std::string fragment;
+  if (!percent_decode(*value, fragment)) {
+    d.error(field, "a '%' must be followed by two hexadecimal digits");
+    return result;
+  }
+  if (fragment.empty()) {
+    d.error(field,
+            "empty: expected the baseline's own fragment, percent-encoded (base=v=1%26tp=8...)");
+    return result;
+  }
+  if (fragment.find('#') != std::string::npos) {
+    d.error(field, "'" + shown(fragment) +
+                       "' holds a '#': expected the baseline's fragment only, not a whole link");
+    return result;
+  }
+  DecodedFragment decoded = decode_fragment(fragment);
+  // The baseline's own fields, named inside it: "url.tp" becomes "url.base.tp".
+  const auto renamed = [&](std::string name) {
+    return name.starts_with("url") ? field + name.substr(3) : field + "." + name;
+  };
+  for (auto& e : decoded.diagnostics.errors) d.error(renamed(e.field), e.message);
+  for (auto& w : decoded.diagnostics.warnings) d.warn(renamed(w.field), w.message);
+  if (find_pair(fragment, baseline_key)) {
+    d.error(field + "." + std::string(baseline_key),
+            "a baseline has no baseline of its own; give one base= key");
+  }
+  if (!d.ok()) return result;
+  result.config = std::move(decoded.config);
   return result;
 }
 

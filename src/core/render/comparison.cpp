@@ -37,16 +37,12 @@ bool small(std::int64_t bytes) {
   return bytes != 0 && bytes > -small_amount_bytes && bytes < small_amount_bytes;
 }
 
-// "7.48 GiB", "81,920 B".
 std::string amount_text(std::int64_t bytes) {
-  return small(bytes) ? group_digits(bytes) + " B" : format_gib(bytes);
+  return comparison_amount_text(bytes);
 }
 
-// "-4.23 GiB", "+81,920 B", "0 B".
 std::string delta_text(std::int64_t bytes) {
-  if (bytes == 0) return "0 B";
-  return small(bytes) ? (bytes > 0 ? "+" : "") + group_digits(bytes) + " B"
-                      : signed_gib_text(bytes);
+  return comparison_delta_text(bytes);
 }
 
 const StageReport* stage_of(const Report& report, std::int64_t index) {
@@ -106,7 +102,19 @@ std::string stage_cell(const ComparedReports& c, std::int64_t index) {
   return cell;
 }
 
-Table stage_table(const ComparedReports& c) {
+}  // namespace
+
+std::string comparison_amount_text(std::int64_t bytes) {
+  return small(bytes) ? group_digits(bytes) + " B" : format_gib(bytes);
+}
+
+std::string comparison_delta_text(std::int64_t bytes) {
+  if (bytes == 0) return "0 B";
+  return small(bytes) ? (bytes > 0 ? "+" : "") + group_digits(bytes) + " B"
+                      : signed_gib_text(bytes);
+}
+
+Table comparison_stage_table(const ComparedReports& c) {
   Table table{.columns = {{"stage", Align::right},
                           {"layers A"},
                           {"layers B"},
@@ -124,6 +132,8 @@ Table stage_table(const ComparedReports& c) {
   return table;
 }
 
+namespace {
+
 // The terms of one stage whose bytes differ, largest difference first (equal ones in the
 // comparison's order).
 std::vector<const TermComparison*> changed(const StageComparison& s) {
@@ -138,8 +148,10 @@ std::vector<const TermComparison*> changed(const StageComparison& s) {
   return out;
 }
 
-Table changed_term_table(const ComparedReports& c, const StageComparison& s,
-                         std::string_view arrow) {
+}  // namespace
+
+Table changed_terms_table(const ComparedReports& c, const StageComparison& s,
+                          std::string_view arrow) {
   Table table{.columns = {{"term"},
                           {"family"},
                           {"A", Align::right},
@@ -155,6 +167,8 @@ Table changed_term_table(const ComparedReports& c, const StageComparison& s,
   return table;
 }
 
+namespace {
+
 // The stages whose changed terms are listed: both binding stages, or every stage.
 std::vector<const StageComparison*> listed_stages(const ComparedReports& c, bool all) {
   std::vector<const StageComparison*> out;
@@ -166,15 +180,17 @@ std::vector<const StageComparison*> listed_stages(const ComparedReports& c, bool
   return out;
 }
 
-// "stage 0: 5 of 42 terms changed" (terms of A and B together: a term only one side has counts).
-std::string changed_heading(const StageComparison& s) {
+}  // namespace
+
+// Terms of A and B together: a term only one side has counts.
+std::string changed_terms_heading(const StageComparison& s) {
   return "stage " + std::to_string(s.index) + ": " + std::to_string(changed_terms(s)) + " of " +
          std::to_string(s.terms.size()) + " terms changed";
 }
 
 // The side's model, layout and the training settings every reader asks first; the settings that
 // differ are listed whole by setting_changes.
-std::string side_summary(const Report& report, const Config& config) {
+std::string comparison_side_summary(const Report& report, const Config& config) {
   const TrainingConfig& t = config.training;
   return report.model + ", " + layout_text(config) + "; sequence " +
          std::to_string(t.sequence_length) + ", micro-batch " + std::to_string(t.micro_batch) +
@@ -182,11 +198,12 @@ std::string side_summary(const Report& report, const Config& config) {
          std::string(optimizer_kind_name(config.optimizer.kind));
 }
 
-// "74.32 GiB -> 70.20 GiB (-4.12 GiB)": the binding peaks.
 std::string binding_peaks_text(const Comparison& c, std::string_view arrow) {
   return amount_text(c.a_binding_peak_bytes) + std::string(arrow) +
          amount_text(c.b_binding_peak_bytes) + " (" + delta_text(c.binding_peak_delta_bytes) + ")";
 }
+
+namespace {
 
 json side_json(const Report& report, std::string_view link) {
   const StageReport* binding = stage_of(report, report.binding_stage);
@@ -251,15 +268,15 @@ std::string setting_changes_text(const std::vector<SettingChange>& changes,
 
 std::string comparison_text(const ComparedReports& c, const ComparisonTextOptions& options) {
   std::string out;
-  out += "A: " + side_summary(c.a, c.a_config) + "\n   " + verdict_text(c.a) + "\n";
-  out += "B: " + side_summary(c.b, c.b_config) + "\n   " + verdict_text(c.b) + "\n";
+  out += "A: " + comparison_side_summary(c.a, c.a_config) + "\n   " + verdict_text(c.a) + "\n";
+  out += "B: " + comparison_side_summary(c.b, c.b_config) + "\n   " + verdict_text(c.b) + "\n";
   out +=
       "settings changed: " + setting_changes_text(setting_changes(c.a_config, c.b_config)) + "\n";
   out += "binding peak: " + binding_peaks_text(c.comparison, " -> ") + "\n\n";
-  out += text_table(stage_table(c));
+  out += text_table(comparison_stage_table(c));
   for (const StageComparison* s : listed_stages(c, options.all_stages)) {
-    out += "\n" + changed_heading(*s) + "\n";
-    if (changed_terms(*s) > 0) out += text_table(changed_term_table(c, *s, " -> "));
+    out += "\n" + changed_terms_heading(*s) + "\n";
+    if (changed_terms(*s) > 0) out += text_table(changed_terms_table(c, *s, " -> "));
   }
   return out;
 }
@@ -270,8 +287,8 @@ std::string comparison_markdown(const ComparedReports& c,
   out +=
       "**stagemem** comparison of per-rank device memory per pipeline stage, B - A (GiB = 2^30 "
       "bytes)\n\n";
-  out += "- A: " + markdown_cell(side_summary(c.a, c.a_config)) + "\n";
-  out += "- B: " + markdown_cell(side_summary(c.b, c.b_config)) + "\n";
+  out += "- A: " + markdown_cell(comparison_side_summary(c.a, c.a_config)) + "\n";
+  out += "- B: " + markdown_cell(comparison_side_summary(c.b, c.b_config)) + "\n";
   out +=
       "- Settings changed: " +
       markdown_cell(setting_changes_text(setting_changes(c.a_config, c.b_config), markdown_arrow)) +
@@ -280,10 +297,10 @@ std::string comparison_markdown(const ComparedReports& c,
   out += "- Verdict B: **" + markdown_cell(verdict_text(c.b)) + "**\n";
   out +=
       "- Binding peak: " + markdown_cell(binding_peaks_text(c.comparison, markdown_arrow)) + "\n\n";
-  out += markdown_table(stage_table(c));
+  out += markdown_table(comparison_stage_table(c));
   for (const StageComparison* s : listed_stages(c, options.all_stages)) {
-    out += "\n#### " + markdown_cell(changed_heading(*s)) + "\n\n";
-    if (changed_terms(*s) > 0) out += markdown_table(changed_term_table(c, *s, markdown_arrow));
+    out += "\n#### " + markdown_cell(changed_terms_heading(*s)) + "\n\n";
+    if (changed_terms(*s) > 0) out += markdown_table(changed_terms_table(c, *s, markdown_arrow));
   }
   if (!options.comparison_link.empty()) {
     out += '\n' + markdown_link_line(options.comparison_link, "Open this comparison in stagemem",

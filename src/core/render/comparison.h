@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "estimate/compare.h"
+#include "render/table.h"
 #include "report/report.h"
 
 namespace stagemem {
@@ -70,5 +71,26 @@ std::string comparison_csv(const ComparedReports& compared);
 // `a_bytes`/`b_bytes`/`delta_bytes`. Two-space indented, one trailing newline.
 std::string comparison_json(const ComparedReports& compared, std::string_view a_link,
                             std::string_view b_link);
+
+// ---- The pieces the writers above are made of ----------------------------------------------
+// For a front end that draws the comparison itself (the app's Compare tab), so that its cells are
+// the ones `stagemem diff` prints and the two cannot disagree.
+
+// "7.48 GiB"; under 10 MiB in bytes ("81,920 B"), so a changed term never reads 0.00 GiB.
+std::string comparison_amount_text(std::int64_t bytes);
+// "-4.23 GiB", "+81,920 B", "0 B".
+std::string comparison_delta_text(std::int64_t bytes);
+// "Llama-3.1-70B, TP 8 x PP 4 x DP 2 ...; sequence 8192, micro-batch 1, ...": one side.
+std::string comparison_side_summary(const Report& report, const Config& config);
+// "74.32 GiB -> 70.20 GiB (-4.12 GiB)": the binding peaks of A and B.
+std::string binding_peaks_text(const Comparison& comparison, std::string_view arrow = " -> ");
+// The stage table: stage (binding marks), layers A/B, peak A/B, difference, fits A/B; one row
+// per entry of comparison.stages, in order.
+Table comparison_stage_table(const ComparedReports& compared);
+// "stage 0: 5 of 42 terms changed".
+std::string changed_terms_heading(const StageComparison& stage);
+// A stage's changed terms, largest difference first: term, family, A, B, difference.
+Table changed_terms_table(const ComparedReports& compared, const StageComparison& stage,
+                          std::string_view arrow = " -> ");
 
 }  // namespace stagemem
