@@ -16,9 +16,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "config/repair.h"
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
@@ -97,6 +99,17 @@ struct SnapshotTab {
   std::string error_file;
 };
 
+// The one-click repairs of the configuration's errors ("Set TP to 4 (divides 4 KV heads)",
+// config/repair.h), refreshed with `diagnostics`, and what the last model change did: the layout
+// it repaired and the settings it kept that are not the defaults (shown under the summary line).
+struct FixIts {
+  std::optional<stagemem::Model> model;                  // the configuration's, when it resolves
+  std::vector<std::optional<stagemem::Repair>> repairs;  // parallel to diagnostics.errors
+  // After a model change (a preset picked, a config.json imported); empty: nothing to say.
+  std::string model_changed;  // "Qwen3-30B-A3B: TP 8 -> 4 (divides 4 KV heads)"
+  std::string kept;           // "tp=8, pp=4, dp=2, sp=1, seq=8192, optimizer=distributed-adam"
+};
+
 // ---- The panels' view state (see the top of this file) -------------------------------------
 
 // Editing state of one row of config_fields() (parallel to it).
@@ -108,6 +121,8 @@ struct FieldEditor {
   std::string error;  // the last parse error of `text`, shown under the field
   WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
   bool label_above = false;  // the panel is too narrow for label and value side by side
+  // integer fields: the number is being typed (`text` holds it; applied on Enter or focus loss).
+  bool typing = false;
 };
 
 // panel_config.cpp and panel_measurements.cpp (the configuration column). The field texts are
@@ -253,6 +268,7 @@ struct AppState {
   PlanTab plan;          // the "Plan" tab: bounds, time-sliced search, frontier (plan_tab.h)
   TimelineTab timeline;  // the "Timeline" tab's stage and timeline
   SnapshotTab snapshot;  // the "Snapshot" tab (and the measured curve on the timeline)
+  FixIts fix_its;        // repairs of the errors; what the last model change kept or changed
 
   Views views;  // the panels' own (see the top of this file)
 };

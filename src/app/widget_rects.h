@@ -43,6 +43,9 @@ enum class Widget : std::uint8_t {
   tab_snapshot,
   snapshot_open,   // the Snapshot tab's file button
   snapshot_stage,  // its stage selector
+  settings_line,   // the summary's line of the settings that change memory
+  model_reset,     // the model-change notice's "Reset to the defaults"
+  model_dismiss,   // and its "Dismiss"
   count
 };
 
@@ -55,7 +58,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
         "add_gap",      "catalogue_filter", "undo",          "redo",           "open_file",
         "field_fix",    "gpus_per_node",    "frame_times",   "bar_tooltip",    "tab_plan",
         "plan_search",  "plan_first_row",   "tab_timeline",  "timeline_stage", "timeline_chart",
-        "tab_snapshot", "snapshot_open",    "snapshot_stage"};
+        "tab_snapshot", "snapshot_open",    "snapshot_stage", "settings_line",  "model_reset",
+        "model_dismiss"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

@@ -23,14 +23,14 @@ void mono_text(ImFont* font, std::string_view text, bool wrap) {
   ImGui::PopFont();
 }
 
-Fix fix_button(const stagemem::Config& config, const stagemem::FieldMessage& error, bool& pressed) {
+const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed) {
   pressed = false;
-  const Fix fix = fix_for(config, error);
-  if (fix == Fix::none) return fix;
-  const char* label = fix_label(fix);
-  ImGui::PushID(label);
-  pressed = ImGui::SmallButton(label);
-  ImGui::SetItemTooltip("%s", error.message.c_str());
+  const stagemem::Repair* repair = repair_of(state, error);
+  if (repair == nullptr) return nullptr;
+  ImGui::PushID(static_cast<int>(error));
+  pressed = ImGui::SmallButton(repair->label.c_str());
+  ImGui::SetItemTooltip("%s: %s", state.diagnostics.errors[error].field.c_str(),
+                        state.diagnostics.errors[error].message.c_str());
   ImGui::PopID();
-  return fix;
+  return repair;
 }

@@ -8,7 +8,10 @@
 //   Module.getReport()                  the report JSON document (docs/report-schema.md; the
 //                                       text of getReportJson(), parsed) plus `app`: {valid,
 //                                       stale, errors[{field, message}] of the configuration on
-//                                       screen, verdict, world_size, stacked_bytes[] per stage}
+//                                       screen, fixes[] (each error's fix label or ""),
+//                                       verdict, world_size, stacked_bytes[] per stage, settings
+//                                       (the summary's settings line), model_changed, kept (the
+//                                       model-change notice), toolbar_message}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, slices, sweeps, heatMapDraws}: the Sweep
@@ -169,6 +172,18 @@ val get_report() {
   app.set("valid", app_state->report_valid);
   app.set("stale", report_stale(*app_state));
   app.set("errors", field_messages(app_state->diagnostics.errors));
+  // The one-click fix of each error (parallel to errors; "" where it has none), the summary's
+  // settings line, what the last model change changed and kept, the toolbar's last message.
+  val fixes = val::array();
+  for (std::size_t i = 0; i < app_state->diagnostics.errors.size(); ++i) {
+    const stagemem::Repair* repair = repair_of(*app_state, i);
+    fixes.call<void>("push", repair != nullptr ? repair->label : std::string());
+  }
+  app.set("fixes", fixes);
+  app.set("settings", stagemem::settings_text(app_state->config));
+  app.set("model_changed", app_state->fix_its.model_changed);
+  app.set("kept", app_state->fix_its.kept);
+  app.set("toolbar_message", app_state->toolbar_message);
   app.set("verdict", stagemem::verdict_text(app_state->report));
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
   // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
@@ -201,8 +216,11 @@ void paste_from_page(const std::string& text) {
   request_frames(*app_state, 2);
   // A text field being edited takes the text through ImGui's own Ctrl+V (it reads
   // clipboard_text); anywhere else a link or a JSON document loads.
-  if (ImGui::GetIO().WantTextInput || !loadable_text(text)) return;
-  apply_action(*app_state, LoadText{"the clipboard", text}, web_app->platform);
+  // Anything else is loaded, or named as not loadable in the banner: a paste is never dropped
+  // without a word.
+  if (ImGui::GetIO().WantTextInput) return;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  apply_action(*app_state, LoadText{std::string(clipboard_name), text}, web_app->platform);
 }
 
 void load_file_from_page(const std::string& name, const std::string& text) {
