@@ -98,7 +98,7 @@ struct RefuseFile {  // a file the platform could not read (missing, unreadable,
   std::string problem;
 };
 // ---- From the summary line's model-change notice (fixes.h) ----
-struct ResetToDefaults {};    // the defaults with this model and device (what the CLI starts from)
+struct ResetToDefaults {};     // the defaults with this model and device (what the CLI starts from)
 struct DismissModelNotice {};  // hide what the last model change kept or changed
 
 using Action =

@@ -182,6 +182,15 @@ void record_field_rect(const Edit& e, FieldEditor& editor) {
   editor.rect = last_item_rect(e.out.frame());
 }
 
+// An entry of an open list, published as "option_<key>_<name>".
+void record_option(Edit& e, const ConfigField& field, std::string_view name) {
+  e.view.option_rects.emplace_back(std::string(field.key) + "_" + std::string(name),
+                                   last_item_rect(e.out.frame()));
+}
+
+// Lists as long as the presets: every entry visible without scrolling.
+constexpr ImGuiComboFlags list_flags = ImGuiComboFlags_HeightLargest;
+
 // The "-" and "+" buttons of the fields the first browser tests drive keep their names.
 struct StepWidgets {
   Widget minus;
@@ -236,7 +245,8 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
       stagemem::set_integer_field(e.config, field, *typed);
       editor.error.clear();
     } else {
-      editor.error = "'" + editor.text.substr(0, 24) + "' is not " + stagemem::allowed_values(field);
+      editor.error =
+          "'" + editor.text.substr(0, 24) + "' is not " + stagemem::allowed_values(field);
     }
     editor.text = std::to_string(*field.integer(e.config));
   }
@@ -246,10 +256,9 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
   const auto step = [&](int direction) {
     const FixIts& f = e.state.fix_its;
     const std::int64_t to =
-        f.model && !bytes
-            ? stagemem::step_value(e.config, *f.model, field, direction)
-            : std::clamp(value + direction * (bytes ? std::int64_t{1} << 30 : 1), field.min,
-                         field.max);
+        f.model && !bytes ? stagemem::step_value(e.config, *f.model, field, direction)
+                          : std::clamp(value + direction * (bytes ? std::int64_t{1} << 30 : 1),
+                                       field.min, field.max);
     stagemem::set_integer_field(e.config, field, to);
     editor.error.clear();
   };
@@ -272,11 +281,12 @@ void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
   // The names are string literals (each enum's list, base/enum_names.h): NUL-terminated.
   const char* preview =
       index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data() : "?";
-  if (ImGui::BeginCombo("##value", preview)) {
+  if (ImGui::BeginCombo("##value", preview, list_flags)) {
     for (int i = 0; i < count; ++i) {
       if (ImGui::Selectable(field.choices[static_cast<std::size_t>(i)].data(), i == index)) {
         field.set_choice(e.config, i);
       }
+      record_option(e, field, field.choices[static_cast<std::size_t>(i)]);
     }
     ImGui::EndCombo();
   }
@@ -340,12 +350,14 @@ void edit_text(Edit& e, FieldEditor& editor, const ConfigField& field) {
 
 void edit_model_preset(Edit& e, FieldEditor& editor, const ConfigField& field) {
   const bool custom = !e.config.custom_model.empty();
-  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : e.config.model.c_str())) {
+  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : e.config.model.c_str(),
+                        list_flags)) {
     for (const std::string& name : e.view.preset_names) {
       if (ImGui::Selectable(name.c_str(), !custom && name == e.config.model)) {
         e.config.model = name;
         e.config.custom_model.clear();
       }
+      record_option(e, field, name);
     }
     ImGui::EndCombo();
   }
@@ -408,12 +420,13 @@ void edit_device_preset(Edit& e, FieldEditor& editor, const ConfigField& field) 
   };
   const std::optional<stagemem::DevicePreset> chosen = stagemem::find_device(preset);
   const std::string preview = preset.empty() ? "(none)" : chosen ? with_capacity(*chosen) : preset;
-  if (ImGui::BeginCombo("##value", preview.c_str())) {
+  if (ImGui::BeginCombo("##value", preview.c_str(), list_flags)) {
     if (ImGui::Selectable("(none)", preset.empty())) preset.clear();
     for (const stagemem::DevicePreset& device : stagemem::device_presets()) {
       if (ImGui::Selectable(with_capacity(device).c_str(), preset == device.name)) {
         preset = std::string(device.name);
       }
+      record_option(e, field, device.name);
       ImGui::SetItemTooltip("%.*s: %s (%.*s)", static_cast<int>(device.display_name.size()),
                             device.display_name.data(), stagemem::format_gib(device.bytes).c_str(),
                             static_cast<int>(device.source.size()), device.source.data());
@@ -526,6 +539,7 @@ void init_config_view(ConfigView& view, const stagemem::Config& config) {
 void draw_config(const AppState& state, ConfigView& view, Actions& out) {
   stagemem::Config edited = state.config;
   Edit e{state, edited, view, out};
+  view.option_rects.clear();
   // Problems the core names by a field this panel has no widget for.
   show_field_errors(state.diagnostics, nullptr);
   const auto fields = stagemem::config_fields();

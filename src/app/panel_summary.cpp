@@ -1,8 +1,11 @@
 // The first screen's answer, under the toolbar: which model on which device in which parallel
 // layout (with the derived data-parallel size, world size and node count; GPUs per node is
 // editable), and the verdict: "fits: stage 1 binds at 224.7 of 288.0 GiB" or "stage 0 is 71.6 GiB
-// over". While the configuration has errors the verdict is the last valid one's, marked stale,
-// with the first error named.
+// over". Under it, every setting that changes memory (render/vocabulary.h settings_text: seq, mbs,
+// gbs and micro-batches, recompute, optimizer, precision, schedule) and whether the rest is the
+// defaults the CLI and a link start from; after a model change, what the layout had to change and
+// what was kept (fixes.h). While the configuration has errors the verdict is the last valid
+// one's, marked stale, with the first error named and its one-click fix.
 #include <algorithm>
 
 #include "actions.h"
@@ -100,10 +103,13 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
   // without keys start from.
   const bool all_defaults = kept_settings(c).empty();
   const bool layout_only = kept_settings(c, /*beyond_layout=*/true).empty();
-  ImGui::TextDisabled("%s%s", stagemem::settings_text(c).c_str(),
-                      all_defaults  ? " | the rest as the CLI's and a link's defaults"
-                      : layout_only ? " | the rest but the layout as the defaults"
-                                    : "");
+  // Wrapped at word boundaries: the line never runs off a narrow window.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%s%s", stagemem::settings_text(c).c_str(),
+                     all_defaults  ? " | the rest as the CLI's and a link's defaults"
+                     : layout_only ? " | the rest but the layout as the defaults"
+                                   : "");
+  ImGui::PopStyleColor();
   publish(out, Widget::settings_line);
   draw_model_notice(state, out);
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/repair.h"
@@ -136,6 +137,9 @@ struct ConfigView {
   std::string hf_config_text;  // a pasted Hugging Face config.json
   std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
   std::string hf_import_message;                         // "Imported as the custom model below"
+  // The entries of the open model, device and choice lists as drawn last frame ("<key>_<name>":
+  // Module.getWidgetRect("option_model_deepseek-v3")), for tests that pick one with the mouse.
+  std::vector<std::pair<std::string, WidgetRect>> option_rects;
 };
 
 // panel_summary.cpp.

@@ -9,7 +9,8 @@
 //                                       text of getReportJson(), parsed) plus `app`: {valid,
 //                                       stale, errors[{field, message}] of the configuration on
 //                                       screen, fixes[] (each error's fix label or ""),
-//                                       verdict, world_size, stacked_bytes[] per stage, settings
+//                                       verdict, world_size, expert_dp (0: EP x ETP does not
+//                                       divide the stage), stacked_bytes[] per stage, settings
 //                                       (the summary's settings line), model_changed, kept (the
 //                                       model-change notice), toolbar_message}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
@@ -29,7 +30,8 @@
 //                                       the last frames, and of its part before GL submission
 //   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
 //                                       the last frame (widget_rects.h names, "stage_bar_N",
-//                                       "field_<key>" or "sweep_cell_<x>_<y>");
+//                                       "field_<key>", "option_<key>_<name>" (an entry of an
+//                                       open list) or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
@@ -186,6 +188,8 @@ val get_report() {
   app.set("toolbar_message", app_state->toolbar_message);
   app.set("verdict", stagemem::verdict_text(app_state->report));
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
+  app.set("expert_dp",
+          static_cast<double>(stagemem::expert_data_parallel_size(app_state->config.parallel)));
   // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
   val stacked = val::array();
   for (const StageLabels& labels : app_state->report_labels.stages) {
@@ -397,6 +401,14 @@ val get_widget_rect(const std::string& name) {
       if (fields[i].key == std::string_view(name).substr(field_prefix.size())) {
         return css_rect(editors[i].rect);
       }
+    }
+    return val::null();
+  }
+  constexpr std::string_view option_prefix = "option_";
+  if (name.starts_with(option_prefix)) {
+    const std::string_view wanted = std::string_view(name).substr(option_prefix.size());
+    for (const auto& [option, rect] : app_state->views.config.option_rects) {
+      if (option == wanted) return css_rect(rect);
     }
     return val::null();
   }

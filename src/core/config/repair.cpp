@@ -56,8 +56,8 @@ std::vector<Requirement> tp_requirements(const Config& config, const Model& mode
   if (u.mla) out.push_back({model.mla.heads, n(model.mla.heads) + " MLA heads"});
   if (u.kda) out.push_back({model.kda.heads, n(model.kda.heads) + " KDA heads"});
   if (u.dense) {
-    out.push_back({model.dense_mlp.intermediate,
-                   "the dense MLP width " + n(model.dense_mlp.intermediate)});
+    out.push_back(
+        {model.dense_mlp.intermediate, "the dense MLP width " + n(model.dense_mlp.intermediate)});
   }
   if (u.moe && model.moe.shared_experts > 0) {
     const std::int64_t width = model.moe.shared_experts * model.moe.shared_intermediate;
@@ -128,7 +128,8 @@ std::optional<Repair> repair_tp(const Config& config, const Model& model) {
   const std::int64_t rest = p.pipeline_parallel * std::max<std::int64_t>(1, p.context_parallel);
   std::int64_t to = 0;
   if (p.world_size > 0 && p.data_parallel == 0) {
-    to = largest_below(tp, [&](std::int64_t v) { return ok(v) && divides(v * rest, p.world_size); });
+    to =
+        largest_below(tp, [&](std::int64_t v) { return ok(v) && divides(v * rest, p.world_size); });
   }
   if (to == 0) to = largest_below(tp, ok);
   if (to == 0) return std::nullopt;
@@ -142,8 +143,8 @@ std::optional<Repair> repair_ep(const Config& config, const Model& model) {
   const ParallelLayout& p = config.parallel;
   const std::int64_t ep = p.expert_parallel;
   const std::int64_t experts = model.moe.routed_experts;
-  const std::int64_t inner = p.tensor_parallel * std::max<std::int64_t>(1, p.context_parallel) *
-                             data_parallel_size(p);
+  const std::int64_t inner =
+      p.tensor_parallel * std::max<std::int64_t>(1, p.context_parallel) * data_parallel_size(p);
   const std::int64_t etp = std::max<std::int64_t>(1, p.expert_tensor_parallel);
   const bool experts_ok = divides(ep, experts);
   const bool groups_ok = divides(ep * etp, inner);
@@ -190,8 +191,8 @@ std::optional<Repair> repair_world_size(const Config& config, const Model& model
   const std::int64_t cp = std::max<std::int64_t>(1, p.context_parallel);
   const std::int64_t fixed = p.tensor_parallel * p.pipeline_parallel * cp;
   if (p.world_size <= 0 || fixed <= 0) return std::nullopt;
-  const std::string parts = "TP " + n(p.tensor_parallel) + " x PP " + n(p.pipeline_parallel) +
-                            " x CP " + n(cp);
+  const std::string parts =
+      "TP " + n(p.tensor_parallel) + " x PP " + n(p.pipeline_parallel) + " x CP " + n(cp);
   if (p.data_parallel > 0) {
     if (p.world_size == fixed * p.data_parallel) return std::nullopt;
     Config repaired = config;
@@ -209,10 +210,12 @@ std::optional<Repair> repair_world_size(const Config& config, const Model& model
   if (divides(fixed, p.world_size)) return std::nullopt;
   // The nearest multiple of TP x PP x CP (the larger one on a tie) whose DP also holds the expert
   // groups (EP x ETP divides TP x CP x DP), when the model has routed experts.
-  const std::int64_t expert = p.expert_parallel * std::max<std::int64_t>(1, p.expert_tensor_parallel);
+  const std::int64_t expert =
+      p.expert_parallel * std::max<std::int64_t>(1, p.expert_tensor_parallel);
   const bool experts = uses_of(model).moe && expert > 1;
   const auto holds = [&](std::int64_t world) {
-    return world >= fixed && (!experts || divides(expert, p.tensor_parallel * cp * (world / fixed)));
+    return world >= fixed &&
+           (!experts || divides(expert, p.tensor_parallel * cp * (world / fixed)));
   };
   const std::int64_t below = p.world_size / fixed * fixed;
   std::int64_t to = 0;

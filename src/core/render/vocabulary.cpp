@@ -242,7 +242,8 @@ std::string settings_text(const Config& config) {
   const OptimizerConfig& o = config.optimizer;
   const bool distributed =
       o.kind == OptimizerKind::distributed_adam || o.kind == OptimizerKind::distributed_muon;
-  out += " | " + std::string(optimizer_kind_name(o.kind)) + (distributed ? "" : " (not distributed)");
+  out +=
+      " | " + std::string(optimizer_kind_name(o.kind)) + (distributed ? "" : " (not distributed)");
   if (o.master_weights != MasterDtype::fp32) {
     out += ", " + std::string(master_dtype_name(o.master_weights)) + " master";
   }
