@@ -378,7 +378,7 @@ void import_hugging_face(Edit& e) {
       view.hf_import_errors = std::move(imported.diagnostics.errors);
       if (imported.model) {
         e.config.custom_model = stagemem::model_to_text(*imported.model);
-        view.hf_import_message = "Imported as the custom model below";
+        view.hf_import_message = "Imported " + imported.model->name + " as the custom model below";
       } else {
         view.hf_import_message.clear();
       }
