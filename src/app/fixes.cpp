@@ -36,15 +36,25 @@ bool model_changed(const stagemem::Config& before, const stagemem::Config& after
          (after.custom_model.empty() && before.model != after.model);
 }
 
+namespace {
+
+// A setting a model change carries over that is not the default (the model and the device are
+// chosen, not carried).
+bool is_kept(const stagemem::ConfigField& field, const stagemem::Config& config,
+             bool beyond_layout = false) {
+  if (field.key == "model" || field.key == "custom" || field.key == "device" ||
+      field.key == "device_bytes" || (beyond_layout && field.path.starts_with("parallel."))) {
+    return false;
+  }
+  return !stagemem::field_equals(field, config, stagemem::default_config());
+}
+
+}  // namespace
+
 std::string kept_settings(const stagemem::Config& config, bool beyond_layout) {
-  const stagemem::Config defaults = stagemem::default_config();
   std::string out;
   for (const stagemem::ConfigField& field : stagemem::config_fields()) {
-    if (field.key == "model" || field.key == "custom" || field.key == "device" ||
-        field.key == "device_bytes" || (beyond_layout && field.path.starts_with("parallel.")) ||
-        stagemem::field_equals(field, config, defaults)) {
-      continue;
-    }
+    if (!is_kept(field, config, beyond_layout)) continue;
     out += (out.empty() ? "" : ", ") + std::string(field.key) + "=" +
            stagemem::format_field_text(field, config);
   }
@@ -68,8 +78,16 @@ std::string settle_model_change(AppState& state) {
   if (!model) return "";
   stagemem::NearestLayout nearest = stagemem::nearest_valid_layout(state.config, *model);
   if (nearest.changes.empty()) return "";
+  // What the repair changed is named in model_changed; kept names only what stayed as it was.
+  const stagemem::Config before = state.config;
   state.config = std::move(nearest.config);
-  f.kept = kept_settings(state.config);
+  f.kept.clear();
+  for (const stagemem::ConfigField& field : stagemem::config_fields()) {
+    if (!stagemem::field_equals(field, before, state.config)) continue;
+    if (!is_kept(field, state.config)) continue;
+    f.kept += (f.kept.empty() ? "" : ", ") + std::string(field.key) + "=" +
+              stagemem::format_field_text(field, state.config);
+  }
   std::string changes;
   for (const std::string& change : nearest.changes) {
     changes += (changes.empty() ? "" : "; ") + change;

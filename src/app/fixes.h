@@ -32,8 +32,9 @@ bool apply_fix(AppState& state, std::size_t index);
 // Whether `after` describes another model than `before` (preset or custom model text).
 bool model_changed(const stagemem::Config& before, const stagemem::Config& after);
 // After a model change: moves state.config to the nearest valid layout of its model and fills
-// fix_its.model_changed ("<model>: TP 8 -> 4 (...)") and fix_its.kept. Returns the message of
-// the changes ("" when the layout stayed as it was).
+// fix_its.model_changed ("Changed for <model>: TP 8 -> 4 (...)") and fix_its.kept (the settings
+// carried over unchanged that are not the defaults). Returns model_changed ("" when the layout
+// stayed as it was).
 std::string settle_model_change(AppState& state);
 // The fields (link keys and values) of `config` that are not the defaults, other than the model,
 // the device and measured values: "tp=8, pp=4, seq=8192, optimizer=distributed-adam";

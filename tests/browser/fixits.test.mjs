@@ -236,8 +236,8 @@ describe("one set of defaults, fix-its and steppers", () => {
     assert.equal(report.app.model_changed, "Changed for Qwen3-30B-A3B: TP 8 -> 4 (divides 4 KV heads)");
     assert.match(report.app.toolbar_message,
                  /^Loaded the clipboard as the custom model Qwen3-30B-A3B \(Changed for Qwen3-30B-A3B: TP 8 -> 4/);
-    // What carried over from the Llama page and changes memory is named.
-    assert.equal(report.app.kept, "tp=4, dp=2, sp=1, seq=8192, optimizer=distributed-adam");
+    // What carried over from the Llama page unchanged and changes memory is named.
+    assert.equal(report.app.kept, "dp=2, sp=1, seq=8192, optimizer=distributed-adam");
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "fixits-qwen3-pasted.png") });
     // Reset: the defaults with this model and device (what the CLI gives for them).
