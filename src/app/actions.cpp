@@ -34,7 +34,7 @@ struct Reducer {
     // was kept is named under the summary line.
     if (new_model) {
       const std::string changed = settle_model_change(state);
-      if (!changed.empty()) show_message(state, changed);
+      if (!changed.empty()) show_message(state, "Changed for the new model: " + changed);
     }
   }
   void operator()(const SetMeasuredValues& a) const {

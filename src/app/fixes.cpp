@@ -93,5 +93,5 @@ std::string settle_model_change(AppState& state) {
     changes += (changes.empty() ? "" : "; ") + change;
   }
   f.model_changed = "Changed for " + model->name + ": " + changes;
-  return f.model_changed;
+  return changes;
 }

@@ -33,8 +33,8 @@ bool apply_fix(AppState& state, std::size_t index);
 bool model_changed(const stagemem::Config& before, const stagemem::Config& after);
 // After a model change: moves state.config to the nearest valid layout of its model and fills
 // fix_its.model_changed ("Changed for <model>: TP 8 -> 4 (...)") and fix_its.kept (the settings
-// carried over unchanged that are not the defaults). Returns model_changed ("" when the layout
-// stayed as it was).
+// carried over unchanged that are not the defaults). Returns the changes, "TP 8 -> 4 (divides 4
+// KV heads)" ("" when the layout stayed as it was).
 std::string settle_model_change(AppState& state);
 // The fields (link keys and values) of `config` that are not the defaults, other than the model,
 // the device and measured values: "tp=8, pp=4, seq=8192, optimizer=distributed-adam";

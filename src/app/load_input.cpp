@@ -250,7 +250,7 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
   state.link_banner_visible = false;
   platform.push_link(state);
   return "Loaded " + from + " as the custom model " + imported.model->name +
-         (changed.empty() ? std::string() : " (" + changed + ")");
+         (changed.empty() ? std::string() : "; changed " + changed);
 }
 
 bool loadable_text(std::string_view text) {

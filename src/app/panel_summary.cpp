@@ -124,9 +124,8 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
       ImGui::TextColored(over_colour, "No report yet |");
     }
     bool pressed = false;
-    if (fix_button(state, 0, pressed) != nullptr) {
+    if (fix_button(state, 0, pressed, &out) != nullptr) {
       if (pressed) out.push(ApplyFix{0});
-      publish(out, Widget::field_fix);
       ImGui::SameLine();
     }
     // Wrapped at word boundaries: a long message never runs off the window.

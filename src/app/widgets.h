@@ -30,5 +30,7 @@ void mono_text(ImFont* font, std::string_view text, bool wrap = false);
 
 // The one-click fix of error `error` of state.diagnostics (fixes.h) as a small button saying
 // exactly what it changes ("Set TP to 4 (divides 4 KV heads)"), when it has one; null when no
-// button was drawn. `pressed`: the button was clicked this frame.
-const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed);
+// button was drawn. `pressed`: the button was clicked this frame. `published`: publish the
+// button's rectangle there as Widget::field_fix.
+const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed,
+                                   Actions* published = nullptr);

@@ -235,7 +235,7 @@ describe("one set of defaults, fix-its and steppers", () => {
     assert.match(config.custom_model, /^name:Qwen3-30B-A3B;/);
     assert.equal(report.app.model_changed, "Changed for Qwen3-30B-A3B: TP 8 -> 4 (divides 4 KV heads)");
     assert.match(report.app.toolbar_message,
-                 /^Loaded the clipboard as the custom model Qwen3-30B-A3B \(Changed for Qwen3-30B-A3B: TP 8 -> 4/);
+                 /^Loaded the clipboard as the custom model Qwen3-30B-A3B; changed TP 8 -> 4 \(divides 4 KV heads\)$/);
     // What carried over from the Llama page unchanged and changes memory is named.
     assert.equal(report.app.kept, "dp=2, sp=1, seq=8192, optimizer=distributed-adam");
     await waitFrames(page, 3);

@@ -99,8 +99,10 @@ std::int64_t round_up(std::int64_t value, std::int64_t step) {
 
 Repair make(Config repaired, std::string_view name, std::int64_t before, std::int64_t after,
             const std::string& reason) {
-  Repair r{.config = std::move(repaired), .label = {}, .change = {}};
-  r.label = "Set " + std::string(name) + " to " + n(after) + " (" + reason + ")";
+  Repair r{
+      .config = std::move(repaired), .label = {}, .change = {}, .action = {}, .reason = reason};
+  r.action = "Set " + std::string(name) + " to " + n(after);
+  r.label = r.action + " (" + reason + ")";
   r.change = std::string(name) + " " + n(before) + " -> " + n(after) + " (" + reason + ")";
   return r;
 }
@@ -294,10 +296,12 @@ std::optional<Repair> repair_sequence(const Config& config, const Model& model) 
   const bool needs_sp = uses_of(model).moe && tp > 1;
   if (p.sequence_parallel && cp <= 1 && !needs_sp) {
     repaired.parallel.sequence_parallel = false;
+    const std::string reason = "seq " + n(seq) + " does not divide by TP " + n(tp);
     return Repair{.config = std::move(repaired),
                   .label = "Turn sequence parallelism off",
-                  .change = "sequence parallelism on -> off (seq " + n(seq) +
-                            " does not divide by TP " + n(tp) + ")"};
+                  .change = "sequence parallelism on -> off (" + reason + ")",
+                  .action = "Turn sequence parallelism off",
+                  .reason = reason};
   }
   const std::int64_t to = round_up(seq, split);
   if (to > (std::int64_t{1} << 24)) return std::nullopt;
@@ -413,10 +417,12 @@ std::optional<Repair> repair_for(const Config& config, const Model& model,
     if (!config.parallel.sequence_parallel) {
       Config repaired = config;
       repaired.parallel.sequence_parallel = true;
+      const std::string reason = "MoE with TP " + n(config.parallel.tensor_parallel) + " needs it";
       r = Repair{.config = std::move(repaired),
                  .label = "Enable sequence parallelism",
-                 .change = "sequence parallelism off -> on (MoE with TP " +
-                           n(config.parallel.tensor_parallel) + " needs it)"};
+                 .change = "sequence parallelism off -> on (" + reason + ")",
+                 .action = "Enable sequence parallelism",
+                 .reason = reason};
     }
   } else if (field == "training.sequence_length") {
     r = repair_sequence(config, model);

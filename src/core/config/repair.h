@@ -36,6 +36,8 @@ struct Repair {
   Config config;       // the configuration with the repair applied
   std::string label;   // what changes and why: "Set TP to 4 (divides 4 KV heads)"
   std::string change;  // the change alone, old -> new: "TP 8 -> 4 (divides 4 KV heads)"
+  std::string action;  // the label's first part, "Set TP to 4" (for a narrow button)
+  std::string reason;  // and its reason, "divides 4 KV heads"
 };
 
 // The obvious repair of `error` (one of validate(config, model)'s errors), or nothing.
