@@ -250,11 +250,19 @@ TEST_CASE("Steppers land on valid values only") {
   // Nothing above TP 8 divides 8 KV heads: "+" stays.
   c.parallel.tensor_parallel = 8;
   CHECK(step_value(c, llama, tp, +1) == 8);
-  // The world size steps through multiples of TP x PP x CP = 8 x 4 (DP derived from it) whose DP
-  // also divides gbs 1024: 64 (DP 2) -> 128 (DP 4); 96 (DP 3) would leave gbs invalid.
+  // The world size steps through multiples of TP x PP x CP = 8 x 4 (DP derived from it): 64 ->
+  // 96 (DP 3; gbs 1024 then needs its repair, "Set gbs to 1,026") and 64 -> 32.
   c.parallel.world_size = 64;
-  CHECK(step_value(c, llama, field("world"), +1) == 128);
+  CHECK(step_value(c, llama, field("world"), +1) == 96);
   CHECK(step_value(c, llama, field("world"), -1) == 32);
+  // TP 1 -> 2 on an MoE model without sequence parallelism: allowed, its error has a repair.
+  const Model qwen = preset("qwen3-30b-a3b");
+  Config q = config_for("qwen3-30b-a3b");
+  CHECK(step_value(q, qwen, field("tp"), +1) == 2);
+  // And Qwen3-30B-A3B's 4 KV heads stop TP at 4: from 4, "+" stays.
+  q.parallel.tensor_parallel = 4;
+  q.parallel.sequence_parallel = true;
+  CHECK(step_value(q, qwen, field("tp"), +1) == 4);
   // EP of DeepSeek-V3 steps through divisors of its 256 experts: 64 -> 128, 64 -> 32.
   const Model ds = preset("deepseek-v3");
   Config d = config_for("deepseek-v3");

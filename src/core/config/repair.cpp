@@ -484,8 +484,12 @@ std::int64_t step_value(const Config& config, const Model& model, const ConfigFi
     Config candidate = config;
     set_integer_field(candidate, field, v);
     const Diagnostics d = validate(candidate, model);
+    // Skipped: a value the field itself cannot have (TP that does not divide the heads), or one
+    // that breaks another field without an obvious repair. A new error that has one (MoE with
+    // TP 2 needs sequence parallelism) is shown with its fix instead of making "+" do nothing.
     const bool clean = std::none_of(d.errors.begin(), d.errors.end(), [&](const FieldMessage& e) {
-      return names_field(e.field, field) || !had.contains(e.field);
+      return names_field(e.field, field) ||
+             (!had.contains(e.field) && !repair_for(candidate, model, e).has_value());
     });
     if (clean) return v;
   }

@@ -60,7 +60,9 @@ void set_integer_field(Config& config, const ConfigField& field, std::int64_t va
 inline constexpr int max_step_candidates = 4096;
 // The value a -/+ stepper of integer `field` moves to from its current value (`direction` -1 or
 // +1): the nearest value within the field's range whose configuration has no error naming the
-// field and no error in a field that had none. Derived DP and world size (0) step from the value
+// field, and no new error in another field unless repair_for has its repair (TP 1 -> 2 on an MoE
+// model without sequence parallelism: the error then offers "Enable sequence parallelism").
+// Derived DP and world size (0) step from the value
 // they derive to. The current value when none within the range and max_step_candidates
 // qualifies (a stepper never walks onto an invalid value). Byte fields step by 1 GiB, unchecked.
 std::int64_t step_value(const Config& config, const Model& model, const ConfigField& field,
