@@ -109,6 +109,8 @@ describe("stagemem as a user lives in it", () => {
     await waitUntil(page, async () => (await page.evaluate(() => navigator.clipboard.readText())) === "1",
                     { what: "the field's text copied" });
     await page.keyboard.press("Escape");
+    // The field lets go of the keyboard in the next frame: until then a paste would be its own.
+    await waitFrames(page, 3);
     // A Hugging Face config.json pasted anywhere becomes the custom model; the layout stays.
     const deeper = llamaConfig.replace('"num_hidden_layers": 32', '"num_hidden_layers": 40');
     await page.evaluate((text) => navigator.clipboard.writeText(text), deeper);
