@@ -272,7 +272,11 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
   if (bytes && value > 0) {
     ImGui::TextDisabled("= %s", stagemem::format_gib(value).c_str());
   }
-  if (!editor.error.empty()) ImGui::TextColored(error_colour, "%s", editor.error.c_str());
+  if (!editor.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_colour);
+    ImGui::TextWrapped("%s", editor.error.c_str());
+    ImGui::PopStyleColor();
+  }
 }
 
 void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
