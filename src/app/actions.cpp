@@ -28,12 +28,21 @@ struct Reducer {
   AppState& state;
   Platform& platform;
 
-  void operator()(const SetConfig& a) const { state.config = a.config; }
+  void operator()(const SetConfig& a) const {
+    const bool new_model = model_changed(state.config, a.config);
+    state.config = a.config;
+    // Another model: the layout moves to the nearest valid one for it, and what changed and what
+    // was kept is named under the summary line.
+    if (new_model) {
+      const std::string changed = settle_model_change(state);
+      if (!changed.empty()) show_message(state, "Changed for the new model: " + changed);
+    }
+  }
   void operator()(const SetMeasuredValues& a) const {
     state.config.measurements = a.measurements;
     state.config.gaps = a.gaps;
   }
-  void operator()(const ApplyFix& a) const { apply_fix(state.config, a.fix); }
+  void operator()(const ApplyFix& a) const { apply_fix(state, a.error); }
   void operator()(const Undo&) const { undo(state); }
   void operator()(const Redo&) const { redo(state); }
   void operator()(const CopyLink&) const { show_message(state, platform.copy_link(state)); }
@@ -99,6 +108,15 @@ struct Reducer {
   }
   void operator()(const SwapBaseline&) const {
     if (swap_baseline(state)) show_message(state, "Swapped: the baseline is on screen");
+  }
+  void operator()(const ResetToDefaults&) const {
+    state.config = defaults_for_model(state.config);
+    settle_model_change(state);  // the default PP may not suit a small model
+    state.fix_its.kept.clear();
+  }
+  void operator()(const DismissModelNotice&) const {
+    state.fix_its.kept.clear();
+    state.fix_its.model_changed.clear();
   }
 };
 

@@ -39,8 +39,8 @@ struct SetMeasuredValues {  // the measurements and measured gaps as edited (mea
   std::vector<stagemem::Measurement> measurements;
   std::vector<stagemem::GapEntry> gaps;
 };
-struct ApplyFix {  // a one-click fix (fixes.h)
-  Fix fix = Fix::none;
+struct ApplyFix {  // a one-click fix (fixes.h): the repair of this error of `diagnostics`
+  std::size_t error = 0;
 };
 struct Undo {};
 struct Redo {};
@@ -101,13 +101,17 @@ struct RefuseFile {  // a file the platform could not read (missing, unreadable,
 struct PinBaseline {};    // the report on screen (valid, not stale) becomes the baseline
 struct UnpinBaseline {};  // no baseline: the comparison closes
 struct SwapBaseline {};   // the baseline's configuration on screen, the one on screen pinned
+// ---- From the summary line's model-change notice (fixes.h) ----
+struct ResetToDefaults {};     // the defaults with this model and device (what the CLI starts from)
+struct DismissModelNotice {};  // hide what the last model change kept or changed
 
 using Action =
     std::variant<SetConfig, SetMeasuredValues, ApplyFix, Undo, Redo, CopyLink, CopyMarkdown,
                  DownloadJson, OpenFile, OpenSnapshot, DismissBanner, OpenTab, TabShown,
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
                  StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage, ApplyLink,
-                 LoadText, LoadFile, RefuseFile, PinBaseline, UnpinBaseline, SwapBaseline>;
+                 LoadText, LoadFile, RefuseFile, PinBaseline, UnpinBaseline, SwapBaseline,
+                 ResetToDefaults, DismissModelNotice>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

@@ -149,7 +149,7 @@ void apply_fragment(AppState& state, std::string_view link) {
   // banner): one typo must not throw the rest of someone's setup away. A name that refers to
   // nothing (an unknown preset or device, a custom model that does not parse) falls back to the
   // default so that the rest can still be estimated.
-  const stagemem::Config defaults;
+  const stagemem::Config defaults = stagemem::default_config();
   for (const auto& e : decoded.diagnostics.errors) {
     if (e.field == "url.model") decoded.config.model = defaults.model;
     if (e.field == "url.device") decoded.config.device.preset = defaults.device.preset;

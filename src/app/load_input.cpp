@@ -21,6 +21,7 @@
 #include <string>
 
 #include "config/config_json.h"
+#include "fixes.h"
 #include "link.h"
 #include "measured/memory_log.h"
 #include "measured/snapshot.h"
@@ -37,6 +38,17 @@ std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
     text.remove_suffix(1);
   return text;
+}
+
+// What the user gave, shortened for a message: its first line, at most 40 characters.
+std::string excerpt(std::string_view text) {
+  constexpr std::size_t limit = 40;
+  const std::string_view line = text.substr(0, text.find('\n'));
+  std::string out;
+  for (char c : line.substr(0, limit)) {
+    out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  }
+  return out + (line.size() > limit || line.size() < text.size() ? "..." : "");
 }
 
 bool looks_like_link(std::string_view text) {
@@ -199,9 +211,9 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
     return load_memory_log(state, from, text, platform);
   if (!text.starts_with("{")) {
     show_problems(state, "Nothing was loaded:",
-                  {{from,
-                    "not a stagemem link, a stagemem JSON, a Hugging Face config.json or "
-                    "Megatron memory report lines"}});
+                  {{from, "\"" + excerpt(text) +
+                              "\" is not a stagemem link (v=1&...), a stagemem JSON, a Hugging "
+                              "Face config.json or Megatron memory report lines"}});
     return "Nothing loaded from " + from;
   }
   std::string fragment = string_value(text, "link");
@@ -223,16 +235,22 @@ std::string load_text(AppState& state, std::string_view name, std::string_view t
     platform.push_link(state);
     return "Loaded the configuration " + from;
   }
-  stagemem::HfImport imported = stagemem::import_hf_config(text);
+  // A file's name names the model when the config has no _name_or_path ("the clipboard" does not).
+  stagemem::HfImport imported =
+      stagemem::import_hf_config(text, from == clipboard_name ? std::string_view() : name);
   if (!imported.model) {
     show_problems(state, from + " is not a usable Hugging Face config.json:",
                   std::move(imported.diagnostics.errors));
     return "Nothing loaded from " + from;
   }
   state.config.custom_model = stagemem::model_to_text(*imported.model);
+  // The layout moves to the nearest valid one for this model, and says what it changed; the
+  // estimate follows at once (never a stale report for a layout the model cannot have).
+  const std::string changed = settle_model_change(state);
   state.link_banner_visible = false;
   platform.push_link(state);
-  return "Loaded " + from + " as the custom model";
+  return "Loaded " + from + " as the custom model " + imported.model->name +
+         (changed.empty() ? std::string() : "; changed " + changed);
 }
 
 bool loadable_text(std::string_view text) {

@@ -14,6 +14,9 @@
 struct AppState;
 class Platform;
 
+// The name LoadText gives text pasted from the clipboard (a file's name otherwise).
+inline constexpr std::string_view clipboard_name = "the clipboard";
+
 // A link (whole, or its fragment), config.json (Hugging Face) or stagemem JSON (config or
 // report), or Megatron memory report lines. `name` is the file name or "the clipboard". A link
 // the user loads becomes a history entry (Platform::push_link).

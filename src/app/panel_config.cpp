@@ -13,11 +13,14 @@
 // The widgets edit a copy of the configuration, emitted as one SetConfig when it changed.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "actions.h"
 #include "config/config_fields.h"
 #include "config/devices.h"
+#include "config/repair.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "model/hf_config.h"
@@ -151,11 +154,12 @@ struct Edit {
 
 // One-click fixes for errors with an obvious remedy; each says what it will do.
 void offer_fixes(Edit& e, const ConfigField& field) {
-  for (const auto& error : e.state.diagnostics.errors) {
-    if (!names_field(error.field, field)) continue;
+  const auto& errors = e.state.diagnostics.errors;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (!names_field(errors[i].field, field)) continue;
     bool pressed = false;
-    const Fix fix = fix_button(e.state.config, error, pressed);
-    if (pressed) apply_fix(e.config, fix);
+    const stagemem::Repair* repair = fix_button(e.state, i, pressed);
+    if (pressed && repair != nullptr) e.config = repair->config;
   }
 }
 
@@ -178,6 +182,15 @@ void record_field_rect(const Edit& e, FieldEditor& editor) {
   editor.rect = last_item_rect(e.out.frame());
 }
 
+// An entry of an open list, published as "option_<key>_<name>".
+void record_option(Edit& e, const ConfigField& field, std::string_view name) {
+  e.view.option_rects.emplace_back(std::string(field.key) + "_" + std::string(name),
+                                   last_item_rect(e.out.frame()));
+}
+
+// Lists as long as the presets: every entry visible without scrolling.
+constexpr ImGuiComboFlags list_flags = ImGuiComboFlags_HeightLargest;
+
 // The "-" and "+" buttons of the fields the first browser tests drive keep their names.
 struct StepWidgets {
   Widget minus;
@@ -190,37 +203,79 @@ StepWidgets step_widgets(std::string_view key) {
   return {Widget::count, Widget::count};
 }
 
-// An integer with "-" and "+" buttons (what ImGui::InputScalar draws with a step), built from
-// parts so that the buttons' rectangles can be published. No hold-to-repeat: one click is one
-// step. Values outside [min, max] are refused as typed. Byte fields step by 1 GiB.
+// "1,024", "1 024" or "1_024" as 1024; nothing for anything else.
+std::optional<std::int64_t> parse_typed_integer(std::string_view text) {
+  std::int64_t value = 0;
+  bool digits = false;
+  bool negative = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '-' && !digits && !negative) {
+      negative = true;
+    } else if (c >= '0' && c <= '9') {
+      if (value > (std::int64_t{1} << 56)) return std::nullopt;  // beyond any field's range
+      value = value * 10 + (c - '0');
+      digits = true;
+    } else if (!(c == ',' || c == '_' || c == ' ' || c == '\'')) {
+      return std::nullopt;
+    }
+  }
+  if (!digits) return std::nullopt;
+  return negative ? -value : value;
+}
+
+// An integer with "-" and "+" buttons, built from parts so that the buttons' rectangles can be
+// published. A typed number applies on Enter or when the field is left (not per keystroke: TP 16
+// is never TP 1 on its way); out of range it is refused and the field says why. The buttons step
+// to the next VALID value (config/repair.h step_value: TP 8 -> 4 -> 2 -> 1 for a model with 4 KV
+// heads), one click one step. Byte fields step by 1 GiB. DP and the world size derive each other:
+// the one set last wins (set_integer_field).
 void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
-  std::int64_t& value = *field.integer(e.config);
+  const std::int64_t value = *field.integer(e.config);
   const bool bytes = field.path.ends_with("bytes");
-  const std::int64_t step = bytes ? std::int64_t{1} << 30 : 1;
   const float button_size = ImGui::GetFrameHeight();
   const float spacing = ImGui::GetStyle().ItemInnerSpacing.x;
   ImGui::SetNextItemWidth(std::max(1.0f, ImGui::CalcItemWidth() - 2.0f * (button_size + spacing)));
-  std::int64_t shown = value;
-  if (ImGui::InputScalar("##value", ImGuiDataType_S64, &shown) && shown >= field.min &&
-      shown <= field.max) {
-    value = shown;
+  if (!editor.typing) editor.text = std::to_string(value);
+  ImGui::InputText("##value", &editor.text);
+  editor.typing = ImGui::IsItemActive();
+  if (ImGui::IsItemDeactivatedAfterEdit()) {
+    const auto typed = parse_typed_integer(editor.text);
+    if (typed && *typed >= field.min && *typed <= field.max) {
+      stagemem::set_integer_field(e.config, field, *typed);
+      editor.error.clear();
+    } else {
+      editor.error =
+          "'" + editor.text.substr(0, 24) + "' is not " + stagemem::allowed_values(field);
+    }
+    editor.text = std::to_string(*field.integer(e.config));
   }
   record_field_rect(e, editor);
   help_tooltip(field);
   const StepWidgets widgets = step_widgets(field.key);
+  const auto step = [&](int direction) {
+    const FixIts& f = e.state.fix_its;
+    const std::int64_t to =
+        f.model && !bytes ? stagemem::step_value(e.config, *f.model, field, direction)
+                          : std::clamp(value + direction * (bytes ? std::int64_t{1} << 30 : 1),
+                                       field.min, field.max);
+    stagemem::set_integer_field(e.config, field, to);
+    editor.error.clear();
+  };
   ImGui::SameLine(0.0f, spacing);
-  if (ImGui::Button("-", ImVec2(button_size, button_size))) {
-    value = std::max(field.min, value - step);
-  }
+  if (ImGui::Button("-", ImVec2(button_size, button_size))) step(-1);
   if (widgets.minus != Widget::count) publish(e.out, widgets.minus);
   ImGui::SameLine(0.0f, spacing);
-  if (ImGui::Button("+", ImVec2(button_size, button_size))) {
-    value = std::min(field.max, value + step);
-  }
+  if (ImGui::Button("+", ImVec2(button_size, button_size))) step(+1);
   if (widgets.plus != Widget::count) publish(e.out, widgets.plus);
   trailing_label(editor, field);
   if (bytes && value > 0) {
     ImGui::TextDisabled("= %s", stagemem::format_gib(value).c_str());
+  }
+  if (!editor.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, error_colour);
+    ImGui::TextWrapped("%s", editor.error.c_str());
+    ImGui::PopStyleColor();
   }
 }
 
@@ -230,11 +285,12 @@ void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
   // The names are string literals (each enum's list, base/enum_names.h): NUL-terminated.
   const char* preview =
       index >= 0 && index < count ? field.choices[static_cast<std::size_t>(index)].data() : "?";
-  if (ImGui::BeginCombo("##value", preview)) {
+  if (ImGui::BeginCombo("##value", preview, list_flags)) {
     for (int i = 0; i < count; ++i) {
       if (ImGui::Selectable(field.choices[static_cast<std::size_t>(i)].data(), i == index)) {
         field.set_choice(e.config, i);
       }
+      record_option(e, field, field.choices[static_cast<std::size_t>(i)]);
     }
     ImGui::EndCombo();
   }
@@ -298,12 +354,14 @@ void edit_text(Edit& e, FieldEditor& editor, const ConfigField& field) {
 
 void edit_model_preset(Edit& e, FieldEditor& editor, const ConfigField& field) {
   const bool custom = !e.config.custom_model.empty();
-  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : e.config.model.c_str())) {
+  if (ImGui::BeginCombo("##value", custom ? "(custom model below)" : e.config.model.c_str(),
+                        list_flags)) {
     for (const std::string& name : e.view.preset_names) {
       if (ImGui::Selectable(name.c_str(), !custom && name == e.config.model)) {
         e.config.model = name;
         e.config.custom_model.clear();
       }
+      record_option(e, field, name);
     }
     ImGui::EndCombo();
   }
@@ -324,7 +382,7 @@ void import_hugging_face(Edit& e) {
       view.hf_import_errors = std::move(imported.diagnostics.errors);
       if (imported.model) {
         e.config.custom_model = stagemem::model_to_text(*imported.model);
-        view.hf_import_message = "Imported as the custom model below";
+        view.hf_import_message = "Imported " + imported.model->name + " as the custom model below";
       } else {
         view.hf_import_message.clear();
       }
@@ -360,13 +418,19 @@ void edit_custom_model(Edit& e, FieldEditor& editor, const ConfigField& field) {
 
 void edit_device_preset(Edit& e, FieldEditor& editor, const ConfigField& field) {
   std::string& preset = e.config.device.preset;
-  if (ImGui::BeginCombo("##value", preset.empty() ? "(none)" : preset.c_str())) {
+  // Each device with its capacity: "h200 (139.8 GiB)", as the verdict states it.
+  const auto with_capacity = [](const stagemem::DevicePreset& device) {
+    return std::string(device.name) + " (" + stagemem::gib_number(device.bytes, 1) + " GiB)";
+  };
+  const std::optional<stagemem::DevicePreset> chosen = stagemem::find_device(preset);
+  const std::string preview = preset.empty() ? "(none)" : chosen ? with_capacity(*chosen) : preset;
+  if (ImGui::BeginCombo("##value", preview.c_str(), list_flags)) {
     if (ImGui::Selectable("(none)", preset.empty())) preset.clear();
     for (const stagemem::DevicePreset& device : stagemem::device_presets()) {
-      // Device names are string literals (devices.cpp): NUL-terminated.
-      if (ImGui::Selectable(device.name.data(), preset == device.name)) {
+      if (ImGui::Selectable(with_capacity(device).c_str(), preset == device.name)) {
         preset = std::string(device.name);
       }
+      record_option(e, field, device.name);
       ImGui::SetItemTooltip("%.*s: %s (%.*s)", static_cast<int>(device.display_name.size()),
                             device.display_name.data(), stagemem::format_gib(device.bytes).c_str(),
                             static_cast<int>(device.source.size()), device.source.data());
@@ -479,6 +543,7 @@ void init_config_view(ConfigView& view, const stagemem::Config& config) {
 void draw_config(const AppState& state, ConfigView& view, Actions& out) {
   stagemem::Config edited = state.config;
   Edit e{state, edited, view, out};
+  view.option_rects.clear();
   // Problems the core names by a field this panel has no widget for.
   show_field_errors(state.diagnostics, nullptr);
   const auto fields = stagemem::config_fields();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "estimate/estimate.h"
+#include "fixes.h"
 #include "frame.h"
 #include "memory/timeline.h"
 #include "model/model.h"
@@ -64,6 +65,7 @@ void refresh_report(AppState& state) {
     }
     state.model_traits.attn_res = model->attn_res.block_size > 0;
   }
+  refresh_fix_its(state);
   // An invalid configuration keeps the last valid report on screen (marked stale) until it is
   // valid again: the user's work stays visible while a field is being fixed.
   if (!report.diagnostics.ok()) return;

@@ -16,9 +16,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "config/repair.h"
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
@@ -131,6 +134,17 @@ struct BaselineState {
   std::vector<std::string> delta_text;       // B - A of each stage's peak ("+4.20 GiB")
 };
 
+// The one-click repairs of the configuration's errors ("Set TP to 4 (divides 4 KV heads)",
+// config/repair.h), refreshed with `diagnostics`, and what the last model change did: the layout
+// it repaired and the settings it kept that are not the defaults (shown under the summary line).
+struct FixIts {
+  std::optional<stagemem::Model> model;                  // the configuration's, when it resolves
+  std::vector<std::optional<stagemem::Repair>> repairs;  // parallel to diagnostics.errors
+  // After a model change (a preset picked, a config.json imported); empty: nothing to say.
+  std::string model_changed;  // "Qwen3-30B-A3B: TP 8 -> 4 (divides 4 KV heads)"
+  std::string kept;           // "tp=8, pp=4, dp=2, sp=1, seq=8192, optimizer=distributed-adam"
+};
+
 // ---- The panels' view state (see the top of this file) -------------------------------------
 
 // Editing state of one row of config_fields() (parallel to it).
@@ -142,6 +156,8 @@ struct FieldEditor {
   std::string error;  // the last parse error of `text`, shown under the field
   WidgetRect rect{};  // the value widget as drawn last frame (Module.getWidgetRect("field_<key>"))
   bool label_above = false;  // the panel is too narrow for label and value side by side
+  // integer fields: the number is being typed (`text` holds it; applied on Enter or focus loss).
+  bool typing = false;
 };
 
 // panel_config.cpp and panel_measurements.cpp (the configuration column). The field texts are
@@ -155,6 +171,9 @@ struct ConfigView {
   std::string hf_config_text;  // a pasted Hugging Face config.json
   std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
   std::string hf_import_message;                         // "Imported as the custom model below"
+  // The entries of the open model, device and choice lists as drawn last frame ("<key>_<name>":
+  // Module.getWidgetRect("option_model_deepseek-v3")), for tests that pick one with the mouse.
+  std::vector<std::pair<std::string, WidgetRect>> option_rects;
 };
 
 // panel_summary.cpp.
@@ -302,6 +321,7 @@ struct AppState {
   TimelineTab timeline;    // the "Timeline" tab's stage and timeline
   SnapshotTab snapshot;    // the "Snapshot" tab (and the measured curve on the timeline)
   BaselineState baseline;  // the pinned baseline and the "Compare" tab's comparison
+  FixIts fix_its;          // repairs of the errors; what the last model change kept or changed
 
   Views views;  // the panels' own (see the top of this file)
 };

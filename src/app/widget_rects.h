@@ -49,6 +49,9 @@ enum class Widget : std::uint8_t {
   swap_baseline,   // its "Swap": the baseline on screen, what was on screen the baseline
   tab_compare,
   compare_stage,  // the Compare tab's stage selector (whose changed terms are listed)
+  settings_line,  // the summary's line of the settings that change memory
+  model_reset,    // the model-change notice's "Reset to the defaults"
+  model_dismiss,  // and its "Dismiss"
   count
 };
 
@@ -62,7 +65,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
         "field_fix",      "gpus_per_node",    "frame_times",    "bar_tooltip",    "tab_plan",
         "plan_search",    "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
         "tab_snapshot",   "snapshot_open",    "snapshot_stage", "plan_margin",    "pin_baseline",
-        "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage"};
+        "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage",  "settings_line",
+        "model_reset",    "model_dismiss"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

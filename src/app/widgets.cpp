@@ -23,14 +23,30 @@ void mono_text(ImFont* font, std::string_view text, bool wrap) {
   ImGui::PopFont();
 }
 
-Fix fix_button(const stagemem::Config& config, const stagemem::FieldMessage& error, bool& pressed) {
+const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed,
+                                   Actions* published) {
   pressed = false;
-  const Fix fix = fix_for(config, error);
-  if (fix == Fix::none) return fix;
-  const char* label = fix_label(fix);
-  ImGui::PushID(label);
-  pressed = ImGui::SmallButton(label);
-  ImGui::SetItemTooltip("%s", error.message.c_str());
+  const stagemem::Repair* repair = repair_of(state, error);
+  if (repair == nullptr) return nullptr;
+  ImGui::PushID(static_cast<int>(error));
+  // The whole label when it fits; else the action on the button and its reason beside it,
+  // wrapped (a narrow configuration panel never cuts the label off).
+  const float room = ImGui::GetContentRegionAvail().x;
+  const bool fits =
+      ImGui::CalcTextSize(repair->label.c_str()).x + 2.0f * ImGui::GetStyle().FramePadding.x <=
+      room;
+  pressed = ImGui::SmallButton(fits ? repair->label.c_str() : repair->action.c_str());
+  if (published != nullptr) publish(*published, Widget::field_fix);
+  if (!fits && !repair->reason.empty()) {
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::SameLine();
+    ImGui::TextWrapped("(%s)", repair->reason.c_str());
+    if (hovered) ImGui::SetTooltip("%s", repair->label.c_str());
+    ImGui::PopID();
+    return repair;
+  }
+  ImGui::SetItemTooltip("%s: %s", state.diagnostics.errors[error].field.c_str(),
+                        state.diagnostics.errors[error].message.c_str());
   ImGui::PopID();
-  return fix;
+  return repair;
 }

@@ -3,6 +3,7 @@
 // only ways out are its own view state and its actions (actions.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -27,6 +28,9 @@ void text_view(std::string_view text);
 // the table cell's) right edge.
 void mono_text(ImFont* font, std::string_view text, bool wrap = false);
 
-// The one-click fix of `error` (fixes.h) as a small button saying what it will do, when it has
-// one; Fix::none when no button was drawn. `pressed`: the button was clicked this frame.
-Fix fix_button(const stagemem::Config& config, const stagemem::FieldMessage& error, bool& pressed);
+// The one-click fix of error `error` of state.diagnostics (fixes.h) as a small button saying
+// exactly what it changes ("Set TP to 4 (divides 4 KV heads)"), when it has one; null when no
+// button was drawn. `pressed`: the button was clicked this frame. `published`: publish the
+// button's rectangle there as Widget::field_fix.
+const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed,
+                                   Actions* published = nullptr);

@@ -183,7 +183,7 @@ std::string command_options_help(std::span<const CommandOption> options) {
 std::string configuration_flags_help() {
   std::string out = sources_help;
   out += "configuration fields (the keys of links and of `--config` files' JSON paths):\n";
-  const Config defaults;
+  const Config defaults = stagemem::default_config();
   for (const ConfigField& field : stagemem::config_fields()) {
     std::string head = "--" + dashed(field.key) + " " + std::string(value_name(field));
     if (head.size() < 23) head.resize(23, ' ');
@@ -268,7 +268,12 @@ FieldFlag find_field_flag(const std::string& name) {
 struct Parser {
   std::span<const std::string_view> args;
   const ParseRules& rules;
-  CommandLine line{};
+  // Sources and flags apply over the one default configuration (config.h), as a link does.
+  CommandLine line = [] {
+    CommandLine start;
+    start.config = stagemem::default_config();
+    return start;
+  }();
   std::size_t at = 0;                      // the argument being read
   std::vector<std::string> memory_logs{};  // read once the whole layout is known
   // What each field and command option was set to on this command line, to refuse a second
@@ -471,7 +476,8 @@ void Parser::import_hf_config(std::string_view flag) {
   const auto text =
       read_text_file(std::string(*path), flag, stagemem::max_hf_config_bytes, diagnostics());
   if (!text) return;
-  stagemem::HfImport imported = stagemem::import_hf_config(*text);
+  // The file names the model when the config has no _name_or_path.
+  stagemem::HfImport imported = stagemem::import_hf_config(*text, *path);
   if (imported.model) config().custom_model = stagemem::model_to_text(*imported.model);
   append(diagnostics(), std::move(imported.diagnostics));
   line.model_given = true;

@@ -8,7 +8,11 @@
 //   Module.getReport()                  the report JSON document (docs/report-schema.md; the
 //                                       text of getReportJson(), parsed) plus `app`: {valid,
 //                                       stale, errors[{field, message}] of the configuration on
-//                                       screen, verdict, world_size, stacked_bytes[] per stage,
+//                                       screen, fixes[] (each error's fix label or ""),
+//                                       verdict, world_size, expert_dp (0: EP x ETP does not
+//                                       divide the stage), stacked_bytes[] per stage, settings
+//                                       (the summary's settings line), model_changed, kept (the
+//                                       model-change notice), toolbar_message,
 //                                       crossCheckVerdict: the cross-checks' one line}
 //   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
@@ -28,7 +32,8 @@
 //   Module.getWidgetRect(name)          {x, y, width, height} in CSS pixels of a widget drawn in
 //                                       the last frame (widget_rects.h names, "stage_bar_N",
 //                                       "compare_row_N" (the Compare tab's stage table),
-//                                       "field_<key>" or "sweep_cell_<x>_<y>");
+//                                       "field_<key>", "option_<key>_<name>" (an entry of an
+//                                       open list) or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
@@ -183,9 +188,23 @@ val get_report() {
   app.set("valid", app_state->report_valid);
   app.set("stale", report_stale(*app_state));
   app.set("errors", field_messages(app_state->diagnostics.errors));
+  // The one-click fix of each error (parallel to errors; "" where it has none), the summary's
+  // settings line, what the last model change changed and kept, the toolbar's last message.
+  val fixes = val::array();
+  for (std::size_t i = 0; i < app_state->diagnostics.errors.size(); ++i) {
+    const stagemem::Repair* repair = repair_of(*app_state, i);
+    fixes.call<void>("push", repair != nullptr ? repair->label : std::string());
+  }
+  app.set("fixes", fixes);
+  app.set("settings", stagemem::settings_text(app_state->config));
+  app.set("model_changed", app_state->fix_its.model_changed);
+  app.set("kept", app_state->fix_its.kept);
+  app.set("toolbar_message", app_state->toolbar_message);
   app.set("verdict", stagemem::verdict_text(app_state->report));
   app.set("crossCheckVerdict", app_state->report_labels.cross_check_verdict);
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
+  app.set("expert_dp",
+          static_cast<double>(stagemem::expert_data_parallel_size(app_state->config.parallel)));
   // The top of each stage's stacked bar as drawn (report_labels.h): it must equal the peak.
   val stacked = val::array();
   for (const StageLabels& labels : app_state->report_labels.stages) {
@@ -216,8 +235,11 @@ void paste_from_page(const std::string& text) {
   request_frames(*app_state, 2);
   // A text field being edited takes the text through ImGui's own Ctrl+V (it reads
   // clipboard_text); anywhere else a link or a JSON document loads.
-  if (ImGui::GetIO().WantTextInput || !loadable_text(text)) return;
-  apply_action(*app_state, LoadText{"the clipboard", text}, web_app->platform);
+  // Anything else is loaded, or named as not loadable in the banner: a paste is never dropped
+  // without a word.
+  if (ImGui::GetIO().WantTextInput) return;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  apply_action(*app_state, LoadText{std::string(clipboard_name), text}, web_app->platform);
 }
 
 void load_file_from_page(const std::string& name, const std::string& text) {
@@ -405,6 +427,14 @@ val get_widget_rect(const std::string& name) {
       if (fields[i].key == std::string_view(name).substr(field_prefix.size())) {
         return css_rect(editors[i].rect);
       }
+    }
+    return val::null();
+  }
+  constexpr std::string_view option_prefix = "option_";
+  if (name.starts_with(option_prefix)) {
+    const std::string_view wanted = std::string_view(name).substr(option_prefix.size());
+    for (const auto& [option, rect] : app_state->views.config.option_rects) {
+      if (option == wanted) return css_rect(rect);
     }
     return val::null();
   }

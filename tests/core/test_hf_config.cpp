@@ -275,3 +275,29 @@ TEST_CASE("HF configs go through the bounded JSON reader: depth and duplicate ke
   CHECK(twice.diagnostics.errors[0].field == "hf.hidden_size");
   CHECK(twice.diagnostics.errors[0].message.find("first 64, then 128") != std::string::npos);
 }
+
+TEST_CASE("An imported model is named by _name_or_path, else its file, else model_type") {
+  // Two Qwen3 variants must not both read "qwen3_moe".
+  const std::string with_path =
+      R"({"_name_or_path": "Qwen/Qwen3-30B-A3B", )" + std::string(tiny_llama.substr(1));
+  CHECK(import_hf_config(with_path).model->name == "Qwen3-30B-A3B");
+  // _name_or_path wins over the file name; a local checkpoint path names its folder.
+  const std::string local =
+      R"({"_name_or_path": "/ckpt/my run/", )" + std::string(tiny_llama.substr(1));
+  CHECK(import_hf_config(local, "qwen3-235b-a22b.json").model->name == "my-run");
+  CHECK(import_hf_config(tiny_llama, "downloads/qwen3-235b-a22b.json").model->name ==
+        "qwen3-235b-a22b");
+  // A bare config.json names no model: the family then.
+  CHECK(import_hf_config(tiny_llama, "config.json").model->name == "llama");
+  CHECK(import_hf_config(tiny_llama).model->name == "llama");
+  // The name goes into a link: it keeps to model_text's [A-Za-z0-9._-], 64 characters at most.
+  const HfImport odd =
+      import_hf_config(R"({"_name_or_path": "org/a b+c", )" + std::string(tiny_llama.substr(1)));
+  CHECK(odd.model->name == "a-b-c");
+  CHECK(model_from_text(model_to_text(*odd.model), "custom").model.has_value());
+  // A _name_or_path that is not a string is not an error (it is no shape): the family names it.
+  const HfImport number =
+      import_hf_config(R"({"_name_or_path": 7, )" + std::string(tiny_llama.substr(1)));
+  REQUIRE(number.model.has_value());
+  CHECK(number.model->name == "llama");
+}

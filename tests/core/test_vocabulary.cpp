@@ -239,3 +239,34 @@ TEST_CASE("Vocabulary: the peak headline names what makes the peak, largest part
         "Peak 14.00 GiB = 10.00 GiB resident + 3.00 GiB optimizer-step transients (the stored "
         "activations are freed by then) + 1.00 GiB measured gaps; at stage 2, optimizer step");
 }
+
+TEST_CASE("Vocabulary: every setting that changes memory, in one line") {
+  // The defaults: llama-3.1-8b on PP 4 (DP 1), gbs 1024 / (mbs 1 x DP 1) = 1,024 micro-batches.
+  Config c;
+  CHECK(settings_text(c) ==
+        "seq 4,096 | mbs 1, gbs 1,024 (1,024 micro-batches) | recompute none | adam (not "
+        "distributed) | bf16 weights, fp32 grads | 1f1b");
+  c.training.sequence_length = 8192;
+  c.training.micro_batch = 2;
+  c.parallel.data_parallel = 4;  // 1024 / (2 x 4) = 128
+  c.training.recompute.policy = RecomputePolicy::full;
+  c.training.recompute.layers = 2;
+  c.optimizer.kind = OptimizerKind::distributed_adam;
+  c.optimizer.moments = MomentDtype::bf16;
+  c.precision.expert_weights = WeightDtype::fp8_block_scaled;
+  c.precision.fp8_recipe = Fp8Recipe::block;
+  c.parallel.virtual_stages = 2;
+  CHECK(settings_text(c) ==
+        "seq 8,192 | mbs 2, gbs 1,024 (128 micro-batches) | recompute full (uniform, 2 layers) | "
+        "distributed-adam, bf16 moments | bf16 weights, fp8-block expert weights, fp32 grads, "
+        "fp8 block | interleaved 1f1b (vpp 2)");
+  // gbs that does not divide by mbs x DP: no micro-batch count; selective names its modules.
+  c.training.global_batch = 1000;
+  c.training.micro_batch = 3;
+  c.training.recompute.policy = RecomputePolicy::selective;
+  c.parallel.schedule = PipelineSchedule::dualpipev;
+  CHECK(
+      settings_text(c).starts_with("seq 8,192 | mbs 3, gbs 1,000 | recompute selective "
+                                   "(core_attn) | "));
+  CHECK(settings_text(c).ends_with("| dualpipev"));
+}

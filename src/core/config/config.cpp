@@ -278,6 +278,10 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
 
 }  // namespace
 
+Config default_config() {
+  return Config{};
+}
+
 std::optional<Model> resolve_model(const Config& config, Diagnostics& d) {
   if (!config.custom_model.empty()) {
     DecodedModel decoded = model_from_text(config.custom_model, "custom_model");

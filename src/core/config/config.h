@@ -337,6 +337,12 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
+// The one default configuration: what a link's missing keys, a JSON document's missing fields and
+// the CLI without flags mean, and where the app starts (it adds only a device, and says so). It
+// is Config{}; front ends call this instead of spelling defaults of their own, so the three
+// cannot drift apart. Changing it changes what every old link means: it must stay as it is.
+Config default_config();
+
 // The model a configuration describes: its custom model text if any, else its preset.
 std::optional<Model> resolve_model(const Config& config, Diagnostics& diagnostics);
 // Every check of the configuration against its model; errors name the field.

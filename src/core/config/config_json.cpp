@@ -407,7 +407,7 @@ std::string config_to_json(const Config& config) {
 }
 
 DecodedConfig config_from_json(std::string_view text) {
-  return config_from_json(text, Config{});
+  return config_from_json(text, default_config());
 }
 
 DecodedConfig config_from_json(std::string_view text, const Config& base) {

@@ -67,7 +67,7 @@ bool percent_decode(std::string_view text, std::string& out) {
 }
 
 std::string encode_fragment(const Config& config) {
-  const Config defaults;
+  const Config defaults = default_config();
   std::string out = "v=" + std::to_string(url_format_version);
   for (const ConfigField& field : config_fields()) {
     if (field_equals(field, config, defaults)) continue;
@@ -93,7 +93,7 @@ std::string encode_fragment(const Config& config) {
 }
 
 DecodedFragment decode_fragment(std::string_view text) {
-  return decode_fragment(text, Config{});
+  return decode_fragment(text, default_config());
 }
 
 DecodedFragment decode_fragment(std::string_view text, const Config& base) {

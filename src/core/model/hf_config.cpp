@@ -499,7 +499,34 @@ std::vector<std::string_view> supported_hf_model_types() {
           "kimi_k2", "kimi_linear", "kimi_k3",   "gpt2"};
 }
 
-HfImport import_hf_config(std::string_view json_text) {
+namespace {
+
+// A model name model_text.h accepts (1 to 64 of [A-Za-z0-9._-]): other characters become '-'.
+std::string model_name(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 64)) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == '_';
+    out += ok ? c : '-';
+  }
+  return out;
+}
+
+// The last part of a path or repository id ("Qwen/Qwen3-30B-A3B" -> "Qwen3-30B-A3B", a file name
+// without its ".json"); "" for a bare "config.json", which names no model.
+std::string name_from_path(std::string_view path) {
+  while (!path.empty() && (path.back() == '/' || path.back() == '\\')) path.remove_suffix(1);
+  if (const auto slash = path.find_last_of("/\\"); slash != std::string_view::npos) {
+    path.remove_prefix(slash + 1);
+  }
+  if (path.size() > 5 && path.ends_with(".json")) path.remove_suffix(5);
+  if (path == "config" || path == "config.json") return "";
+  return model_name(path);
+}
+
+}  // namespace
+
+HfImport import_hf_config(std::string_view json_text, std::string_view file_name) {
   HfImport result;
   Diagnostics& d = result.diagnostics;
   if (json_text.size() > max_hf_config_bytes) {
@@ -552,7 +579,15 @@ HfImport import_hf_config(std::string_view json_text) {
   const Fields fields(*language, prefix, d);
   std::optional<Model> model = importer(fields);
   if (!model || !d.ok()) return result;
-  model->name = top.string("model_type", model_type);
+  // Named as its authors publish it (`_name_or_path`, e.g. "Qwen/Qwen3-30B-A3B"), else by the
+  // file it came in, else by its family: two Qwen3 variants must not look the same.
+  // (A `_name_or_path` that is not a string only names nothing: it is not a shape.)
+  const json* name_or_path = top.find("_name_or_path");
+  model->name = name_or_path != nullptr && name_or_path->is_string()
+                    ? name_from_path(name_or_path->get<std::string>())
+                    : std::string();
+  if (model->name.empty()) model->name = name_from_path(file_name);
+  if (model->name.empty()) model->name = model_name(top.string("model_type", model_type));
   const double total = approximate_total(*model);
   if (!(total < max_total_parameters)) {
     d.error("hf", "the described model has about " + std::to_string(total) +

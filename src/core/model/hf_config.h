@@ -39,7 +39,10 @@ struct HfImport {
   Diagnostics diagnostics;
 };
 
-HfImport import_hf_config(std::string_view json_text);
+// `file_name`: where the text came from (a file's name, "" for a paste), for the model's name
+// when the config has no `_name_or_path`: the name is the last part of `_name_or_path`, else the
+// file name without ".json" (not a bare "config.json"), else `model_type`.
+HfImport import_hf_config(std::string_view json_text, std::string_view file_name = {});
 
 std::vector<std::string_view> supported_hf_model_types();
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "parallel/layout.h"
+#include "parallel/schedule.h"
 #include "report/term_names.h"
 
 namespace stagemem {
@@ -271,6 +273,59 @@ std::string peak_headline(const StageReport& stage) {
     out += " + " + format_gib(stage.largest_transient_bytes) + " transients";
   }
   return out + " + " + resident + gaps + at;
+}
+
+std::string settings_text(const Config& config) {
+  const TrainingConfig& t = config.training;
+  const ParallelLayout& p = config.parallel;
+  std::string out = "seq " + group_digits(t.sequence_length) + " | mbs " +
+                    group_digits(t.micro_batch) + ", gbs " + group_digits(t.global_batch);
+  Diagnostics ignored;
+  const std::int64_t m =
+      micro_batches_per_step(t.global_batch, t.micro_batch, data_parallel_size(p), ignored);
+  if (m > 0) out += " (" + group_digits(m) + (m == 1 ? " micro-batch)" : " micro-batches)");
+  out += " | recompute " + std::string(enum_name(t.recompute.policy));
+  if (t.recompute.policy == RecomputePolicy::selective) {
+    std::string modules;
+    for (std::size_t i = 0; i < enum_names<RecomputeModule>.size(); ++i) {
+      if ((t.recompute.modules & (1u << i)) == 0) continue;
+      modules += (modules.empty() ? "" : "+") + std::string(enum_names<RecomputeModule>[i]);
+    }
+    out += " (" + (modules.empty() ? std::string("no modules") : modules) + ")";
+  } else if (t.recompute.policy == RecomputePolicy::full) {
+    out += " (" + std::string(enum_name(t.recompute.method)) + ", " +
+           group_digits(t.recompute.layers) + (t.recompute.layers == 1 ? " layer)" : " layers)");
+  }
+  const OptimizerConfig& o = config.optimizer;
+  const bool distributed =
+      o.kind == OptimizerKind::distributed_adam || o.kind == OptimizerKind::distributed_muon;
+  out +=
+      " | " + std::string(optimizer_kind_name(o.kind)) + (distributed ? "" : " (not distributed)");
+  if (o.master_weights != MasterDtype::fp32) {
+    out += ", " + std::string(master_dtype_name(o.master_weights)) + " master";
+  }
+  if (o.moments != MomentDtype::fp32) {
+    out += ", " + std::string(moment_dtype_name(o.moments)) + " moments";
+  }
+  const Precision& pr = config.precision;
+  out += " | " + std::string(weight_dtype_name(pr.dense_weights)) + " weights";
+  if (pr.expert_weights != pr.dense_weights) {
+    out += ", " + std::string(weight_dtype_name(pr.expert_weights)) + " expert weights";
+  }
+  out += ", " + std::string(grad_dtype_name(pr.grads)) + " grads";
+  if (pr.fp8_recipe != Fp8Recipe::none) {
+    out += ", fp8 " + std::string(fp8_recipe_name(pr.fp8_recipe));
+  }
+  out += " | ";
+  if (p.schedule == PipelineSchedule::dualpipev) {
+    out += std::string(enum_name(p.schedule));
+  } else if (p.virtual_stages > 1) {
+    out += "interleaved " + std::string(enum_name(p.schedule)) + " (vpp " +
+           group_digits(p.virtual_stages) + ")";
+  } else {
+    out += std::string(enum_name(p.schedule));
+  }
+  return out;
 }
 
 }  // namespace stagemem

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "config/config.h"
 #include "memory/timeline.h"
 #include "report/report.h"
 
@@ -84,5 +85,12 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event);
 // are a part when non-zero; when the optimizer step binds: resident + optimizer-step transients
 // (the stored activations are freed by then). The parts sum to peak_bytes.
 std::string peak_headline(const StageReport& stage);
+// Every training setting that changes memory, compactly, in the link keys' words:
+// "seq 4,096 | mbs 1, gbs 1,024 (256 micro-batches) | recompute none | adam (not distributed) |
+// bf16 weights, fp32 grads | 1f1b". Recompute names its modules (selective) or method and layers
+// (full); precision adds the expert weights when they differ, the fp8 recipe, and master weights
+// or moments other than fp32; the schedule says interleaved with VPP > 1. The micro-batches per
+// step (gbs / (mbs x DP)) are left out while gbs does not divide by mbs x DP.
+std::string settings_text(const Config& config);
 
 }  // namespace stagemem
