@@ -83,6 +83,12 @@ struct Reducer {
   void operator()(const RefuseFile& a) const {
     show_message(state, refuse_file(state, a.name, a.problem));
   }
+  void operator()(const SetAmountUnit& a) const {
+    if (state.display.unit == a.unit) return;
+    state.display.unit = a.unit;
+    // The report's display strings are built once per report: again, in the new unit.
+    state.report_labels = make_report_labels(state.report, a.unit);
+  }
 };
 
 }  // namespace

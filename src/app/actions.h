@@ -97,13 +97,16 @@ struct RefuseFile {  // a file the platform could not read (missing, unreadable,
   std::string name;
   std::string problem;
 };
+struct SetAmountUnit {  // the toolbar's GiB/GB toggle: the unit of every amount shown
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;
+};
 
 using Action =
     std::variant<SetConfig, SetMeasuredValues, ApplyFix, Undo, Redo, CopyLink, CopyMarkdown,
                  DownloadJson, OpenFile, OpenSnapshot, DismissBanner, OpenTab, TabShown,
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
                  StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage, ApplyLink,
-                 LoadText, LoadFile, RefuseFile>;
+                 LoadText, LoadFile, RefuseFile, SetAmountUnit>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

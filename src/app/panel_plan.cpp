@@ -31,12 +31,13 @@ std::string summary(const stagemem::PlanEntry& e) {
   return line;
 }
 
-void entry_tooltip(const stagemem::PlanEntry& e) {
+void entry_tooltip(const stagemem::PlanEntry& e, stagemem::AmountUnit unit) {
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(summary(e).c_str());
   ImGui::Text("headroom %s (binding stage %lld, peak %s)",
-              stagemem::format_gib(e.headroom_bytes).c_str(),
-              static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str());
+              stagemem::amount_text(e.headroom_bytes, unit).c_str(),
+              static_cast<long long>(e.binding_stage),
+              stagemem::amount_text(e.peak_bytes, unit).c_str());
   if (e.candidate.vpp > 1) {
     ImGui::Text("bubble %.4f = (P-1)/(v M) = %lld/(%lld x %lld)", e.bubble_fraction,
                 static_cast<long long>(e.candidate.pp - 1), static_cast<long long>(e.candidate.vpp),
@@ -108,18 +109,20 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   const ImVec2 plot_min(origin.x + left, origin.y + 4.0f * scale);
   const ImVec2 plot_max(origin.x + width - 8.0f * scale, origin.y + height - bottom);
   double x_low = 1e300, x_high = -1e300, y_low = 0.0, y_high = 0.0;
+  const stagemem::AmountUnit unit = state.display.unit;
+  const double unit_bytes = stagemem::unit_bytes(unit);  // the headroom axis in GiB or GB
   for (const auto& e : frontier) {
     const double x = std::log2(static_cast<double>(e.gpus));
     x_low = std::min(x_low, x);
     x_high = std::max(x_high, x);
-    y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib);
+    y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / unit_bytes);
   }
   if (x_high - x_low < 1.0) x_high = x_low + 1.0;
   if (y_high <= 0.0) y_high = 1.0;
   const auto to_screen = [&](const stagemem::PlanEntry& e) {
     const double x = (std::log2(static_cast<double>(e.gpus)) - x_low) / (x_high - x_low);
-    const double y = (static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib - y_low) /
-                     (y_high - y_low);
+    const double y =
+        (static_cast<double>(e.headroom_bytes) / unit_bytes - y_low) / (y_high - y_low);
     return ImVec2(plot_min.x + static_cast<float>(x) * (plot_max.x - plot_min.x),
                   plot_max.y - static_cast<float>(y) * (plot_max.y - plot_min.y));
   };
@@ -128,9 +131,11 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   draw->AddRect(plot_min, plot_max, axis);
   char label[64];
-  std::snprintf(label, sizeof label, "%.0f GiB", y_high);
+  const std::string unit_label(stagemem::unit_name(unit));
+  std::snprintf(label, sizeof label, "%.0f %s", y_high, unit_label.c_str());
   draw->AddText(ImVec2(origin.x, plot_min.y), text, label);
-  draw->AddText(ImVec2(origin.x, plot_max.y - ImGui::GetTextLineHeight()), text, "0 GiB");
+  draw->AddText(ImVec2(origin.x, plot_max.y - ImGui::GetTextLineHeight()), text,
+                ("0 " + unit_label).c_str());
   std::snprintf(label, sizeof label, "%lld GPUs",
                 static_cast<long long>(std::llround(std::exp2(x_low))));
   draw->AddText(ImVec2(plot_min.x, plot_max.y + 2.0f * scale), text, label);
@@ -166,7 +171,7 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
     draw->AddCircleFilled(to_screen(e), (hot ? 6.0f : 4.0f) * scale, colour);
   }
   if (nearest >= 0) {
-    entry_tooltip(frontier[static_cast<std::size_t>(nearest)]);
+    entry_tooltip(frontier[static_cast<std::size_t>(nearest)], unit);
     if (clicked) out.push(ApplyPlanRow{static_cast<std::size_t>(nearest)});
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
@@ -180,6 +185,8 @@ void draw_table(const AppState& state, PlanView& view, Actions& out) {
   const auto& frontier = tab.result.frontier;
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  const stagemem::AmountUnit unit = state.display.unit;
+  const std::string headroom_header = "headroom " + std::string(stagemem::unit_name(unit));
   const std::array<const char*, 12> columns = {"GPUs",
                                                "nodes",
                                                "TP",
@@ -191,7 +198,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out) {
                                                "recompute",
                                                "bubble",
                                                "recompute overhead",
-                                               "headroom GiB"};
+                                               headroom_header.c_str()};
   if (!ImGui::BeginTable(
           "plan_frontier", static_cast<int>(columns.size()) + 1, flags,
           ImVec2(0, std::max(120.0f * state.ui_scale, ImGui::GetContentRegionAvail().y)))) {
@@ -216,7 +223,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out) {
     if (i == 0) publish(out, Widget::plan_first_row);
     if (ImGui::IsItemHovered()) {
       view.hovered = static_cast<std::int64_t>(i);
-      entry_tooltip(e);
+      entry_tooltip(e, unit);
     }
     ImGui::PopID();
     const std::int64_t per_node = std::max<std::int64_t>(1, tab.bounds.gpus_per_node);
@@ -232,7 +239,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out) {
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.recompute_overhead);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(stagemem::gib_number(e.headroom_bytes).c_str());
+    ImGui::TextUnformatted(stagemem::amount_number(e.headroom_bytes, unit).c_str());
     ImGui::TableNextColumn();
     std::string ranks;
     if (e.ranks & stagemem::rank_bubble) ranks += "bubble ";
@@ -276,7 +283,7 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
     ImGui::Text("minimum: %s", summary(r.minimum).c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("headroom %s; %lld of %lld configurations fit",
-                        stagemem::format_gib(r.minimum.headroom_bytes).c_str(),
+                        stagemem::amount_text(r.minimum.headroom_bytes, state.display.unit).c_str(),
                         static_cast<long long>(r.configurations_fitting),
                         static_cast<long long>(r.configurations_searched));
   } else {

@@ -44,7 +44,10 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg;
   if (!ImGui::BeginTable(id, with_allocation ? 7 : 5, flags, ImVec2(width, 0.0f))) return;
   ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthStretch, 1.3f);
-  ImGui::TableSetupColumn("GiB per rank", ImGuiTableColumnFlags_WidthFixed);
+  // The column's title names the unit the amounts are in (AppState::display).
+  const std::string amount_header =
+      std::string(stagemem::unit_name(state.display.unit)) + " per rank";
+  ImGui::TableSetupColumn(amount_header.c_str(), ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("exact bytes", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch, 2.0f);
   ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_WidthFixed);

@@ -18,8 +18,10 @@ constexpr ImVec4 fits_colour(0.45f, 0.85f, 0.50f, 1.0f);
 constexpr ImVec4 over_colour = error_colour;
 constexpr ImVec4 stale_colour(0.95f, 0.75f, 0.30f, 1.0f);
 
-std::string device_text(const stagemem::Config& c) {
-  if (c.device.bytes > 0) return "a custom device (" + stagemem::format_gib(c.device.bytes) + ")";
+std::string device_text(const stagemem::Config& c, stagemem::AmountUnit unit) {
+  if (c.device.bytes > 0) {
+    return "a custom device (" + stagemem::amount_text(c.device.bytes, unit) + ")";
+  }
   return c.device.preset.empty() ? "no device" : c.device.preset;
 }
 
@@ -35,7 +37,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
   const std::int64_t nodes = (world + per_node - 1) / per_node;
   ImGui::AlignTextToFramePadding();
   ImGui::Text("%s on %s", c.custom_model.empty() ? c.model.c_str() : "a custom model",
-              device_text(c).c_str());
+              device_text(c, state.display.unit).c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("|");
   ImGui::SameLine();
@@ -64,7 +66,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
     ImGui::AlignTextToFramePadding();
     if (state.report_valid) {
       ImGui::TextColored(stale_colour, "STALE (last valid configuration): %s |",
-                         stagemem::verdict_text(report).c_str());
+                         stagemem::verdict_text(report, state.display.unit).c_str());
     } else {
       ImGui::TextColored(over_colour, "No report yet |");
     }
@@ -80,7 +82,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
     ImGui::PopStyleColor();
     return;
   }
-  const std::string verdict = stagemem::verdict_text(report);
+  const std::string verdict = stagemem::verdict_text(report, state.display.unit);
   const bool has_device = report.device.bytes > 0;
   const bool fits =
       has_device && report.binding_stage >= 0 &&

@@ -104,14 +104,14 @@ void assign_colours(const stagemem::Report& report, ReportLabels& labels) {
 
 }  // namespace
 
-ReportLabels make_report_labels(const stagemem::Report& report) {
+ReportLabels make_report_labels(const stagemem::Report& report, stagemem::AmountUnit unit) {
   ReportLabels labels;
   labels.total_parameters = stagemem::group_digits(report.total_parameters);
   if (report.device.bytes > 0) {
-    labels.device = report.device.name + ": " + stagemem::format_gib(report.device.bytes);
+    labels.device = report.device.name + ": " + stagemem::amount_text(report.device.bytes, unit);
   }
   if (report.flat_headroom_bytes > 0) {
-    labels.flat_headroom = stagemem::format_gib(report.flat_headroom_bytes);
+    labels.flat_headroom = stagemem::amount_text(report.flat_headroom_bytes, unit);
   }
   labels.scale_bytes = std::max<std::int64_t>(1, report.device.bytes);
   labels.stages.reserve(report.stages.size());
@@ -120,25 +120,25 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     out.title =
         "Stage " + std::to_string(stage.index) + ": layers " + stagemem::stage_layers_text(stage);
     out.axis = "stage " + std::to_string(stage.index);
-    out.peak_gib = stagemem::format_gib(stage.peak_bytes);
+    out.peak_gib = stagemem::amount_text(stage.peak_bytes, unit);
     out.peak_bytes = stagemem::group_digits(stage.peak_bytes) + " B";
     out.headroom = report.device.bytes <= 0 ? "no device"
                    : stage.headroom_bytes < 0
-                       ? stagemem::format_gib(stage.headroom_bytes) + " (does not fit)"
-                       : stagemem::format_gib(stage.headroom_bytes);
-    out.non_parameter = stagemem::format_gib(stage.non_parameter_bytes);
+                       ? stagemem::amount_text(stage.headroom_bytes, unit) + " (does not fit)"
+                       : stagemem::amount_text(stage.headroom_bytes, unit);
+    out.non_parameter = stagemem::amount_text(stage.non_parameter_bytes, unit);
     out.phase = stagemem::binding_phase_name(stage);
     for (const std::int64_t n : stage.in_flight_per_chunk) {
       out.in_flight += (out.in_flight.empty() ? "" : ", ") + std::to_string(n);
     }
     if (report.flat_headroom_bytes > 0) {
       out.flat_margin =
-          stagemem::signed_gib_text(stage.flat_headroom_margin) +
+          stagemem::signed_gib_text(stage.flat_headroom_margin, unit) +
           (stage.flat_headroom_margin < 0 ? " (flat under-provisions)" : " (flat over-provisions)");
     }
     for (const auto& term : stage.terms) {
       out.terms.push_back(
-          {stagemem::format_gib(term.bytes), stagemem::group_digits(term.bytes) + " B"});
+          {stagemem::amount_text(term.bytes, unit), stagemem::group_digits(term.bytes) + " B"});
     }
     out.terms_by_size.resize(stage.terms.size());
     std::iota(out.terms_by_size.begin(), out.terms_by_size.end(), std::size_t{0});
@@ -158,9 +158,9 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;
     out.title = stagemem::measurement_title(m);
-    out.measured = stagemem::bytes_text(m.bytes);
-    out.derived = stagemem::bytes_text(check.derived_bytes);
-    out.gap = stagemem::bytes_text(check.gap_bytes);
+    out.measured = stagemem::bytes_text(m.bytes, unit);
+    out.derived = stagemem::bytes_text(check.derived_bytes, unit);
+    out.gap = stagemem::bytes_text(check.gap_bytes, unit);
     out.ratio = stagemem::ratio_text(check);
     if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
       out.explanations = stagemem::cross_check_explanations(check, *stage);

@@ -26,6 +26,7 @@
 #include "memory/timeline.h"
 #include "plan_tab.h"
 #include "render/term_catalogue.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 #include "report_labels.h"
 #include "sweep.h"
@@ -201,6 +202,12 @@ struct Views {
   StatusView status;
 };
 
+// How amounts are shown: the toolbar's GiB/GB toggle (the link's view.units=gb). Every amount the
+// app draws is formatted with it (render/vocabulary.h: amount_text), so one switch changes all.
+struct DisplaySettings {
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;
+};
+
 // ---- The state -----------------------------------------------------------------------------
 
 struct AppState {
@@ -255,6 +262,8 @@ struct AppState {
   SnapshotTab snapshot;  // the "Snapshot" tab (and the measured curve on the timeline)
 
   Views views;  // the panels' own (see the top of this file)
+
+  DisplaySettings display;  // the unit of every amount shown
 };
 
 // The configuration on screen has errors: `report` is an older one (or none yet).
