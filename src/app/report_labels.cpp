@@ -8,6 +8,7 @@
 #include "render/cross_check_text.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "report/term_names.h"
 
 namespace {
 
@@ -67,36 +68,92 @@ std::vector<BarSegment> stack_segments(const stagemem::StageReport& stage) {
   return segments;
 }
 
+// One legend entry: a term as the chart's colours tell it apart on every stage. A term whose name
+// carries a per-stage number (the TE dummy buffers' "4 distinct weight shapes" on one stage, "5" on
+// another) is one entry, whatever the number (its catalogue entry and group), named with every
+// number it takes; any other term is its name. Within its family.
+struct LegendKey {
+  stagemem::Family family = stagemem::Family::resident;
+  const stagemem::TermInfo* info = nullptr;  // a numbered name's catalogue entry, else null
+  stagemem::TermGroup group = stagemem::TermGroup::none;
+  std::string name;                   // the term's name when it carries no number
+  std::vector<std::int64_t> numbers;  // the numbers a numbered name takes
+  const stagemem::Term* first = nullptr;
+
+  bool matches(const stagemem::Term& term, const std::string& term_name) const {
+    if (term.family != family) return false;
+    if (info != nullptr) return term.info == info && term.group == group;
+    return !stagemem::term_name_has_number(term) && term_name == name;
+  }
+};
+
 // The legend: every term that is part of some stage's bar, by family in stacking order, each
-// with its colour; then every term of every stage takes the colour of its name.
+// with its colour; then every term of every stage takes the colour of its entry. Every entry's
+// name is unique: a name two families share (none does today) says its family.
 void assign_colours(const stagemem::Report& report, ReportLabels& labels) {
-  std::array<std::vector<std::string>, 4> names;
+  std::array<std::vector<LegendKey>, 4> keys;
+  const auto find = [&](const stagemem::Term& term, const std::string& name) -> LegendKey* {
+    for (LegendKey& key : keys[static_cast<std::size_t>(term.family)]) {
+      if (key.matches(term, name)) return &key;
+    }
+    return nullptr;
+  };
   for (std::size_t s = 0; s < report.stages.size(); ++s) {
     for (const BarSegment& segment : labels.stages[s].segments) {
       const stagemem::Term& term = report.stages[s].terms[segment.term];
-      auto& list = names[static_cast<std::size_t>(term.family)];
-      std::string name = stagemem::term_name(term);
-      if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+      const std::string name = stagemem::term_name(term);
+      LegendKey* key = find(term, name);
+      if (key == nullptr) {
+        const bool numbered = stagemem::term_name_has_number(term);
+        key = &keys[static_cast<std::size_t>(term.family)].emplace_back(
+            LegendKey{.family = term.family,
+                      .info = numbered ? term.info : nullptr,
+                      .group = term.group,
+                      .name = numbered ? std::string() : name,
+                      .numbers = {},
+                      .first = &term});
+      }
+      if (key->info != nullptr) key->numbers.push_back(term.name_value);
     }
   }
   constexpr std::array<stagemem::Family, 4> order = {
       stagemem::Family::resident, stagemem::Family::gap, stagemem::Family::activation,
       stagemem::Family::transient};
   for (const stagemem::Family family : order) {
-    const auto& list = names[static_cast<std::size_t>(family)];
+    auto& list = keys[static_cast<std::size_t>(family)];
     for (std::size_t i = 0; i < list.size(); ++i) {
-      labels.legend.push_back({list[i], family, family_colour(family, i, list.size())});
+      LegendKey& key = list[i];
+      if (key.info != nullptr) {
+        key.name =
+            stagemem::term_name_with_number(*key.first, stagemem::alternatives_text(key.numbers));
+      }
+      labels.legend.push_back({key.name, family, family_colour(family, i, list.size())});
+    }
+  }
+  for (LegendEntry& entry : labels.legend) {
+    const auto same = [&](const LegendEntry& other) {
+      return &other != &entry && other.name == entry.name;
+    };
+    if (std::any_of(labels.legend.begin(), labels.legend.end(), same)) {
+      entry.name += " (" + std::string(stagemem::family_name(entry.family)) + ")";
     }
   }
   const ImU32 other = IM_COL32(120, 122, 130, 255);  // terms in no bar (not at the peak)
   for (std::size_t s = 0; s < report.stages.size(); ++s) {
     StageLabels& stage = labels.stages[s];
     for (std::size_t i = 0; i < report.stages[s].terms.size(); ++i) {
-      const std::string name = stagemem::term_name(report.stages[s].terms[i]);
+      const stagemem::Term& term = report.stages[s].terms[i];
       stage.terms[i].colour = other;
-      for (const LegendEntry& entry : labels.legend) {
-        if (entry.name == name) stage.terms[i].colour = entry.colour;
+      const LegendKey* key = find(term, stagemem::term_name(term));
+      if (key == nullptr) continue;
+      // The entry's index in the legend: its family's entries come in `order`.
+      std::size_t index = 0;
+      for (const stagemem::Family family : order) {
+        if (family == term.family) break;
+        index += keys[static_cast<std::size_t>(family)].size();
       }
+      index += static_cast<std::size_t>(key - keys[static_cast<std::size_t>(term.family)].data());
+      stage.terms[i].colour = labels.legend[index].colour;
     }
     for (BarSegment& segment : stage.segments) segment.colour = stage.terms[segment.term].colour;
   }

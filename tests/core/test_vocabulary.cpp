@@ -209,3 +209,10 @@ TEST_CASE("Vocabulary: the verdict in GB") {
   CHECK(verdict_text(r, AmountUnit::gb) == "fits: stage 0 binds at 60.0 of 85.0 GB");
   CHECK(verdict_text(r, AmountUnit::gib) == verdict_text(r));
 }
+
+TEST_CASE("Vocabulary: the numbers one name takes on different stages") {
+  CHECK(alternatives_text({4}) == "4");
+  CHECK(alternatives_text({5, 4, 5, 4}) == "4 or 5");
+  CHECK(alternatives_text({5, 3, 4}) == "3, 4 or 5");
+  CHECK(alternatives_text({}).empty());
+}

@@ -143,6 +143,17 @@ std::string signed_gib_text(std::int64_t bytes, AmountUnit unit) {
   return (bytes > 0 ? "+" : "") + amount_text(bytes, unit);
 }
 
+std::string alternatives_text(std::vector<std::int64_t> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += i + 1 == values.size() ? " or " : ", ";
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
 std::string_view in_peak_text(const Term& term) {
   return term.counts_in_peak ? "yes" : "no";
 }

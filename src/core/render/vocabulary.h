@@ -73,6 +73,10 @@ std::string bytes_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
 // "+4.20 GiB", "-1.10 GiB", "0.00 GiB".
 std::string signed_gib_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
 
+// Numbers one name takes on different stages, ascending and without repeats: "4", "4 or 5",
+// "3, 4 or 5" (the legend's name of a term whose name carries a number, term_names.h).
+std::string alternatives_text(std::vector<std::int64_t> values);
+
 // "yes" when the term counts in the stage's peak (Term::counts_in_peak, the JSON's
 // `counts_in_peak`: the terms so marked sum to the peak), else "no".
 std::string_view in_peak_text(const Term& term);
