@@ -94,6 +94,7 @@ void edit_axis(const AppState& state, SweepView& view, std::size_t axis, const c
       ImGui::IsItemDeactivatedAfterEdit()) {
     out.push(SetSweepAxis{axis, edited.key(), text});
   }
+  publish(out, axis == 0 ? Widget::sweep_x_values : Widget::sweep_y_values);
   ImGui::SetItemTooltip("comma-separated values in the field's link form; Enter applies");
   if (!edited.error.empty()) {
     ImGui::TextColored(error_colour, "%s", edited.error.c_str());

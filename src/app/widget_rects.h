@@ -45,19 +45,27 @@ enum class Widget : std::uint8_t {
   snapshot_stage,  // its stage selector
   unit_gib,        // the toolbar's unit toggle: GiB (2^30 B)
   unit_gb,         // and GB (10^9 B)
+  stages_chart,    // the Stages tab's bar chart (its labels included)
+  stages_summary,  // its per-stage table
+  config_panel,    // the configuration column (or block, stacked)
+  main_panel,      // the tabs beside (or under) it
+  sweep_x_values,  // the Sweep tab's values text of the columns axis
+  sweep_y_values,  // and of the rows axis
   count
 };
 
 // Names used by Module.getWidgetRect, in the order of `Widget`.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::count)>
     widget_names = {
-        "copy_link",    "copy_markdown",    "download_json",  "tp_minus",       "tp_plus",
-        "pp_minus",     "pp_plus",          "ep_minus",       "ep_plus",        "tab_stages",
-        "tab_sweep",    "tab_cross_checks", "tab_model",      "hf_import",      "add_measurement",
-        "add_gap",      "catalogue_filter", "undo",           "redo",           "open_file",
-        "field_fix",    "gpus_per_node",    "frame_times",    "bar_tooltip",    "tab_plan",
-        "plan_search",  "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
-        "tab_snapshot", "snapshot_open",    "snapshot_stage", "unit_gib",       "unit_gb"};
+        "copy_link",     "copy_markdown",    "download_json",  "tp_minus",       "tp_plus",
+        "pp_minus",      "pp_plus",          "ep_minus",       "ep_plus",        "tab_stages",
+        "tab_sweep",     "tab_cross_checks", "tab_model",      "hf_import",      "add_measurement",
+        "add_gap",       "catalogue_filter", "undo",           "redo",           "open_file",
+        "field_fix",     "gpus_per_node",    "frame_times",    "bar_tooltip",    "tab_plan",
+        "plan_search",   "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
+        "tab_snapshot",  "snapshot_open",    "snapshot_stage", "unit_gib",       "unit_gb",
+        "stages_chart",  "stages_summary",   "config_panel",   "main_panel",     "sweep_x_values",
+        "sweep_y_values"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {
