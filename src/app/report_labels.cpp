@@ -220,7 +220,7 @@ ReportLabels make_report_labels(const stagemem::Report& report, stagemem::Amount
     out.gap = stagemem::bytes_text(check.gap_bytes, unit);
     out.ratio = stagemem::ratio_text(check);
     if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
-      out.explanations = stagemem::cross_check_explanations(check, *stage);
+      out.explanations = stagemem::cross_check_explanations(check, *stage, unit);
       out.alive_terms = stagemem::cross_check_alive_names(check, *stage);
     }
   }

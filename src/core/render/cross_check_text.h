@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "estimate/cross_check.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace stagemem {
 
 // The names of the terms summed into the derived figure, in report order.
 std::vector<std::string> cross_check_alive_names(const CrossCheck& check, const StageReport& stage);
-// One sentence per explanation, most specific first.
-std::vector<std::string> cross_check_explanations(const CrossCheck& check,
-                                                  const StageReport& stage);
+// One sentence per explanation, most specific first; amounts in `unit` (vocabulary.h).
+std::vector<std::string> cross_check_explanations(const CrossCheck& check, const StageReport& stage,
+                                                  AmountUnit unit = AmountUnit::gib);
 // The stage a check belongs to in `report`, or nullptr when the report has no such stage.
 const StageReport* cross_check_stage(const Report& report, const CrossCheck& check);
 

@@ -71,7 +71,7 @@ void cross_check_text(std::string& out, const Report& report, const CrossCheck& 
          bytes_text(c.derived_bytes, unit).c_str(), bytes_text(c.gap_bytes, unit).c_str(),
          ratio_text(c).c_str());
   if (const StageReport* stage = cross_check_stage(report, c)) {
-    for (const std::string& e : cross_check_explanations(c, *stage))
+    for (const std::string& e : cross_check_explanations(c, *stage, unit))
       append(out, "  - %s\n", e.c_str());
   }
 }
