@@ -118,6 +118,12 @@ struct Reducer {
     state.fix_its.kept.clear();
     state.fix_its.model_changed.clear();
   }
+  void operator()(const SetAmountUnit& a) const {
+    if (state.display.unit == a.unit) return;
+    state.display.unit = a.unit;
+    // The report's display strings are built once per report: again, in the new unit.
+    state.report_labels = make_report_labels(state.report, a.unit);
+  }
 };
 
 }  // namespace

@@ -104,6 +104,9 @@ struct SwapBaseline {};   // the baseline's configuration on screen, the one on 
 // ---- From the summary line's model-change notice (fixes.h) ----
 struct ResetToDefaults {};     // the defaults with this model and device (what the CLI starts from)
 struct DismissModelNotice {};  // hide what the last model change kept or changed
+struct SetAmountUnit {         // the toolbar's GiB/GB toggle: the unit of every amount shown
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;
+};
 
 using Action =
     std::variant<SetConfig, SetMeasuredValues, ApplyFix, Undo, Redo, CopyLink, CopyMarkdown,
@@ -111,7 +114,7 @@ using Action =
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
                  StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage, ApplyLink,
                  LoadText, LoadFile, RefuseFile, PinBaseline, UnpinBaseline, SwapBaseline,
-                 ResetToDefaults, DismissModelNotice>;
+                 ResetToDefaults, DismissModelNotice, SetAmountUnit>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

@@ -121,10 +121,12 @@ void draw_panels(AppState& state, Actions& out) {
   draw_config(state, views.config, out);
   draw_measurements(state, out);
   ImGui::EndChild();
+  publish(out, Widget::config_panel);
   if (!state.stacked_layout) ImGui::SameLine();
   ImGui::BeginChild("main", ImVec2(0, panels_height), ImGuiChildFlags_Border);
   draw_main_tabs(state, views, out);
   ImGui::EndChild();
+  publish(out, Widget::main_panel);
   draw_status_bar(state, views.status, out);
   ImGui::End();
 }

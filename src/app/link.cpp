@@ -50,6 +50,8 @@ SplitFragment split_fragment(std::string_view text) {
 }
 
 void apply_view(AppState& state, const std::vector<std::pair<std::string, std::string>>& view) {
+  // A link sets the unit too: one without view.units shows GiB.
+  stagemem::AmountUnit units = stagemem::AmountUnit::gib;
   for (const auto& [key, value] : view) {
     if (key == "view.tab") {
       const auto* at = std::find(tab_keys.begin(), tab_keys.end(), value);
@@ -63,6 +65,19 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
       }
       continue;
     }
+    if (key == "view.units") {
+      // The unit amounts are shown in; absent (every older link): GiB.
+      const auto& names = stagemem::enum_names<stagemem::AmountUnit>;
+      const auto at = std::find(names.begin(), names.end(), value);
+      if (at == names.end()) {
+        state.link_problems.push_back({"url.view.units", "unknown unit '" + value.substr(0, 32) +
+                                                             "': expected gib (2^30 bytes, the "
+                                                             "default) or gb (10^9 bytes)"});
+      } else {
+        units = static_cast<stagemem::AmountUnit>(at - names.begin());
+      }
+      continue;
+    }
     const auto* axis = std::find(axis_keys.begin(), axis_keys.end(), key);
     if (axis == axis_keys.end()) {
       state.link_problems.push_back({"url." + key.substr(0, 32), "unknown view key ignored"});
@@ -73,6 +88,10 @@ void apply_view(AppState& state, const std::vector<std::pair<std::string, std::s
         state.sweep, static_cast<std::size_t>(axis - axis_keys.begin()), value.substr(0, colon),
         colon == std::string::npos ? std::string() : value.substr(colon + 1), state.config);
     if (!error.empty()) state.link_problems.push_back({"url." + key, error});
+  }
+  if (state.display.unit != units) {
+    state.display.unit = units;
+    state.report_labels = make_report_labels(state.report, units);
   }
 }
 
@@ -114,6 +133,9 @@ std::string view_fragment(const AppState& state) {
   const MainTab link_default = state.baseline.pinned ? MainTab::compare : MainTab::stages;
   if (tab != link_default) {
     out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
+  }
+  if (state.display.unit != stagemem::AmountUnit::gib) {
+    out += "&view.units=" + std::string(stagemem::enum_name(state.display.unit));
   }
   for (std::size_t i = 0; i < 2; ++i) {
     const SweepAxisEdit& axis = state.sweep.axes[i];

@@ -1,11 +1,12 @@
 // link.h — the app's link: the configuration's URL fragment (config/url_fragment.h) followed by
 // the app's own pairs: a loaded snapshot's summary (snapshot= entries, measured/snapshot_link.h),
 // a pinned baseline (base=, config/url_fragment.h encode_baseline: a link with one opens the
-// Compare tab unless its view.tab names another; a link without one unpins), the open tab and the
-// sweep's axes (view.tab, view.x, view.y) and the Plan tab's inputs (plan_* keys, plan_tab.h).
-// Applying a link sets all of them; writing one reads all of them. Limitations: the view and plan
-// pairs are the app's own: they are taken out before the core's decoder sees the fragment, and a
-// link without them shows the Stages tab and the default axes.
+// Compare tab unless its view.tab names another; a link without one unpins), the open tab, the
+// unit of amounts and the sweep's axes (view.tab, view.units, view.x, view.y; each optional: an
+// older link without them shows its defaults) and the Plan tab's inputs (plan_* keys,
+// plan_tab.h). Applying a link sets all of them; writing one reads all of them. Limitations: the
+// view and plan pairs are the app's own: they are taken out before the core's decoder sees the
+// fragment, and a link without them shows the Stages tab and the default axes.
 #pragma once
 
 #include <string>

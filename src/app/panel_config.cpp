@@ -270,7 +270,7 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
   if (widgets.plus != Widget::count) publish(e.out, widgets.plus);
   trailing_label(editor, field);
   if (bytes && value > 0) {
-    ImGui::TextDisabled("= %s", stagemem::format_gib(value).c_str());
+    ImGui::TextDisabled("= %s", stagemem::amount_text(value, e.state.display.unit).c_str());
   }
   if (!editor.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, error_colour);

@@ -32,15 +32,17 @@ std::string summary(const stagemem::PlanEntry& e) {
   return line;
 }
 
-void entry_tooltip(const stagemem::PlanEntry& e) {
+void entry_tooltip(const stagemem::PlanEntry& e, stagemem::AmountUnit unit) {
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(summary(e).c_str());
   ImGui::Text("headroom %s (binding stage %lld, peak %s)",
-              stagemem::format_gib(e.headroom_bytes).c_str(),
-              static_cast<long long>(e.binding_stage), stagemem::format_gib(e.peak_bytes).c_str());
+              stagemem::amount_text(e.headroom_bytes, unit).c_str(),
+              static_cast<long long>(e.binding_stage),
+              stagemem::amount_text(e.peak_bytes, unit).c_str());
   if (e.margin_bytes > 0) {
-    ImGui::Text("%s beyond the %s safety margin", stagemem::format_gib(e.spare_bytes()).c_str(),
-                stagemem::format_gib(e.margin_bytes).c_str());
+    ImGui::Text("%s beyond the %s safety margin",
+                stagemem::amount_text(e.spare_bytes(), unit).c_str(),
+                stagemem::amount_text(e.margin_bytes, unit).c_str());
   }
   if (e.candidate.vpp > 1) {
     ImGui::Text("bubble %.4f = (P-1)/(v M) = %lld/(%lld x %lld)", e.bubble_fraction,
@@ -129,8 +131,10 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
     x_high += 0.5;
   }
   double y_low = 0.0, y_high = 0.0;
+  const stagemem::AmountUnit unit = state.display.unit;
+  const double unit_bytes = stagemem::unit_bytes(unit);  // the headroom axis in GiB or GB
   for (const auto& e : frontier) {
-    y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib);
+    y_high = std::max(y_high, static_cast<double>(e.headroom_bytes) / unit_bytes);
   }
   if (y_high <= 0.0) y_high = 1.0;
   // Points at the ends of the range are drawn whole: the scales stop short of the frame.
@@ -140,29 +144,31 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
            static_cast<float>((std::log2(gpus) - x_low) / (x_high - x_low)) *
                (plot_max.x - plot_min.x - 2.0f * pad);
   };
-  const auto y_of = [&](double gib) {
-    return plot_max.y -
-           static_cast<float>((gib - y_low) / (y_high - y_low)) * (plot_max.y - plot_min.y - pad);
+  const auto y_of = [&](double amount) {
+    return plot_max.y - static_cast<float>((amount - y_low) / (y_high - y_low)) *
+                            (plot_max.y - plot_min.y - pad);
   };
   const auto to_screen = [&](const stagemem::PlanEntry& e) {
     return ImVec2(x_of(static_cast<double>(e.gpus)),
-                  y_of(static_cast<double>(e.headroom_bytes) / stagemem::bytes_per_gib));
+                  y_of(static_cast<double>(e.headroom_bytes) / unit_bytes));
   };
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 axis = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
   draw->AddRect(plot_min, plot_max, axis);
   char label[64];
-  std::snprintf(label, sizeof label, "%.0f GiB", y_high);
+  const std::string unit_label(stagemem::unit_name(unit));
+  std::snprintf(label, sizeof label, "%.0f %s", y_high, unit_label.c_str());
   draw->AddText(ImVec2(origin.x, plot_min.y), text, label);
-  draw->AddText(ImVec2(origin.x, plot_max.y - ImGui::GetTextLineHeight()), text, "0 GiB");
+  draw->AddText(ImVec2(origin.x, plot_max.y - ImGui::GetTextLineHeight()), text,
+                ("0 " + unit_label).c_str());
   // The safety margin: points below this line would eat into it (none is on the frontier).
-  const double margin_gib = static_cast<double>(tab.result.margin_bytes) / stagemem::bytes_per_gib;
-  if (margin_gib > 0.0 && margin_gib < y_high) {
-    const float y = y_of(margin_gib);
+  const double margin_units = static_cast<double>(tab.result.margin_bytes) / unit_bytes;
+  if (margin_units > 0.0 && margin_units < y_high) {
+    const float y = y_of(margin_units);
     draw->AddLine(ImVec2(plot_min.x, y), ImVec2(plot_max.x, y), IM_COL32(240, 110, 90, 200),
                   1.5f * scale);
-    std::snprintf(label, sizeof label, "margin %.1f GiB", margin_gib);
+    std::snprintf(label, sizeof label, "margin %.1f %s", margin_units, unit_label.c_str());
     draw->AddText(ImVec2(plot_min.x + 4.0f * scale, y - ImGui::GetTextLineHeight()),
                   IM_COL32(240, 110, 90, 255), label);
   }
@@ -224,7 +230,7 @@ void draw_plot(const AppState& state, PlanView& view, Actions& out) {
     }
   }
   if (nearest >= 0) {
-    entry_tooltip(frontier[static_cast<std::size_t>(nearest)]);
+    entry_tooltip(frontier[static_cast<std::size_t>(nearest)], unit);
     if (clicked) out.push(ApplyPlanRow{static_cast<std::size_t>(nearest)});
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
@@ -238,6 +244,8 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
   const auto& frontier = tab.result.frontier;
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  const stagemem::AmountUnit unit = state.display.unit;
+  const std::string headroom_header = "headroom " + std::string(stagemem::unit_name(unit));
   const std::array<const char*, 12> columns = {"GPUs",
                                                "nodes",
                                                "TP",
@@ -249,7 +257,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
                                                "recompute",
                                                "bubble",
                                                "recompute overhead",
-                                               "headroom GiB"};
+                                               headroom_header.c_str()};
   if (!ImGui::BeginTable(
           "plan_frontier", static_cast<int>(columns.size()) + 1, flags,
           ImVec2(0, std::max(120.0f * state.ui_scale, ImGui::GetContentRegionAvail().y)))) {
@@ -279,7 +287,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
     if (i == 0) publish(out, Widget::plan_first_row);
     if (ImGui::IsItemHovered()) {
       view.hovered = static_cast<std::int64_t>(i);
-      entry_tooltip(e);
+      entry_tooltip(e, unit);
     }
     ImGui::PopID();
     const std::int64_t per_node = std::max<std::int64_t>(1, tab.bounds.gpus_per_node);
@@ -295,7 +303,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.recompute_overhead);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(stagemem::gib_number(e.headroom_bytes).c_str());
+    ImGui::TextUnformatted(stagemem::amount_number(e.headroom_bytes, unit).c_str());
     ImGui::TableNextColumn();
     std::string ranks;
     if (e.ranks & stagemem::rank_bubble) ranks += "bubble ";
@@ -366,14 +374,14 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
         "safety margin %s (%s) kept free: fits means every stage peaks at or "
         "below %s",
         stagemem::plan_margin_text(tab.result_bounds.margin).c_str(),
-        stagemem::format_gib(r.margin_bytes).c_str(),
-        stagemem::format_gib(r.device_bytes - r.margin_bytes).c_str());
+        stagemem::amount_text(r.margin_bytes, state.display.unit).c_str(),
+        stagemem::amount_text(r.device_bytes - r.margin_bytes, state.display.unit).c_str());
   }
   if (r.has_minimum) {
     ImGui::Text("minimum: %s", summary(r.minimum).c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("headroom %s; %lld of %lld configurations fit",
-                        stagemem::format_gib(r.minimum.headroom_bytes).c_str(),
+                        stagemem::amount_text(r.minimum.headroom_bytes, state.display.unit).c_str(),
                         static_cast<long long>(r.configurations_fitting),
                         static_cast<long long>(r.configurations_searched));
   } else {

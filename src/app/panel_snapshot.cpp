@@ -23,8 +23,8 @@ namespace {
 constexpr ImVec4 warning_colour(1.0f, 0.75f, 0.35f, 1.0f);
 constexpr ImVec4 match_colour(0.45f, 0.85f, 0.50f, 1.0f);
 
-std::string amount(std::int64_t bytes) {
-  return stagemem::snapshot_bytes_text(bytes);
+std::string amount(std::int64_t bytes, stagemem::AmountUnit unit) {
+  return stagemem::snapshot_bytes_text(bytes, unit);
 }
 
 ImVec4 status_colour(stagemem::SnapshotMatch match) {
@@ -64,8 +64,8 @@ void draw_comparison(const AppState& state, std::int64_t stage_index,
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str());
-      mono_cell(state, amount(b.bytes));
-      mono_cell(state, amount(row.derived_bytes));
+      mono_cell(state, amount(b.bytes, state.display.unit));
+      mono_cell(state, amount(row.derived_bytes, state.display.unit));
       ImGui::TableNextColumn();
       ImGui::TextColored(status_colour(row.match), "%s",
                          stagemem::snapshot_row_status(row).c_str());
@@ -73,7 +73,7 @@ void draw_comparison(const AppState& state, std::int64_t stage_index,
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::TextDisabled("  module %s", module.c_str());
-        mono_cell(state, amount(bytes));
+        mono_cell(state, amount(bytes, state.display.unit));
         ImGui::TableNextColumn();
         ImGui::TableNextColumn();
       }
@@ -100,7 +100,8 @@ void draw_comparison(const AppState& state, std::int64_t stage_index,
       if (row.derived_terms.empty()) continue;
       ImGui::TextUnformatted(std::string(stagemem::snapshot_bucket_name(row.bucket)).c_str());
       for (const stagemem::Term* t : row.derived_terms) {
-        ImGui::BulletText("%s  %s", amount(t->bytes).c_str(), stagemem::term_name(*t).c_str());
+        ImGui::BulletText("%s  %s", amount(t->bytes, state.display.unit).c_str(),
+                          stagemem::term_name(*t).c_str());
       }
     }
     ImGui::TreePop();
@@ -141,10 +142,11 @@ void draw_snapshot(const AppState& state, Actions& out) {
                        "summary from the link (the file is not in it): per-bucket bytes and the "
                        "peak, not the trace's curve");
   } else {
-    ImGui::TextDisabled("%s read in the page", amount(snap.file_bytes).c_str());
+    ImGui::TextDisabled("%s read in the page", amount(snap.file_bytes, state.display.unit).c_str());
   }
   ImGui::Text("reserved %s, active %s (requested bytes of active blocks)",
-              amount(s.reserved_bytes).c_str(), amount(s.active_bytes).c_str());
+              amount(s.reserved_bytes, state.display.unit).c_str(),
+              amount(s.active_bytes, state.display.unit).c_str());
   if (!report.diagnostics.ok() || report.stages.empty()) {
     ImGui::TextWrapped("Fix the highlighted fields to compare it with the derived terms.");
     return;

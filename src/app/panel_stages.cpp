@@ -70,7 +70,10 @@ void draw_terms_table(const AppState& state, const char* id, const stagemem::Sta
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg;
   if (!ImGui::BeginTable(id, with_allocation ? 7 : 5, flags, ImVec2(width, 0.0f))) return;
   ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthStretch, 1.3f);
-  ImGui::TableSetupColumn("GiB per rank", ImGuiTableColumnFlags_WidthFixed);
+  // The column's title names the unit the amounts are in (AppState::display).
+  const std::string amount_header =
+      std::string(stagemem::unit_name(state.display.unit)) + " per rank";
+  ImGui::TableSetupColumn(amount_header.c_str(), ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("exact bytes", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch, 2.0f);
   ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_WidthFixed);
@@ -308,7 +311,45 @@ bool any_stage_over(const stagemem::Report& report) {
 }
 
 // What the chart shows (or that it is stale), the device and the flat headroom.
-void draw_heading(const AppState& state, bool stale, bool any_over) {
+// How the tab's parts share its height (ImGui pixels). In a short window (1024 x 640) the chart
+// keeps a useful height and the per-stage table stays on screen: the heading's second line and
+// the strip's caption become tooltips and the legend scrolls in two lines.
+struct StagesFit {
+  bool compact = false;
+  float legend_lines = 6.0f;
+  float chart_height = 0.0f;  // the chart's child window, its labels included
+};
+
+constexpr float min_useful_chart = 240.0f;  // CSS pixels: bars a reader can compare
+
+StagesFit fit_stages(const AppState& state) {
+  const float scale = state.ui_scale;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float available = ImGui::GetContentRegionAvail().y;
+  const auto stages = static_cast<float>(std::min<std::size_t>(state.report.stages.size(), 8));
+  const float table =
+      (stages + 1.0f) * (ImGui::GetTextLineHeight() + 2.0f * style.CellPadding.y + 1.0f) +
+      style.ItemSpacing.y;
+  StagesFit fit;
+  fit.legend_lines =
+      std::min(6.0f, 1.0f + static_cast<float>(state.report_labels.legend.size()) / 2.0f);
+  // As on a tall screen: half the room under the two heading lines, at least 140 pixels.
+  const float heading = 2.0f * line;
+  const float strip = 14.0f * scale + line;
+  fit.chart_height = std::max(140.0f * scale, (available - heading) * 0.50f);
+  if (heading + fit.chart_height + strip + fit.legend_lines * line + table <= available) {
+    return fit;
+  }
+  fit.compact = true;
+  fit.legend_lines = std::min(fit.legend_lines, 2.0f);
+  const float room =
+      available - line - (14.0f * scale + style.ItemSpacing.y) - fit.legend_lines * line - table;
+  fit.chart_height = std::max(min_useful_chart * scale, room);
+  return fit;
+}
+
+void draw_heading(const AppState& state, bool stale, bool any_over, bool compact) {
   const ReportLabels& all_labels = state.report_labels;
   if (stale) {
     ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.30f, 1.0f),
@@ -329,8 +370,13 @@ void draw_heading(const AppState& state, bool stale, bool any_over) {
     ImGui::SameLine();
     ImGui::TextDisabled("| flat headroom %s", all_labels.flat_headroom.c_str());
   }
-  ImGui::TextDisabled(
-      "stacked: resident, gaps, then the binding phase; hover a segment, click a bar");
+  constexpr const char* how_to_read =
+      "stacked: resident, gaps, then the binding phase; hover a segment, click a bar";
+  if (compact) {
+    ImGui::SetItemTooltip("%s", how_to_read);
+  } else {
+    ImGui::TextDisabled("%s", how_to_read);
+  }
   if (const BaselineState* b = compared_baseline(state)) {
     // The marks' legend and the answer in one line: what changed, and the binding peaks.
     colour_swatch(baseline_colour);
@@ -354,11 +400,11 @@ struct ChartSize {
   float scrollbar = 0.0f;  // the scroll bar's height under the chart, when it scrolls
 };
 
-ChartSize chart_size(const AppState& state) {
+ChartSize chart_size(const AppState& state, const StagesFit& fit) {
   const float scale = state.ui_scale;
   ChartSize size;
   size.available = ImGui::GetContentRegionAvail();
-  size.height = std::max(140.0f * scale, size.available.y * 0.50f);
+  size.height = fit.chart_height;
   const auto count = static_cast<float>(state.report.stages.size());
   // Compact bars down to a few pixels; beyond that the chart scrolls sideways.
   const float min_slot = 7.0f * scale;
@@ -623,11 +669,12 @@ BarLayout draw_chart(const AppState& state, StagesView& view, const ChartSize& s
   ImGui::SetCursorScreenPos(bars.origin);
   ImGui::Dummy(ImVec2(size.width, size.height));
   ImGui::EndChild();
+  publish(out, Widget::stages_chart);
   return bars;
 }
 
 // Under the chart: a shader-drawn strip of each stage's peak, and what the chart's marks mean.
-void draw_heat_strip(const AppState& state, StagesView& view, float width) {
+void draw_heat_strip(const AppState& state, StagesView& view, float width, bool compact) {
   const stagemem::Report& report = state.report;
   const float scale = state.ui_scale;
   const ImVec2 below = ImGui::GetCursorScreenPos();
@@ -641,8 +688,17 @@ void draw_heat_strip(const AppState& state, StagesView& view, float width) {
   const float strip_top = below.y + 4.0f * scale;
   queue_heat_strip(strip, ImGui::GetWindowDrawList(), ImVec2(below.x, strip_top),
                    ImVec2(below.x + width, strip_top + 10.0f * scale));
+  constexpr const char* caption =
+      "heat strip: each stage's peak relative to the chart's full height";
+  if (compact) {
+    // A short window: the caption is the strip's tooltip.
+    ImGui::SetCursorScreenPos(ImVec2(below.x, strip_top));
+    ImGui::Dummy(ImVec2(width, 10.0f * scale));
+    ImGui::SetItemTooltip("%s", caption);
+    return;
+  }
   ImGui::SetCursorScreenPos(ImVec2(below.x, strip_top + 14.0f * scale));
-  ImGui::TextDisabled("heat strip: each stage's peak relative to the chart's full height");
+  ImGui::TextDisabled("%s", caption);
   if (report.flat_headroom_bytes > 0) {
     ImGui::SameLine();
     ImGui::TextDisabled("| dashes: resident + flat headroom (green over-, pink under-provisions)");
@@ -650,8 +706,7 @@ void draw_heat_strip(const AppState& state, StagesView& view, float width) {
 }
 
 // The legend scrolls inside a few lines, so that the summary table stays on the first screen.
-void draw_legend_box(const ReportLabels& labels) {
-  const float legend_lines = std::min(6.0f, 1.0f + static_cast<float>(labels.legend.size()) / 2.0f);
+void draw_legend_box(const ReportLabels& labels, float legend_lines) {
   ImGui::BeginChild("legend", ImVec2(0.0f, ImGui::GetTextLineHeightWithSpacing() * legend_lines),
                     ImGuiChildFlags_None);
   draw_legend(labels);
@@ -685,16 +740,20 @@ void draw_stages(const AppState& state, StagesView& view, Actions& out) {
   }
   const bool stale = report_stale(state);
   const bool any_over = any_stage_over(state.report);
-  draw_heading(state, stale, any_over);
-  const ChartSize size = chart_size(state);
+  const StagesFit fit = fit_stages(state);
+  draw_heading(state, stale, any_over, fit.compact);
+  const ChartSize size = chart_size(state, fit);
   TooltipTarget target;
   const BarLayout bars = draw_chart(state, view, size, stale, any_over, target, out);
   if (target.stage != nullptr) {
     draw_bar_tooltip(state, view, *target.stage, *target.labels, target.bar, out);
   }
   ImGui::SetCursorScreenPos(ImVec2(bars.origin.x, bars.origin.y + size.height + size.scrollbar));
-  draw_heat_strip(state, view, size.available.x);
-  draw_legend_box(state.report_labels);
+  draw_heat_strip(state, view, size.available.x, fit.compact);
+  draw_legend_box(state.report_labels, fit.legend_lines);
+  ImGui::BeginGroup();
   draw_summary(state, state.report);
+  ImGui::EndGroup();
+  publish(out, Widget::stages_summary);
   draw_selected_stage(state);
 }

@@ -30,8 +30,10 @@ std::string model_text(const AppState& state) {
   return model && !model->name.empty() ? model->name + " (custom)" : "a custom model";
 }
 
-std::string device_text(const stagemem::Config& c) {
-  if (c.device.bytes > 0) return "a custom device (" + stagemem::format_gib(c.device.bytes) + ")";
+std::string device_text(const stagemem::Config& c, stagemem::AmountUnit unit) {
+  if (c.device.bytes > 0) {
+    return "a custom device (" + stagemem::amount_text(c.device.bytes, unit) + ")";
+  }
   return c.device.preset.empty() ? "no device" : c.device.preset;
 }
 
@@ -68,7 +70,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
   const std::int64_t per_node = std::max(1, view.gpus_per_node);
   const std::int64_t nodes = (world + per_node - 1) / per_node;
   ImGui::AlignTextToFramePadding();
-  ImGui::Text("%s on %s", model_text(state).c_str(), device_text(c).c_str());
+  ImGui::Text("%s on %s", model_text(state).c_str(), device_text(c, state.display.unit).c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("|");
   ImGui::SameLine();
@@ -119,7 +121,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
     ImGui::AlignTextToFramePadding();
     if (state.report_valid) {
       ImGui::TextColored(stale_colour, "STALE (last valid configuration): %s |",
-                         stagemem::verdict_text(report).c_str());
+                         stagemem::verdict_text(report, state.display.unit).c_str());
     } else {
       ImGui::TextColored(over_colour, "No report yet |");
     }
@@ -134,7 +136,7 @@ void draw_summary_line(const AppState& state, SummaryView& view, Actions& out) {
     ImGui::PopStyleColor();
     return;
   }
-  const std::string verdict = stagemem::verdict_text(report);
+  const std::string verdict = stagemem::verdict_text(report, state.display.unit);
   const bool has_device = report.device.bytes > 0;
   const bool fits =
       has_device && report.binding_stage >= 0 &&

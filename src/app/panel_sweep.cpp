@@ -19,6 +19,7 @@ namespace {
 
 constexpr ImU32 text_on_cell = IM_COL32(15, 16, 20, 255);
 constexpr ImU32 current_colour = IM_COL32(255, 255, 255, 255);
+constexpr ImVec4 dropped_colour(0.95f, 0.80f, 0.35f, 1.0f);  // a warning: the grid is smaller
 
 bool parallel_axis(std::string_view key) {
   return key == "tp" || key == "pp" || key == "cp" || key == "ep" || key == "dp";
@@ -93,9 +94,16 @@ void edit_axis(const AppState& state, SweepView& view, std::size_t axis, const c
       ImGui::IsItemDeactivatedAfterEdit()) {
     out.push(SetSweepAxis{axis, edited.key(), text});
   }
+  publish(out, axis == 0 ? Widget::sweep_x_values : Widget::sweep_y_values);
   ImGui::SetItemTooltip("comma-separated values in the field's link form; Enter applies");
   if (!edited.error.empty()) {
     ImGui::TextColored(error_colour, "%s", edited.error.c_str());
+  }
+  // Values no cell can make valid are left out of the grid: say which and why, in full.
+  if (const std::string& dropped = state.sweep.dropped_text[axis]; !dropped.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, dropped_colour);
+    ImGui::TextWrapped("%s", dropped.c_str());
+    ImGui::PopStyleColor();
   }
   ImGui::PopID();
 }
@@ -141,7 +149,8 @@ struct Grid {
   ImVec2 origin;  // top left of the labelled grid
   float left = 0.0f, top = 0.0f, width = 0.0f, height = 0.0f;
   float cell_width = 0.0f, cell_height = 0.0f;
-  float scale = 1.0f;  // AppState::ui_scale
+  float scale = 1.0f;                                     // AppState::ui_scale
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;  // of the cells' text (AppState::display)
 };
 
 // The grid at the cursor: as wide as the panel less the widest row label; as tall as the panel
@@ -150,9 +159,10 @@ Grid layout_grid(const AppState& state) {
   const Sweep& sweep = state.sweep;
   Grid grid;
   grid.scale = state.ui_scale;
+  grid.unit = state.display.unit;
   const float scale = grid.scale;
   float row_label_width = ImGui::CalcTextSize(sweep.axes[1].key()).x;
-  for (const std::string& value : sweep.axes[1].axis.values) {
+  for (const std::string& value : sweep_values(sweep, 1)) {
     row_label_width = std::max(row_label_width, ImGui::CalcTextSize(value.c_str()).x);
   }
   row_label_width += 12.0f * state.ui_scale;
@@ -184,13 +194,13 @@ void draw_axis_labels(ImDrawList* draw_list, const Grid& grid, const Sweep& swee
   const float scale = grid.scale;
   draw_list->AddText(ImVec2(grid.origin.x, grid.origin.y), label_colour, sweep.axes[1].key());
   float widest_column_label = 0.0f;
-  for (const std::string& value : sweep.axes[0].axis.values) {
+  for (const std::string& value : sweep_values(sweep, 0)) {
     widest_column_label = std::max(widest_column_label, ImGui::CalcTextSize(value.c_str()).x);
   }
   const std::size_t column_step = label_step(widest_column_label + 8.0f * scale, grid.cell_width);
   const std::size_t row_step = label_step(ImGui::GetTextLineHeight(), grid.cell_height);
   for (std::size_t x = 0; x < sweep.columns; x += column_step) {
-    const char* value = sweep.axes[0].axis.values[x].c_str();
+    const char* value = sweep_values(sweep, 0)[x].c_str();
     draw_list->AddText(
         ImVec2(grid.left + grid.cell_width * static_cast<float>(x) + 4.0f * scale, grid.origin.y),
         label_colour, value);
@@ -199,7 +209,7 @@ void draw_axis_labels(ImDrawList* draw_list, const Grid& grid, const Sweep& swee
     draw_list->AddText(
         ImVec2(grid.origin.x, grid.top + grid.cell_height * (static_cast<float>(y) + 0.5f) -
                                   ImGui::GetTextLineHeight() * 0.5f),
-        label_colour, sweep.axes[1].axis.values[y].c_str());
+        label_colour, sweep_values(sweep, 1)[y].c_str());
   }
 }
 
@@ -230,7 +240,7 @@ void draw_cell(ImDrawList* draw_list, const Grid& grid, const Sweep& sweep, std:
   const float cx = grid.left + cell_width * static_cast<float>(i % sweep.columns);
   const float cy = grid.top + cell_height * static_cast<float>(i / sweep.columns);
   const std::string gpus = show_gpus ? std::to_string(cell.world_size) + " GPUs" : std::string();
-  const std::string label = sweep_cell_label(sweep, i);
+  const std::string label = sweep_cell_label(sweep, i, grid.unit);
   const ImVec2 size = ImGui::CalcTextSize(label.c_str());
   const bool two_lines = !gpus.empty() && cell_height >= 2.2f * ImGui::GetTextLineHeight();
   const float text_top = cy + (cell_height - size.y * (two_lines ? 2.0f : 1.0f)) * 0.5f;
@@ -300,7 +310,7 @@ void draw_sweep(const AppState& state, SweepView& view, Actions& out) {
   draw_cells(draw_list, grid, sweep, view.hovered_cell, label_colour);
   if (view.hovered_cell >= 0) {
     const auto cell = static_cast<std::size_t>(view.hovered_cell);
-    const std::string detail = sweep_cell_detail(sweep, cell);
+    const std::string detail = sweep_cell_detail(sweep, cell, grid.unit);
     ImGui::SetTooltip("%s", detail.c_str());
     if (clicked) out.push(ApplySweepCell{cell});
   }

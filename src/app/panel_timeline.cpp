@@ -44,10 +44,10 @@ constexpr ImU32 measured_colour = IM_COL32(90, 230, 140, 255);
 constexpr double own_scale_share = 0.05;
 constexpr float chart_height_px = 300.0f;
 
-// A measured level in a unit that suits it (test proxies are MiB, real runs GiB).
-std::string short_amount(std::int64_t bytes) {
-  return bytes >= (std::int64_t{1} << 30) ? stagemem::format_gib(bytes)
-                                          : stagemem::format_mib(bytes);
+// A measured level in a unit that suits it (test proxies are MiB, real runs GiB; MB and GB when
+// the page shows decimal units).
+std::string short_amount(std::int64_t bytes, stagemem::AmountUnit unit) {
+  return stagemem::compact_amount_text(bytes, unit);
 }
 
 ImU32 colour_of(stagemem::Family f) {
@@ -78,10 +78,12 @@ bool term_live_at(const stagemem::StageTimeline& t, std::int64_t e, const stagem
 // The event's live bytes, in total and by family, in the monospaced font.
 void event_bytes_lines(const AppState& state, const stagemem::TimelineEvent& ev) {
   ImGui::PushFont(state.mono_font);
-  ImGui::Text("live       %s", stagemem::format_gib(ev.live_bytes).c_str());
+  const stagemem::AmountUnit unit = state.display.unit;
+  ImGui::Text("live       %s", stagemem::amount_text(ev.live_bytes, unit).c_str());
   for (const stagemem::Family f : stack_order) {
-    ImGui::Text("%-10s %s", std::string(stagemem::family_name(f)).c_str(),
-                stagemem::format_gib(ev.live_by_family[static_cast<std::size_t>(f)]).c_str());
+    ImGui::Text(
+        "%-10s %s", std::string(stagemem::family_name(f)).c_str(),
+        stagemem::amount_text(ev.live_by_family[static_cast<std::size_t>(f)], unit).c_str());
   }
   ImGui::PopFont();
 }
@@ -100,7 +102,7 @@ void alive_line(const stagemem::StageTimeline& t, std::int64_t e) {
 // The terms alive at event `e`, the largest first: the first tooltip_terms by name, the rest
 // summed.
 void live_term_lines(const stagemem::StageReport& stage, const stagemem::StageTimeline& t,
-                     std::int64_t e) {
+                     std::int64_t e, stagemem::AmountUnit unit) {
   const auto& terms = stage.terms;
   std::vector<std::size_t> live_terms;
   for (std::size_t i = 0; i < terms.size(); ++i) {
@@ -118,12 +120,13 @@ void live_term_lines(const stagemem::StageReport& stage, const stagemem::StageTi
     }
     ImGui::Bullet();
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colour_of(term.family)), "%s  %s",
-                       stagemem::format_gib(term.bytes).c_str(), stagemem::term_name(term).c_str());
+                       stagemem::amount_text(term.bytes, unit).c_str(),
+                       stagemem::term_name(term).c_str());
   }
   if (live_terms.size() > tooltip_terms) {
     ImGui::TextDisabled("... and %zu more terms, %s (the Stages tab lists them all)",
                         live_terms.size() - tooltip_terms,
-                        stagemem::format_gib(rest_bytes).c_str());
+                        stagemem::amount_text(rest_bytes, unit).c_str());
   }
 }
 
@@ -141,7 +144,7 @@ void event_tooltip(const AppState& state, const TimelineView& view,
   event_bytes_lines(state, ev);
   ImGui::Separator();
   alive_line(t, e);
-  live_term_lines(stage, t, e);
+  live_term_lines(stage, t, e, state.display.unit);
   if (e != t.peak_event && ev.phase != stagemem::StepPhase::optimizer_step) {
     ImGui::TextDisabled("(stored activation terms are itemised at the peak event)");
   }
@@ -263,6 +266,7 @@ struct Plot {
   std::int64_t top_bytes = 1;                             // the bytes at the plot's top
   double per_byte = 0.0;                                  // pixels per byte
   bool own_scale = false;  // the measured curve gets its own axis (this one does not fit it)
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;  // of its labels (AppState::display)
 
   float y_of(std::int64_t bytes) const {
     return bottom - static_cast<float>(static_cast<double>(bytes) * per_byte);
@@ -275,6 +279,7 @@ Plot place_plot(const AppState& state, const stagemem::StageReport& stage, const
                 std::int64_t events) {
   Plot plot;
   plot.scale = state.ui_scale;
+  plot.unit = state.display.unit;
   plot.origin = ImGui::GetCursorScreenPos();
   plot.width = std::max(ImGui::GetContentRegionAvail().x, 100.0f * plot.scale);
   plot.height = chart_height_px * plot.scale;
@@ -300,7 +305,7 @@ void draw_axes(ImDrawList* draw, const Plot& plot) {
   draw->AddLine(ImVec2(plot.x0, plot.bottom), ImVec2(plot.x1, plot.bottom), axis_colour);
   draw->AddLine(ImVec2(plot.x0, plot.top), ImVec2(plot.x0, plot.bottom), axis_colour);
   draw->AddText(ImVec2(plot.origin.x, plot.top), axis_colour,
-                stagemem::format_gib(plot.top_bytes, 1).c_str());
+                stagemem::amount_text(plot.top_bytes, plot.unit, 1).c_str());
   draw->AddText(ImVec2(plot.origin.x, plot.bottom - ImGui::GetTextLineHeight()), axis_colour, "0");
 }
 
@@ -338,7 +343,7 @@ void draw_capacity(ImDrawList* draw, const Plot& plot, std::int64_t device_bytes
   const float text_y =
       y - ImGui::GetTextLineHeight() < plot.top ? y + 2.0f * scale : y - ImGui::GetTextLineHeight();
   draw->AddText(ImVec2(plot.x0 + 4.0f * scale, text_y), capacity_colour,
-                ("device " + stagemem::format_gib(device_bytes, 1)).c_str());
+                ("device " + stagemem::amount_text(device_bytes, plot.unit, 1)).c_str());
 }
 
 // The peak event's column marked top to bottom, its bytes in the band above the plot.
@@ -347,7 +352,7 @@ void draw_peak(ImDrawList* draw, const Plot& plot, std::int64_t peak_event,
   const float scale = plot.scale;
   const float x = plot.x0 + plot.column * (static_cast<float>(peak_event) + 0.5f);
   draw->AddLine(ImVec2(x, plot.top), ImVec2(x, plot.bottom), peak_colour, 2.0f * scale);
-  const std::string label = "peak " + stagemem::format_gib(peak_bytes);
+  const std::string label = "peak " + stagemem::amount_text(peak_bytes, plot.unit);
   const float label_x = std::min(x + 4.0f * scale, plot.x1 - ImGui::CalcTextSize(label.c_str()).x);
   draw->AddText(ImVec2(label_x, plot.origin.y), peak_colour, label.c_str());
 }
@@ -366,7 +371,7 @@ Plot measured_axis(const Plot& plot, const Measured& measured) {
 // An own axis: a line on the plot's right edge, its top labelled in the band above the plot,
 // right-aligned (the curve tops out at 90% of it).
 void draw_own_axis(ImDrawList* draw, const Plot& axis) {
-  const std::string label = short_amount(axis.top_bytes) + " (measured, own axis)";
+  const std::string label = short_amount(axis.top_bytes, axis.unit) + " (measured, own axis)";
   const float w = ImGui::CalcTextSize(label.c_str()).x;
   draw->AddLine(ImVec2(axis.x1 - 1.0f, axis.top), ImVec2(axis.x1 - 1.0f, axis.bottom),
                 measured_colour);
@@ -422,7 +427,7 @@ void draw_measured_peak(ImDrawList* draw, const Plot& axis, const Measured& meas
   if (measured.peak_share >= 0.0) {
     draw->AddCircleFilled(ImVec2(overlay.peak_x, overlay.peak_y), 4.5f * scale, measured_colour);
   }
-  const std::string label = "measured peak " + short_amount(measured.peak_bytes);
+  const std::string label = "measured peak " + short_amount(measured.peak_bytes, axis.unit);
   const float label_w = ImGui::CalcTextSize(label.c_str()).x;
   // Right of the marker, or left of it where the plot ends; just above the level it marks.
   float label_x = overlay.peak_x + 8.0f * scale;
@@ -458,7 +463,7 @@ void draw_measured(ImDrawList* draw, const Plot& plot, const Measured& measured,
 
 // How the measured curve's axes map onto the chart's, as printed under it.
 std::string measured_axis_note(std::int64_t events, const Measured& measured,
-                               const MeasuredOverlay& overlay) {
+                               const MeasuredOverlay& overlay, stagemem::AmountUnit unit) {
   std::string note;
   if (measured.curve) {
     note = "X axes: the columns are this stage's " + std::to_string(events) +
@@ -475,7 +480,8 @@ std::string measured_axis_note(std::int64_t events, const Measured& measured,
   }
   if (overlay.own_scale) {
     note += " Y axis: the measured curve has its own scale (right, 0 to " +
-            short_amount(overlay.axis_top_bytes) + "): its peak is under 5% of the derived axis.";
+            short_amount(overlay.axis_top_bytes, unit) +
+            "): its peak is under 5% of the derived axis.";
   }
   return note;
 }
@@ -493,7 +499,7 @@ void draw_notes(const AppState& state, const stagemem::StageReport& stage, const
       static_cast<long long>(t.chunks));
   const SnapshotTab& snap = state.snapshot;
   if (measured.shown) {
-    overlay.axis_note = measured_axis_note(n, measured, overlay);
+    overlay.axis_note = measured_axis_note(n, measured, overlay, state.display.unit);
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(measured_colour), "%s",
                        overlay.axis_note.c_str());

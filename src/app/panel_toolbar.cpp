@@ -1,4 +1,5 @@
-// The toolbar: share the current report, undo/redo, open a file. "Copy link" copies the link of
+// The toolbar: share the current report, undo/redo, open a file, the unit of amounts (GiB or
+// GB). "Copy link" copies the link of
 // exactly the configuration on screen (the URL fragment holds all of it, valid or not), "Copy as
 // Markdown" the summary and per-stage table for a wiki page, "Download JSON" the report as a
 // file. Each button is an action: the texts are built when it is applied, never per frame.
@@ -74,6 +75,20 @@ void draw_toolbar(const AppState& state, Actions& out) {
         "Put the baseline's configuration on screen and pin the one on screen (Undo returns)");
     ImGui::EndDisabled();
   }
+  // The unit of every amount on the page (and in Copy as Markdown); the link keeps the choice.
+  ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+  const stagemem::AmountUnit unit = state.display.unit;
+  if (ImGui::RadioButton("GiB", unit == stagemem::AmountUnit::gib)) {
+    out.push(SetAmountUnit{stagemem::AmountUnit::gib});
+  }
+  publish(out, Widget::unit_gib);
+  ImGui::SetItemTooltip("Show amounts in GiB (2^30 bytes), as PyTorch and nvidia-smi count");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("GB", unit == stagemem::AmountUnit::gb)) {
+    out.push(SetAmountUnit{stagemem::AmountUnit::gb});
+  }
+  publish(out, Widget::unit_gb);
+  ImGui::SetItemTooltip("Show amounts in GB (10^9 bytes), as vendors state device capacities");
 
   if (!state.toolbar_message.empty() && ImGui::GetTime() < state.toolbar_message_until) {
     ImGui::SameLine();

@@ -70,7 +70,7 @@ void refresh_report(AppState& state) {
   // valid again: the user's work stays visible while a field is being fixed.
   if (!report.diagnostics.ok()) return;
   state.report = std::move(report);
-  state.report_labels = make_report_labels(state.report);
+  state.report_labels = make_report_labels(state.report, state.display.unit);
   ++state.report_generation;
   state.reported_config = state.config;
   state.report_valid = true;

@@ -8,6 +8,7 @@
 #include "render/cross_check_text.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "report/term_names.h"
 
 namespace {
 
@@ -67,36 +68,92 @@ std::vector<BarSegment> stack_segments(const stagemem::StageReport& stage) {
   return segments;
 }
 
+// One legend entry: a term as the chart's colours tell it apart on every stage. A term whose name
+// carries a per-stage number (the TE dummy buffers' "4 distinct weight shapes" on one stage, "5" on
+// another) is one entry, whatever the number (its catalogue entry and group), named with every
+// number it takes; any other term is its name. Within its family.
+struct LegendKey {
+  stagemem::Family family = stagemem::Family::resident;
+  const stagemem::TermInfo* info = nullptr;  // a numbered name's catalogue entry, else null
+  stagemem::TermGroup group = stagemem::TermGroup::none;
+  std::string name;                   // the term's name when it carries no number
+  std::vector<std::int64_t> numbers;  // the numbers a numbered name takes
+  const stagemem::Term* first = nullptr;
+
+  bool matches(const stagemem::Term& term, const std::string& term_name) const {
+    if (term.family != family) return false;
+    if (info != nullptr) return term.info == info && term.group == group;
+    return !stagemem::term_name_has_number(term) && term_name == name;
+  }
+};
+
 // The legend: every term that is part of some stage's bar, by family in stacking order, each
-// with its colour; then every term of every stage takes the colour of its name.
+// with its colour; then every term of every stage takes the colour of its entry. Every entry's
+// name is unique: a name two families share (none does today) says its family.
 void assign_colours(const stagemem::Report& report, ReportLabels& labels) {
-  std::array<std::vector<std::string>, 4> names;
+  std::array<std::vector<LegendKey>, 4> keys;
+  const auto find = [&](const stagemem::Term& term, const std::string& name) -> LegendKey* {
+    for (LegendKey& key : keys[static_cast<std::size_t>(term.family)]) {
+      if (key.matches(term, name)) return &key;
+    }
+    return nullptr;
+  };
   for (std::size_t s = 0; s < report.stages.size(); ++s) {
     for (const BarSegment& segment : labels.stages[s].segments) {
       const stagemem::Term& term = report.stages[s].terms[segment.term];
-      auto& list = names[static_cast<std::size_t>(term.family)];
-      std::string name = stagemem::term_name(term);
-      if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+      const std::string name = stagemem::term_name(term);
+      LegendKey* key = find(term, name);
+      if (key == nullptr) {
+        const bool numbered = stagemem::term_name_has_number(term);
+        key = &keys[static_cast<std::size_t>(term.family)].emplace_back(
+            LegendKey{.family = term.family,
+                      .info = numbered ? term.info : nullptr,
+                      .group = term.group,
+                      .name = numbered ? std::string() : name,
+                      .numbers = {},
+                      .first = &term});
+      }
+      if (key->info != nullptr) key->numbers.push_back(term.name_value);
     }
   }
   constexpr std::array<stagemem::Family, 4> order = {
       stagemem::Family::resident, stagemem::Family::gap, stagemem::Family::activation,
       stagemem::Family::transient};
   for (const stagemem::Family family : order) {
-    const auto& list = names[static_cast<std::size_t>(family)];
+    auto& list = keys[static_cast<std::size_t>(family)];
     for (std::size_t i = 0; i < list.size(); ++i) {
-      labels.legend.push_back({list[i], family, family_colour(family, i, list.size())});
+      LegendKey& key = list[i];
+      if (key.info != nullptr) {
+        key.name =
+            stagemem::term_name_with_number(*key.first, stagemem::alternatives_text(key.numbers));
+      }
+      labels.legend.push_back({key.name, family, family_colour(family, i, list.size())});
+    }
+  }
+  for (LegendEntry& entry : labels.legend) {
+    const auto same = [&](const LegendEntry& other) {
+      return &other != &entry && other.name == entry.name;
+    };
+    if (std::any_of(labels.legend.begin(), labels.legend.end(), same)) {
+      entry.name += " (" + std::string(stagemem::family_name(entry.family)) + ")";
     }
   }
   const ImU32 other = IM_COL32(120, 122, 130, 255);  // terms in no bar (not at the peak)
   for (std::size_t s = 0; s < report.stages.size(); ++s) {
     StageLabels& stage = labels.stages[s];
     for (std::size_t i = 0; i < report.stages[s].terms.size(); ++i) {
-      const std::string name = stagemem::term_name(report.stages[s].terms[i]);
+      const stagemem::Term& term = report.stages[s].terms[i];
       stage.terms[i].colour = other;
-      for (const LegendEntry& entry : labels.legend) {
-        if (entry.name == name) stage.terms[i].colour = entry.colour;
+      const LegendKey* key = find(term, stagemem::term_name(term));
+      if (key == nullptr) continue;
+      // The entry's index in the legend: its family's entries come in `order`.
+      std::size_t index = 0;
+      for (const stagemem::Family family : order) {
+        if (family == term.family) break;
+        index += keys[static_cast<std::size_t>(family)].size();
       }
+      index += static_cast<std::size_t>(key - keys[static_cast<std::size_t>(term.family)].data());
+      stage.terms[i].colour = labels.legend[index].colour;
     }
     for (BarSegment& segment : stage.segments) segment.colour = stage.terms[segment.term].colour;
   }
@@ -104,14 +161,14 @@ void assign_colours(const stagemem::Report& report, ReportLabels& labels) {
 
 }  // namespace
 
-ReportLabels make_report_labels(const stagemem::Report& report) {
+ReportLabels make_report_labels(const stagemem::Report& report, stagemem::AmountUnit unit) {
   ReportLabels labels;
   labels.total_parameters = stagemem::group_digits(report.total_parameters);
   if (report.device.bytes > 0) {
-    labels.device = report.device.name + ": " + stagemem::format_gib(report.device.bytes);
+    labels.device = report.device.name + ": " + stagemem::amount_text(report.device.bytes, unit);
   }
   if (report.flat_headroom_bytes > 0) {
-    labels.flat_headroom = stagemem::format_gib(report.flat_headroom_bytes);
+    labels.flat_headroom = stagemem::amount_text(report.flat_headroom_bytes, unit);
   }
   labels.scale_bytes = std::max<std::int64_t>(1, report.device.bytes);
   labels.stages.reserve(report.stages.size());
@@ -120,25 +177,25 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     out.title =
         "Stage " + std::to_string(stage.index) + ": layers " + stagemem::stage_layers_text(stage);
     out.axis = "stage " + std::to_string(stage.index);
-    out.peak_gib = stagemem::format_gib(stage.peak_bytes);
+    out.peak_gib = stagemem::amount_text(stage.peak_bytes, unit);
     out.peak_bytes = stagemem::group_digits(stage.peak_bytes) + " B";
     out.headroom = report.device.bytes <= 0 ? "no device"
                    : stage.headroom_bytes < 0
-                       ? stagemem::format_gib(stage.headroom_bytes) + " (does not fit)"
-                       : stagemem::format_gib(stage.headroom_bytes);
-    out.non_parameter = stagemem::format_gib(stage.non_parameter_bytes);
+                       ? stagemem::amount_text(stage.headroom_bytes, unit) + " (does not fit)"
+                       : stagemem::amount_text(stage.headroom_bytes, unit);
+    out.non_parameter = stagemem::amount_text(stage.non_parameter_bytes, unit);
     out.phase = stagemem::binding_phase_name(stage);
     for (const std::int64_t n : stage.in_flight_per_chunk) {
       out.in_flight += (out.in_flight.empty() ? "" : ", ") + std::to_string(n);
     }
     if (report.flat_headroom_bytes > 0) {
       out.flat_margin =
-          stagemem::signed_gib_text(stage.flat_headroom_margin) +
+          stagemem::signed_gib_text(stage.flat_headroom_margin, unit) +
           (stage.flat_headroom_margin < 0 ? " (flat under-provisions)" : " (flat over-provisions)");
     }
     for (const auto& term : stage.terms) {
       out.terms.push_back(
-          {stagemem::format_gib(term.bytes), stagemem::group_digits(term.bytes) + " B"});
+          {stagemem::amount_text(term.bytes, unit), stagemem::group_digits(term.bytes) + " B"});
     }
     out.terms_by_size.resize(stage.terms.size());
     std::iota(out.terms_by_size.begin(), out.terms_by_size.end(), std::size_t{0});
@@ -160,13 +217,13 @@ ReportLabels make_report_labels(const stagemem::Report& report) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();
     const stagemem::Measurement& m = check.measurement;
     out.title = stagemem::measurement_title(m);
-    out.measured = stagemem::bytes_text(m.bytes);
-    out.derived = stagemem::bytes_text(check.derived_bytes);
-    out.gap = stagemem::bytes_text(check.gap_bytes);
+    out.measured = stagemem::bytes_text(m.bytes, unit);
+    out.derived = stagemem::bytes_text(check.derived_bytes, unit);
+    out.gap = stagemem::bytes_text(check.gap_bytes, unit);
     out.ratio = stagemem::ratio_text(check);
     out.line = stagemem::cross_check_line(check);
     if (const stagemem::StageReport* stage = stagemem::cross_check_stage(report, check)) {
-      out.explanations = stagemem::cross_check_explanations(check, *stage);
+      out.explanations = stagemem::cross_check_explanations(check, *stage, unit);
       out.alive_terms = stagemem::cross_check_alive_names(check, *stage);
     }
   }

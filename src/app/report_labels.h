@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 struct TermLabels {
@@ -70,4 +71,6 @@ struct ReportLabels {
   std::vector<LegendEntry> legend;  // by family (resident, gaps, activations, transients)
 };
 
-ReportLabels make_report_labels(const stagemem::Report& report);
+// Amounts in `unit` (the toolbar's GiB/GB toggle, AppState::display).
+ReportLabels make_report_labels(const stagemem::Report& report,
+                                stagemem::AmountUnit unit = stagemem::AmountUnit::gib);

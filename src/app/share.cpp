@@ -11,7 +11,9 @@
 
 std::string markdown_text(const AppState& state, const Platform& platform) {
   const stagemem::MarkdownOptions options{
-      .link = platform.link(stagemem::encode_fragment(state.reported_config)), .terms = false};
+      .link = platform.link(stagemem::encode_fragment(state.reported_config)),
+      .terms = false,
+      .unit = state.display.unit};
   return stagemem::report_markdown(state.report, state.reported_config, options);
 }
 

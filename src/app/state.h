@@ -30,6 +30,7 @@
 #include "plan_tab.h"
 #include "render/comparison.h"
 #include "render/term_catalogue.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 #include "report_labels.h"
 #include "sweep.h"
@@ -268,6 +269,12 @@ struct Views {
   CompareView compare;
 };
 
+// How amounts are shown: the toolbar's GiB/GB toggle (the link's view.units=gb). Every amount the
+// app draws is formatted with it (render/vocabulary.h: amount_text), so one switch changes all.
+struct DisplaySettings {
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;
+};
+
 // ---- The state -----------------------------------------------------------------------------
 
 struct AppState {
@@ -324,6 +331,8 @@ struct AppState {
   FixIts fix_its;          // repairs of the errors; what the last model change kept or changed
 
   Views views;  // the panels' own (see the top of this file)
+
+  DisplaySettings display;  // the unit of every amount shown
 };
 
 // The configuration on screen has errors: `report` is an older one (or none yet).

@@ -65,11 +65,22 @@ std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
 bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   if (sweep.computed_axes_version != sweep.axes_version || !(sweep.run.grid.base == config)) {
     sweep.computed_axes_version = sweep.axes_version;
-    sweep.columns = sweep.axes[0].axis.values.size();
-    sweep.rows = sweep.axes[1].axis.values.size();
-    // Rows first: the engine's last axis varies fastest in the cell index (row-major). The run
-    // keeps its resolved models and their caches from the previous grid.
-    stagemem::restart_sweep(sweep.run, {config, {sweep.axes[1].axis, sweep.axes[0].axis}});
+    // Rows first: the engine's last axis varies fastest in the cell index (row-major). Values no
+    // cell can make valid leave the grid (they depend on the configuration: the model's heads,
+    // the world size, ...), and the tab names them.
+    stagemem::FilteredSweep filtered =
+        stagemem::filter_sweep_values({config, {sweep.axes[1].axis, sweep.axes[0].axis}});
+    sweep.dropped_count = {};
+    for (std::size_t i = 0; i < 2; ++i) {
+      sweep.dropped_text[i] = stagemem::dropped_values_text(filtered, 1 - i, sweep.axes[i].key());
+    }
+    for (const stagemem::DroppedSweepValue& dropped : filtered.dropped) {
+      ++sweep.dropped_count[1 - dropped.axis];
+    }
+    sweep.columns = filtered.grid.axes[1].values.size();
+    sweep.rows = filtered.grid.axes[0].values.size();
+    // The run keeps its resolved models and their caches from the previous grid.
+    stagemem::restart_sweep(sweep.run, std::move(filtered.grid));
     sweep.model_error.clear();
     sweep.complete = false;
     sweep.compute_milliseconds = 0.0;
@@ -80,9 +91,13 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   if (sweep.complete) return false;
   stagemem::SweepRun& run = sweep.run;
   if (!run.error.message.empty()) {
+    const bool emptied = sweep.columns == 0 || sweep.rows == 0;
     sweep.model_error = sweep.axes[0].axis.field == nullptr || sweep.axes[1].axis.field == nullptr
                             ? std::string("no axes")
-                            : run.error.field + ": " + run.error.message;
+                        : emptied ? "no value of " +
+                                        std::string(sweep.axes[sweep.columns == 0 ? 0 : 1].key()) +
+                                        " can be valid with this configuration: nothing to sweep"
+                                  : run.error.field + ": " + run.error.message;
     sweep.complete = true;
     ++sweep.sweeps;
     return false;
@@ -109,11 +124,17 @@ bool update_sweep(Sweep& sweep, const stagemem::Config& config) {
   return false;
 }
 
+std::span<const std::string> sweep_values(const Sweep& sweep, std::size_t axis) {
+  const auto& axes = sweep.run.grid.axes;
+  if (axes.size() != 2 || axis > 1) return {};
+  return axes[1 - axis].values;
+}
+
 std::int64_t sweep_device_bytes(const Sweep& sweep) {
   return sweep.run.devices.empty() ? 0 : sweep.run.devices.front().bytes;
 }
 
-std::string sweep_cell_label(const Sweep& sweep, std::size_t index) {
+std::string sweep_cell_label(const Sweep& sweep, std::size_t index, stagemem::AmountUnit unit) {
   if (index >= sweep.run.cells.size()) return {};
   const stagemem::SweepCell& cell = sweep.run.cells[index];
   if (!cell.evaluated) return {};
@@ -121,21 +142,21 @@ std::string sweep_cell_label(const Sweep& sweep, std::size_t index) {
     const std::string& field = cell.error.field;
     return "invalid: " + field.substr(field.rfind('.') + 1);
   }
-  return stagemem::format_gib(cell.device_bytes > 0 ? cell.min_headroom_bytes : cell.max_peak_bytes,
-                              1);
+  return stagemem::amount_text(
+      cell.device_bytes > 0 ? cell.min_headroom_bytes : cell.max_peak_bytes, unit, 1);
 }
 
-std::string sweep_cell_detail(const Sweep& sweep, std::size_t index) {
+std::string sweep_cell_detail(const Sweep& sweep, std::size_t index, stagemem::AmountUnit unit) {
   if (index >= sweep.run.cells.size() || sweep.columns == 0) return {};
   const stagemem::SweepCell& cell = sweep.run.cells[index];
   const std::string where =
-      std::string(sweep.axes[0].key()) + "=" + sweep.axes[0].axis.values[column_of(sweep, index)] +
-      ", " + sweep.axes[1].key() + "=" + sweep.axes[1].axis.values[row_of(sweep, index)];
+      std::string(sweep.axes[0].key()) + "=" + sweep_values(sweep, 0)[column_of(sweep, index)] +
+      ", " + sweep.axes[1].key() + "=" + sweep_values(sweep, 1)[row_of(sweep, index)];
   if (!cell.valid) return where + "\n" + cell.error.field + ": " + cell.error.message;
   const bool device = cell.device >= 0;
   return where + "\nbinding stage " + std::to_string(cell.binding_stage) + ": peak " +
-         stagemem::bytes_text(cell.max_peak_bytes) +
-         (device ? "\nheadroom " + stagemem::bytes_text(cell.min_headroom_bytes) + " on " +
+         stagemem::bytes_text(cell.max_peak_bytes, unit) +
+         (device ? "\nheadroom " + stagemem::bytes_text(cell.min_headroom_bytes, unit) + " on " +
                        sweep.run.devices[static_cast<std::size_t>(cell.device)].name
                  : std::string("\nno device chosen: coloured by peak")) +
          "\nclick to apply these values";

@@ -7,6 +7,8 @@
 // frame (the frame's refresh, while the tab is open), restarting it only when the configuration or
 // the axes change.
 // Units: bytes (int64) per rank; time in milliseconds.
+// Values no cell can make valid (TP 3 on a 128-head model) are dropped from the grid, and the tab
+// says which and why; the link keeps the values as typed.
 // Limitations: at most max_values values per axis; a cell whose configuration is invalid shows the
 // field its first error names, and the error in its tooltip. An empty values text picks values
 // around the current one (suggested_sweep_values: e.g. micro-batch sizes dividing the batch per
@@ -15,11 +17,13 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
 #include "plan/sweep.h"
+#include "render/vocabulary.h"
 
 // One axis as the tab edits it.
 struct SweepAxisEdit {
@@ -39,7 +43,12 @@ struct Sweep {
   stagemem::SweepRun run;
   std::size_t columns = 0;
   std::size_t rows = 0;
-  std::string model_error;            // the configuration's model did not resolve, or no axes
+  std::string model_error;  // the configuration's model did not resolve, or no axes
+  // The grid holds only the values some valid cell holds (plan/sweep.h: filter_sweep_values,
+  // rerun with the grid); per axis, the sentence naming the typed values dropped and why ("" when
+  // none was) and how many.
+  std::array<std::string, 2> dropped_text;
+  std::array<std::size_t, 2> dropped_count{};
   double last_milliseconds = 0.0;     // the last full sweep, from its start to its last cell (wall)
   double compute_milliseconds = 0.0;  // of that: time spent computing cells (all slices)
   double longest_slice_milliseconds = 0.0;  // the longest single frame's share of it
@@ -61,13 +70,17 @@ std::string set_sweep_axis(Sweep& sweep, std::size_t axis, std::string_view key,
 // computes cells for at most one time slice; returns true while cells remain (the caller asks
 // for another frame).
 bool update_sweep(Sweep& sweep, const stagemem::Config& config);
+// The values of axis 0 (columns) or 1 (rows) in the grid: the typed ones less those dropped.
+std::span<const std::string> sweep_values(const Sweep& sweep, std::size_t axis);
 // The device the grid's headroom is measured against (the first the cells met); 0: none.
 std::int64_t sweep_device_bytes(const Sweep& sweep);
 // What cell `index` shows, rendered when drawn: headroom (or peak without a device) in GiB, or
 // why it is invalid (the last part of the field its first error names); "" until computed.
-std::string sweep_cell_label(const Sweep& sweep, std::size_t index);
+std::string sweep_cell_label(const Sweep& sweep, std::size_t index,
+                             stagemem::AmountUnit unit = stagemem::AmountUnit::gib);
 // The tooltip of a cell, rendered when shown (the grid keeps numbers): its values, peak,
 // headroom and binding stage, or its error.
-std::string sweep_cell_detail(const Sweep& sweep, std::size_t index);
+std::string sweep_cell_detail(const Sweep& sweep, std::size_t index,
+                              stagemem::AmountUnit unit = stagemem::AmountUnit::gib);
 // Applies cell `index`'s two axis values to `config`; false when the cell is invalid.
 bool apply_sweep_cell(const Sweep& sweep, std::size_t index, stagemem::Config& config);

@@ -48,10 +48,18 @@ enum class Widget : std::uint8_t {
   unpin_baseline,  // its "Unpin"
   swap_baseline,   // its "Swap": the baseline on screen, what was on screen the baseline
   tab_compare,
-  compare_stage,  // the Compare tab's stage selector (whose changed terms are listed)
-  settings_line,  // the summary's line of the settings that change memory
-  model_reset,    // the model-change notice's "Reset to the defaults"
-  model_dismiss,  // and its "Dismiss"
+  compare_stage,   // the Compare tab's stage selector (whose changed terms are listed)
+  settings_line,   // the summary's line of the settings that change memory
+  model_reset,     // the model-change notice's "Reset to the defaults"
+  model_dismiss,   // and its "Dismiss"
+  unit_gib,        // the toolbar's unit toggle: GiB (2^30 B)
+  unit_gb,         // and GB (10^9 B)
+  stages_chart,    // the Stages tab's bar chart (its labels included)
+  stages_summary,  // its per-stage table
+  config_panel,    // the configuration column (or block, stacked)
+  main_panel,      // the tabs beside (or under) it
+  sweep_x_values,  // the Sweep tab's values text of the columns axis
+  sweep_y_values,  // and of the rows axis
   count
 };
 
@@ -66,7 +74,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
         "plan_search",    "plan_first_row",   "tab_timeline",   "timeline_stage", "timeline_chart",
         "tab_snapshot",   "snapshot_open",    "snapshot_stage", "plan_margin",    "pin_baseline",
         "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage",  "settings_line",
-        "model_reset",    "model_dismiss"};
+        "model_reset",    "model_dismiss",    "unit_gib",       "unit_gb",        "stages_chart",
+        "stages_summary", "config_panel",     "main_panel",     "sweep_x_values", "sweep_y_values"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

@@ -16,11 +16,12 @@ namespace {
 
 constexpr int exit_does_not_fit = 1;
 
-constexpr std::array<stagemem_cli::CommandOption, 2> check_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 3> check_options = {{
     {"--json", "",
      "JSON: fits, device, stages[] {index, layers, peak_bytes, headroom_bytes, fits, "
      "largest_terms[]} and the whole report (docs/report-schema.md, \"The check\")"},
     {"--format", "F", "text | markdown | json (default text; json is --json)"},
+    stagemem_cli::units_option,
 }};
 
 constexpr std::array<std::string_view, 3> check_formats = {"text", "markdown", "json"};
@@ -42,13 +43,14 @@ void require_device(const stagemem_cli::CommandLine& line, stagemem::Diagnostics
 
 // The verdict: JSON with the whole report (--json), else Markdown or text.
 void print_check(const stagemem::Report& report, const stagemem_cli::CommandLine& line,
-                 const std::string& format) {
+                 const std::string& format, stagemem::AmountUnit unit) {
   std::string text;
   if (format == "json") {
     const std::string link = "#" + stagemem::encode_fragment(line.config);
     text = stagemem::check_json(report, line.config, link, line.diagnostics);
   } else {
-    text = format == "markdown" ? stagemem::check_markdown(report) : stagemem::check_text(report);
+    text = format == "markdown" ? stagemem::check_markdown(report, unit)
+                                : stagemem::check_text(report, unit);
   }
   std::fputs(text.c_str(), stdout);
 }
@@ -64,11 +66,12 @@ int run_check(const std::vector<std::string_view>& args) {
   }
   stagemem::Diagnostics& d = line.diagnostics;
   const std::string format = stagemem_cli::json_or_checked_format(line, check_formats, d);
+  const stagemem::AmountUnit unit = stagemem_cli::checked_units(line, d);
   require_device(line, d);
   if (!d.ok()) return stagemem_cli::refuse(d);
   const stagemem::Report report = stagemem::estimate(line.config);
   if (!report.diagnostics.ok()) return stagemem_cli::refuse(d, report.diagnostics);
-  print_check(report, line, format);
+  print_check(report, line, format, unit);
   const int verdict =
       stagemem::stages_not_fitting(report) > 0 ? exit_does_not_fit : stagemem_cli::exit_ok;
   return stagemem_cli::finish(verdict, report.diagnostics, d);  // warnings only here

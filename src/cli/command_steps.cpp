@@ -35,6 +35,17 @@ std::string checked_format(const CommandLine& line, std::span<const std::string_
   return format;
 }
 
+stagemem::AmountUnit checked_units(const CommandLine& line, stagemem::Diagnostics& d) {
+  const std::string units = line.option("--units").value_or("gib");
+  const auto& names = stagemem::enum_names<stagemem::AmountUnit>;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (units == names[i]) return static_cast<stagemem::AmountUnit>(i);
+  }
+  d.error("--units", "'" + units.substr(0, 32) +
+                         "' is not one of: gib (2^30 bytes, the default), gb (10^9 bytes)");
+  return stagemem::AmountUnit::gib;
+}
+
 std::string json_or_checked_format(const CommandLine& line,
                                    std::span<const std::string_view> formats,
                                    stagemem::Diagnostics& d) {

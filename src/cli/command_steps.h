@@ -23,6 +23,7 @@
 #include "config_sources.h"
 #include "model/model.h"
 #include "render/table.h"
+#include "render/vocabulary.h"
 
 namespace stagemem_cli {
 
@@ -55,6 +56,14 @@ void print_command_help(std::string_view intro, std::span<const CommandOption> o
 // `formats` (the error lists them in this order).
 std::string checked_format(const CommandLine& line, std::span<const std::string_view> formats,
                            stagemem::Diagnostics& diagnostics);
+// --units, which report, check and sweep take: the unit of every amount in their text and
+// Markdown (vocabulary.h: AmountUnit); JSON and CSV stay in bytes.
+inline constexpr CommandOption units_option = {
+    "--units", "U",
+    "gib | gb: amounts in text and Markdown in GiB (2^30 B, the default) or GB (10^9 B); JSON and "
+    "CSV stay in bytes"};
+// --units's value (GiB when absent); an error naming --units unless it is gib or gb.
+stagemem::AmountUnit checked_units(const CommandLine& line, stagemem::Diagnostics& diagnostics);
 // For a command whose --json means --format json (plan, layout): "json" with --json, whatever
 // --format says, else checked_format.
 std::string json_or_checked_format(const CommandLine& line,

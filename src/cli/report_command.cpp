@@ -22,7 +22,7 @@ namespace {
 
 using stagemem::Diagnostics;
 
-constexpr std::array<stagemem_cli::CommandOption, 4> report_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 5> report_options = {{
     {"--json", "",
      "JSON: stages[] {index, layers, terms[], peak_bytes, peak_moment}, binding_stage, "
      "device_bytes, cross_checks[] (the same as --format json)"},
@@ -33,6 +33,7 @@ constexpr std::array<stagemem_cli::CommandOption, 4> report_options = {{
     {"--timeline", "",
      "the step timeline instead: per stage every forward/backward pass and the optimizer step "
      "with live bytes by family, and the peak moment (text, csv or json)"},
+    stagemem_cli::units_option,
 }};
 
 constexpr std::array<std::string_view, 4> report_formats = {"text", "markdown", "csv", "json"};
@@ -49,12 +50,14 @@ struct ReportOutput {
   std::string format;
   bool json = false;
   bool timeline = false;
+  stagemem::AmountUnit unit = stagemem::AmountUnit::gib;  // --units: text and Markdown
 };
 
 ReportOutput read_report_output(const stagemem_cli::CommandLine& line, Diagnostics& d) {
   ReportOutput output{.format = stagemem_cli::checked_format(line, report_formats, d)};
   output.json = line.option("--json").has_value() || output.format == "json";
   output.timeline = line.option("--timeline").has_value();
+  output.unit = stagemem_cli::checked_units(line, d);
   if (output.timeline && output.format == "markdown") {
     d.error("--format", "--timeline prints text, csv or json, not markdown");
   }
@@ -70,7 +73,7 @@ void print_timeline(const stagemem::Report& report, const stagemem::Config& conf
                     const ReportOutput& output) {
   const std::string text = output.json ? stagemem::timeline_json(report, link_of(config))
                            : output.format == "csv" ? stagemem::timeline_csv(report)
-                                                    : stagemem::timeline_text(report);
+                                                    : stagemem::timeline_text(report, output.unit);
   std::fputs(text.c_str(), stdout);
 }
 
@@ -79,12 +82,13 @@ void print_report(const stagemem::Report& report, const stagemem::Config& config
                   const ReportOutput& output, bool terms) {
   std::string text;
   if (output.format == "markdown") {
-    const stagemem::MarkdownOptions options{.link = link_of(config), .terms = terms};
+    const stagemem::MarkdownOptions options{
+        .link = link_of(config), .terms = terms, .unit = output.unit};
     text = stagemem::report_markdown(report, config, options);
   } else if (output.format == "csv") {
     text = stagemem::report_csv(report);
   } else {
-    text = stagemem::report_text(report, config);
+    text = stagemem::report_text(report, config, output.unit);
   }
   std::fputs(text.c_str(), stdout);
 }

@@ -20,16 +20,17 @@ namespace {
 // Enough for any grid a person reads; each point is a full estimate (microseconds each).
 constexpr std::int64_t max_points = 10000;
 
-constexpr std::array<stagemem_cli::CommandOption, 2> sweep_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 4> sweep_options = {{
     {"--json", "",
-     "JSON: axes[], device, points[] {values, valid, stage_peak_bytes[], "
-     "max_peak_bytes, binding_stage, min_headroom_bytes, fits, error}"},
+     "JSON: axes[] {key, path, values, invalid_values[] {value, field, message}}, device, "
+     "points[] {values, valid, stage_peak_bytes[], max_peak_bytes, binding_stage, "
+     "min_headroom_bytes, fits, error}"},
     {"--format", "F", "text | csv | markdown | json (default text; json is --json)"},
+    {"--valid-only", "",
+     "leave out the values no point can make valid (as the app's Sweep tab does); without it "
+     "every point is printed and those values are named on stderr"},
+    stagemem_cli::units_option,
 }};
-
-std::string gib(std::int64_t bytes) {
-  return stagemem::gib_number(bytes);
-}
 
 std::string fits_text(const stagemem::SweepCell& cell) {
   switch (cell.fit) {
@@ -64,17 +65,18 @@ std::size_t stage_count(const stagemem::SweepRun& run) {
 // The column titles: each axis (as typed), each stage's peak, then the verdict columns; CSV
 // spells amounts in bytes with '_', text and Markdown in GiB with spaces.
 std::vector<std::string> sweep_header(const std::vector<stagemem::SweepAxis>& axes,
-                                      std::size_t stages, bool csv) {
+                                      std::size_t stages, bool csv, stagemem::AmountUnit unit) {
+  const std::string u(stagemem::unit_name(unit));
   std::vector<std::string> header;
   for (const auto& axis : axes) header.push_back(axis_name(axis));
   for (std::size_t s = 0; s < stages; ++s) {
     header.push_back(csv ? "stage_" + std::to_string(s) + "_peak_bytes"
-                         : "stage " + std::to_string(s) + " GiB");
+                         : "stage " + std::to_string(s) + " " + u);
   }
   for (const char* column : {"max_peak", "binding_stage", "min_headroom", "fits", "error"}) {
     std::string name = column;
     if (csv && (name == "max_peak" || name == "min_headroom")) name += "_bytes";
-    if (!csv && (name == "max_peak" || name == "min_headroom")) name += " GiB";
+    if (!csv && (name == "max_peak" || name == "min_headroom")) name += " " + u;
     if (!csv) std::replace(name.begin(), name.end(), '_', ' ');
     header.push_back(name);
   }
@@ -83,10 +85,10 @@ std::vector<std::string> sweep_header(const std::vector<stagemem::SweepAxis>& ax
 
 // Point `i`: its axis values, stage peaks, max peak, binding stage, min headroom, fit, error.
 std::vector<std::string> sweep_row(const stagemem::SweepRun& run, std::size_t i, std::size_t stages,
-                                   bool csv) {
+                                   bool csv, stagemem::AmountUnit unit) {
   const stagemem::SweepCell& p = run.cells[i];
-  const auto amount = [csv](std::int64_t bytes) {
-    return csv ? std::to_string(bytes) : gib(bytes);
+  const auto amount = [csv, unit](std::int64_t bytes) {
+    return csv ? std::to_string(bytes) : stagemem::amount_number(bytes, unit);
   };
   const auto peaks = stagemem::sweep_stage_peaks(run, p);
   std::vector<std::string> row;
@@ -104,14 +106,15 @@ std::vector<std::string> sweep_row(const stagemem::SweepRun& run, std::size_t i,
   return row;
 }
 
-void print_sweep_table(const stagemem::SweepRun& run, const std::string& format) {
+void print_sweep_table(const stagemem::SweepRun& run, const std::string& format,
+                       stagemem::AmountUnit unit) {
   const std::size_t axes = run.grid.axes.size();
   const std::size_t stages = stage_count(run);
   const bool csv = format == "csv";
-  const std::vector<std::string> header = sweep_header(run.grid.axes, stages, csv);
+  const std::vector<std::string> header = sweep_header(run.grid.axes, stages, csv, unit);
   stagemem::Table table;
   for (std::size_t i = 0; i < run.cells.size(); ++i)
-    table.rows.push_back(sweep_row(run, i, stages, csv));
+    table.rows.push_back(sweep_row(run, i, stages, csv, unit));
   // Numbers stagemem computed (the stage peaks, max peak, binding stage, min headroom) are
   // number columns: in CSV a negative headroom stays a number, while every text cell goes through
   // the escaper so a user's text cannot start a formula (render/table.h).
@@ -124,14 +127,24 @@ void print_sweep_table(const stagemem::SweepRun& run, const std::string& format)
   std::fputs(stagemem_cli::table_text(table, format).c_str(), stdout);
 }
 
-void print_sweep_json(const stagemem::SweepRun& run) {
+void print_sweep_json(const stagemem::SweepRun& run, const stagemem::FilteredSweep& filtered) {
   using json = nlohmann::ordered_json;
   const std::vector<stagemem::SweepAxis>& axes = run.grid.axes;
   json axis_list = json::array();
-  for (const auto& axis : axes) {
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    const stagemem::SweepAxis& axis = axes[a];
+    // The values no point can make valid, and why (left out of `values` with --valid-only).
+    json invalid = json::array();
+    for (const stagemem::DroppedSweepValue& dropped : filtered.dropped) {
+      if (dropped.axis != a) continue;
+      invalid.push_back({{"value", dropped.value},
+                         {"field", dropped.reason.field},
+                         {"message", dropped.reason.message}});
+    }
     axis_list.push_back({{"key", std::string(axis.field->key)},
                          {"path", std::string(axis.field->path)},
-                         {"values", axis.values}});
+                         {"values", axis.values},
+                         {"invalid_values", invalid}});
   }
   // The device of the last point that has one (a sweep over `device` has several).
   stagemem::DeviceCapacity device;
@@ -193,13 +206,41 @@ int run_sweep(const std::vector<std::string_view>& args) {
   }
   if (!d.ok()) return stagemem_cli::refuse(d);
 
+  const stagemem::AmountUnit unit = stagemem_cli::checked_units(line, d);
+  const bool valid_only = line.option("--valid-only").has_value();
+  if (!d.ok()) return stagemem_cli::refuse(d);
+
+  // The values no point can make valid (plan/sweep.h: filter_sweep_values, as the app's Sweep tab
+  // finds them): left out with --valid-only, else named in a note (every point is printed, as a
+  // CI job parsing the grid expects).
+  stagemem::FilteredSweep filtered = stagemem::filter_sweep_values({line.config, line.axes});
+  for (std::size_t a = 0; a < line.axes.size(); ++a) {
+    const std::size_t dropped = stagemem::dropped_value_count(filtered, a);
+    if (dropped == 0) continue;
+    const std::string& name = line.axes[a].name;
+    const std::string list = stagemem::dropped_values_list(filtered, a);
+    const std::string count =
+        std::to_string(dropped) + " of " + std::to_string(line.axes[a].values.size()) + " values";
+    if (valid_only && filtered.grid.axes[a].values.empty()) {
+      d.error(name, "no value can be valid with this configuration: " + list);
+    } else if (valid_only) {
+      d.warn(name, "left out " + count + " that cannot be valid with this configuration: " + list);
+    } else {
+      d.warn(name, count +
+                       " cannot be valid with this configuration (--valid-only leaves them "
+                       "out): " +
+                       list);
+    }
+  }
+  if (!d.ok()) return stagemem_cli::refuse(d);
   // The grid, every point at once (plan/sweep.h: one model and EstimateCache per distinct model,
   // per-stage peaks only).
-  const stagemem::SweepRun run = stagemem::compute_sweep({line.config, line.axes});
+  const stagemem::SweepRun run = stagemem::compute_sweep(
+      valid_only ? std::move(filtered.grid) : stagemem::SweepGrid{line.config, line.axes});
   if (format == "json") {
-    print_sweep_json(run);
+    print_sweep_json(run, filtered);
   } else {
-    print_sweep_table(run, format);
+    print_sweep_table(run, format, unit);
   }
   return stagemem_cli::finish(stagemem_cli::exit_ok, d);  // warnings only here
 }

@@ -14,7 +14,9 @@
 //                                       (the summary's settings line), model_changed, kept (the
 //                                       model-change notice), toolbar_message,
 //                                       crossCheckVerdict: the cross-checks' one line}
-//   Module.getSweep()                   {axes[{key, values[]}], columns, rows, cells[{x, y, valid,
+//   Module.getSweep()                   {axes[{key, values[] (the grid's), typedValues[],
+//                                       droppedCount, dropped (why), error}], columns, rows,
+//                                       cells[{x, y, valid,
 //                                       peak, headroom, bindingStage, current, gpus, label,
 //                                       detail}], sweepMs, slices, sweeps, heatMapDraws}: the Sweep
 //                                       tab's grid (computed on demand)
@@ -37,7 +39,9 @@
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
-//                                        catalogueTerms, catalogueShown, hoveredCell}
+//                                        catalogueTerms, catalogueShown, hoveredCell,
+//                                        legendTerms, legendNames[], unit ("gib" | "gb"),
+//                                        stagePeakLabels[], stageHeadroomLabels[], deviceLabel}
 //   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
 //   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h; with a
 //                                       baseline pinned, comparison_markdown)
@@ -200,7 +204,7 @@ val get_report() {
   app.set("model_changed", app_state->fix_its.model_changed);
   app.set("kept", app_state->fix_its.kept);
   app.set("toolbar_message", app_state->toolbar_message);
-  app.set("verdict", stagemem::verdict_text(app_state->report));
+  app.set("verdict", stagemem::verdict_text(app_state->report, app_state->display.unit));
   app.set("crossCheckVerdict", app_state->report_labels.cross_check_verdict);
   app.set("world_size", static_cast<double>(stagemem::world_size(app_state->config.parallel)));
   app.set("expert_dp",
@@ -485,6 +489,22 @@ val get_ui_state() {
   out.set("chartScrolls", views.stages.chart_scrolls);
   out.set("axisLabelStep", static_cast<double>(views.stages.axis_label_step));
   out.set("legendTerms", static_cast<double>(app_state->report_labels.legend.size()));
+  // The chart's legend names and each stage's labels as drawn (in the unit shown: `unit`).
+  val legend = val::array();
+  for (const LegendEntry& entry : app_state->report_labels.legend) {
+    legend.call<void>("push", entry.name);
+  }
+  out.set("legendNames", legend);
+  out.set("unit", std::string(stagemem::enum_name(app_state->display.unit)));
+  val peaks = val::array();
+  val headrooms = val::array();
+  for (const StageLabels& stage : app_state->report_labels.stages) {
+    peaks.call<void>("push", stage.peak_gib);
+    headrooms.call<void>("push", stage.headroom);
+  }
+  out.set("stagePeakLabels", peaks);
+  out.set("stageHeadroomLabels", headrooms);
+  out.set("deviceLabel", app_state->report_labels.device);
   out.set("uiScale", app_state->ui_scale);
   // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
   const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -560,12 +580,20 @@ val get_sweep() {
   Sweep& sweep = app_state->sweep;
   update_sweep(sweep, app_state->config);
   val axes = val::array();
-  for (const SweepAxisEdit& axis : sweep.axes) {
+  for (std::size_t i = 0; i < sweep.axes.size(); ++i) {
+    const SweepAxisEdit& axis = sweep.axes[i];
     val item = val::object();
     item.set("key", std::string(axis.key()));
+    // The grid's values (those some valid cell holds), the values as typed, and why the others
+    // were dropped.
     val values = val::array();
-    for (const auto& v : axis.axis.values) values.call<void>("push", v);
+    for (const auto& v : sweep_values(sweep, i)) values.call<void>("push", v);
     item.set("values", values);
+    val typed = val::array();
+    for (const auto& v : axis.axis.values) typed.call<void>("push", v);
+    item.set("typedValues", typed);
+    item.set("droppedCount", static_cast<double>(sweep.dropped_count[i]));
+    item.set("dropped", sweep.dropped_text[i]);
     item.set("error", axis.error);
     axes.call<void>("push", item);
   }
@@ -585,8 +613,8 @@ val get_sweep() {
     cell.set("bindingStage", static_cast<double>(c.binding_stage));
     cell.set("current", c.is_base);
     cell.set("gpus", static_cast<double>(c.world_size));
-    cell.set("label", sweep_cell_label(sweep, i));
-    cell.set("detail", sweep_cell_detail(sweep, i));
+    cell.set("label", sweep_cell_label(sweep, i, app_state->display.unit));
+    cell.set("detail", sweep_cell_detail(sweep, i, app_state->display.unit));
     cells.call<void>("push", cell);
   }
   out.set("cells", cells);

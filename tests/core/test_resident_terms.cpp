@@ -222,6 +222,13 @@ TEST_CASE("TE dummy weight gradients: one bf16 buffer per distinct weight shape"
   // --no-gradient-accumulation-fusion: autograd gets real weight gradients, no dummy buffer.
   CHECK(dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {.gradient_accumulation_fusion = false}, 0)
             .empty());
+  // Its name carries the shape count, which differs between stages (4 on stage 0 of PP 4, 5 on
+  // the last, which also holds the LM head): the chart's legend names the term once, with both.
+  terms = dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0);
+  CHECK(term_name_has_number(terms[0]));
+  CHECK(term_name_with_number(terms[0], "4 or 5") ==
+        "TE dummy weight-gradient buffers (gradient-accumulation fusion, 4 or 5 distinct weight "
+        "shapes)");
 }
 
 TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one shape each") {

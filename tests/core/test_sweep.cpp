@@ -392,3 +392,96 @@ TEST_CASE("Device axes and two axes over one field give each cell its own config
   // Cells 0 (seq 2048 then 8192) and 2 (seq 4096 then 8192) are the same configuration.
   CHECK(run.cells[0].max_peak_bytes == run.cells[2].max_peak_bytes);
 }
+
+namespace {
+
+// The axis's values, joined as the user would type them.
+std::string joined(const SweepAxis& axis) {
+  std::string out;
+  for (const std::string& v : axis.values) out += (out.empty() ? "" : ",") + v;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Values no cell can make valid are dropped, with the first reason", "[sweep]") {
+  // DeepSeek-V3: 128 MLA heads (TP must divide them: 1, 2, 4, 8 of 1..8), 61 layers (PP at most
+  // 61), MoE with TP > 1 needs sequence parallelism (on here).
+  Config base;
+  base.model = "deepseek-v3";
+  base.parallel.sequence_parallel = true;
+  const SweepGrid grid{
+      base,
+      {axis("tp", "1, 2, 3, 4, 5, 6, 7, 8", base), axis("pp", "1, 2, 3, 4, 16, 62, 64", base)}};
+  const FilteredSweep filtered = filter_sweep_values(grid);
+  CHECK(filtered.checked);
+  CHECK(joined(filtered.grid.axes[0]) == "1,2,4,8");
+  CHECK(joined(filtered.grid.axes[1]) == "1,2,3,4,16");
+  REQUIRE(filtered.dropped.size() == 6);
+  // The reason is the error of the cell with the other axis at the base's own value (PP 1).
+  CHECK(filtered.dropped[0].axis == 0);
+  CHECK(filtered.dropped[0].value == "3");
+  CHECK(filtered.dropped[0].reason.field == "parallel.tp");
+  CHECK(filtered.dropped[0].reason.message ==
+        "tensor parallel size 3 must divide the MLA heads (128)");
+  CHECK(filtered.dropped[4].axis == 1);
+  CHECK(filtered.dropped[4].value == "62");
+  CHECK(filtered.dropped[4].reason.field == "parallel.pp");
+  CHECK(dropped_value_count(filtered, 0) == 4);
+  CHECK(dropped_values_text(filtered, 0, "tp") ==
+        "tp: dropped 4 of 8 values that cannot be valid with this configuration: 3, 5, 6, 7 "
+        "(parallel.tp: tensor parallel size 3 must divide the MLA heads (128))");
+  CHECK(dropped_values_list(filtered, 1) ==
+        "62, 64 (parallel.pp: pipeline parallel size must be an integer in [1, 61], got 62 (the "
+        "model's layer count is 61))");
+  // Without sequence parallelism every TP > 1 is invalid with this model: only 1 stays, and the
+  // reason names the rule that refuses 2 (a different field from 3's).
+  Config no_sp = base;
+  no_sp.parallel.sequence_parallel = false;
+  const FilteredSweep strict = filter_sweep_values({no_sp, grid.axes});
+  CHECK(joined(strict.grid.axes[0]) == "1");
+  CHECK(dropped_values_text(strict, 0, "tp") ==
+        "tp: dropped 7 of 8 values that cannot be valid with this configuration: 2, 4, 8 "
+        "(parallel.sequence_parallel: MoE layers with TP > 1 need sequence parallelism (as "
+        "Megatron-core requires)); 3, 5, 6, 7 (parallel.tp: tensor parallel size 3 must divide "
+        "the MLA heads (128))");
+}
+
+TEST_CASE("A value is kept when any cell of it is valid, whatever the other axes hold", "[sweep]") {
+  // Llama-3.1-70B (64 heads, 8 KV heads, 80 layers) on a world of 16 GPUs: TP x PP must divide
+  // 16. TP 4 is valid only with PP 4 (4 x 4 = 16); PP 8 only with TP 1 or 2; TP 8 with no PP of
+  // {4, 8, 32} (8 x 4 = 32 > 16) and PP 32 with no TP (32 > 16): those two are dropped.
+  Config base;
+  base.model = "llama-3.1-70b";
+  base.parallel.world_size = 16;
+  const SweepGrid grid{base, {axis("tp", "1, 2, 4, 8", base), axis("pp", "4, 8, 32", base)}};
+  const FilteredSweep filtered = filter_sweep_values(grid);
+  CHECK(joined(filtered.grid.axes[0]) == "1,2,4");
+  CHECK(joined(filtered.grid.axes[1]) == "4,8");
+  REQUIRE(filtered.dropped.size() == 2);
+  CHECK(filtered.dropped[0].value == "8");
+  CHECK(filtered.dropped[0].reason.field == "parallel.world_size");
+  CHECK(filtered.dropped[0].reason.message ==
+        "world size 16 must be a multiple of TP x PP x CP = 32");
+  CHECK(filtered.dropped[1].value == "32");
+  // Exact: against the whole grid computed cell by cell, a kept value has a valid cell and a
+  // dropped one none.
+  const SweepRun run = compute_sweep(grid);
+  for (std::size_t a = 0; a < 2; ++a) {
+    for (std::size_t v = 0; v < grid.axes[a].values.size(); ++v) {
+      bool any_valid = false;
+      for (std::size_t i = 0; i < run.cells.size(); ++i) {
+        any_valid |= sweep_value_index(grid, i, a) == v && run.cells[i].valid;
+      }
+      const auto& kept = filtered.grid.axes[a].values;
+      INFO(grid.axes[a].name << " " << grid.axes[a].values[v]);
+      CHECK(any_valid ==
+            (std::find(kept.begin(), kept.end(), grid.axes[a].values[v]) != kept.end()));
+    }
+  }
+  // Nothing to drop: the grid comes back whole.
+  const FilteredSweep whole = filter_sweep_values({Config{}, {axis("seq", "4096, 8192", {})}});
+  CHECK(whole.dropped.empty());
+  CHECK(joined(whole.grid.axes[0]) == "4096,8192");
+  CHECK(dropped_values_text(whole, 0, "seq").empty());
+}

@@ -270,3 +270,42 @@ TEST_CASE("Vocabulary: every setting that changes memory, in one line") {
                                    "(core_attn) | "));
   CHECK(settings_text(c).ends_with("| dualpipev"));
 }
+
+TEST_CASE("Vocabulary: amounts in GiB or GB, one spelling for each unit") {
+  // 8,030,261,248 B (Llama-3.1-8B's parameter count taken as bytes): / 2^30 = 7.4787 GiB;
+  // / 10^9 = 8.0303 GB.
+  constexpr std::int64_t bytes = 8'030'261'248;
+  CHECK(unit_name(AmountUnit::gib) == "GiB");
+  CHECK(unit_name(AmountUnit::gb) == "GB");
+  CHECK(small_unit_name(AmountUnit::gb) == "MB");
+  CHECK(amount_text(bytes, AmountUnit::gib) == "7.48 GiB");
+  CHECK(amount_text(bytes, AmountUnit::gb) == "8.03 GB");
+  CHECK(amount_text(bytes, AmountUnit::gb, 1) == "8.0 GB");
+  CHECK(amount_number(bytes, AmountUnit::gb) == "8.03");
+  // GiB is format_gib's spelling exactly, whatever the decimals.
+  CHECK(amount_text(bytes, AmountUnit::gib, 1) == format_gib(bytes, 1));
+  CHECK(bytes_text(1'397'817'344, AmountUnit::gb) == "1,397,817,344 B (1.40 GB)");
+  CHECK(signed_gib_text(-4'509'715'661, AmountUnit::gb) == "-4.51 GB");
+  // Under one unit the small one, one decimal: 224 MiB = 234,881,024 B = 234.9 MB.
+  CHECK(compact_amount_text(224 * (std::int64_t{1} << 20), AmountUnit::gib) == "224.0 MiB");
+  CHECK(compact_amount_text(224 * (std::int64_t{1} << 20), AmountUnit::gb) == "234.9 MB");
+  // 999,999,999 B is under 1 GB (999.999999 MB, "1000.0 MB") but 2^30 B is over it: 1.07 GB.
+  CHECK(compact_amount_text(gib, AmountUnit::gb) == "1.07 GB");
+  CHECK(compact_amount_text(gib, AmountUnit::gib) == "1.00 GiB");
+}
+
+TEST_CASE("Vocabulary: the verdict in GB") {
+  // 60,023,768,064 B = 60.0 GB; the H100 80GB's 85,027,979,264 B = 85.0 GB.
+  Config c = llama_on_h100();
+  const Report r = estimate(c);
+  REQUIRE(r.binding_stage == 0);
+  CHECK(verdict_text(r, AmountUnit::gb) == "fits: stage 0 binds at 60.0 of 85.0 GB");
+  CHECK(verdict_text(r, AmountUnit::gib) == verdict_text(r));
+}
+
+TEST_CASE("Vocabulary: the numbers one name takes on different stages") {
+  CHECK(alternatives_text({4}) == "4");
+  CHECK(alternatives_text({5, 4, 5, 4}) == "4 or 5");
+  CHECK(alternatives_text({5, 3, 4}) == "3, 4 or 5");
+  CHECK(alternatives_text({}).empty());
+}

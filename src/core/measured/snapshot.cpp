@@ -438,7 +438,7 @@ std::vector<SnapshotComparisonRow> compare_snapshot(const SnapshotSummary& summa
 
 namespace {
 
-std::string bytes_text(std::int64_t bytes) {
+std::string exact_amount(std::int64_t bytes) {
   return snapshot_bytes_text(bytes);
 }
 
@@ -448,13 +448,11 @@ constexpr std::array<std::string_view, snapshot_bucket_count> bucket_keys = {
 
 }  // namespace
 
-std::string snapshot_bytes_text(std::int64_t bytes) {
-  constexpr std::int64_t gib = std::int64_t{1} << 30, mib = std::int64_t{1} << 20;
-  if (bytes >= gib || bytes <= -gib) {
-    return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
-  }
-  if (bytes >= mib || bytes <= -mib) {
-    return group_digits(bytes) + " B (" + format_mib(bytes) + ")";
+std::string snapshot_bytes_text(std::int64_t bytes, AmountUnit unit) {
+  // Exact bytes, and from one MiB (MB) up the amount in the unit that suits it.
+  const std::int64_t small = unit == AmountUnit::gb ? 1'000'000 : std::int64_t{1} << 20;
+  if (bytes >= small || bytes <= -small) {
+    return group_digits(bytes) + " B (" + compact_amount_text(bytes, unit) + ")";
   }
   return group_digits(bytes) + " B";
 }
@@ -528,9 +526,10 @@ std::string snapshot_peak_text(const SnapshotSummary& s) {
   }
   return "measured peak (device trace replay, alloc adds, free_completed removes; counted from "
          "the first recorded event): " +
-         bytes_text(s.peak.live_bytes) + " on device " + std::to_string(s.peak.device) +
-         " at event " + std::to_string(s.peak.event) + ", an alloc of " + bytes_text(s.peak.size) +
-         " (" + std::string(snapshot_bucket_name(s.peak.attribution.bucket)) + ") at " +
+         exact_amount(s.peak.live_bytes) + " on device " + std::to_string(s.peak.device) +
+         " at event " + std::to_string(s.peak.event) + ", an alloc of " +
+         exact_amount(s.peak.size) + " (" +
+         std::string(snapshot_bucket_name(s.peak.attribution.bucket)) + ") at " +
          (s.peak.where.empty() ? std::string("no frames") : s.peak.where);
 }
 
@@ -542,7 +541,7 @@ SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& s, const Sta
     out.text =
         "no measured peak (the snapshot has no device trace) to compare with the derived "
         "peak " +
-        bytes_text(stage.peak_bytes) + " at " + derived_moment;
+        exact_amount(stage.peak_bytes) + " at " + derived_moment;
     return out;
   }
   out.measured = true;
@@ -554,12 +553,12 @@ SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& s, const Sta
     where_in_trace += " of " + std::to_string(s.peak_trace_events);
   }
   const std::int64_t magnitude = out.gap_bytes < 0 ? -out.gap_bytes : out.gap_bytes;
-  out.text = "measured peak " + bytes_text(out.measured_bytes) + " (" + where_in_trace +
+  out.text = "measured peak " + exact_amount(out.measured_bytes) + " (" + where_in_trace +
              " on device " + std::to_string(s.peak.device) + ", " +
              std::string(snapshot_bucket_name(s.peak.attribution.bucket)) + ") vs derived peak " +
-             bytes_text(out.derived_bytes) + " at " + derived_moment +
+             exact_amount(out.derived_bytes) + " at " + derived_moment +
              ": gap (measured - derived) " + (out.gap_bytes < 0 ? "-" : "+") +
-             bytes_text(magnitude);
+             exact_amount(magnitude);
   return out;
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "measured/pickle_reader.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace stagemem {
@@ -171,8 +172,8 @@ std::vector<SnapshotComparisonRow> compare_snapshot(const SnapshotSummary& summa
 // What every front end shows of a comparison (the CLI's `snapshot` text, the app's Snapshot tab
 // and its link): one implementation, so they never disagree.
 // "15,205,376 B (14.5 MiB)": exact bytes, then GiB from 1 GiB up, MiB from 1 MiB up (proxy runs
-// are small); below 1 MiB the bytes alone ("1,000 B").
-std::string snapshot_bytes_text(std::int64_t bytes);
+// are small); below 1 MiB the bytes alone ("1,000 B"). With AmountUnit::gb the same in GB and MB.
+std::string snapshot_bytes_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
 // A bucket's short key for links and JSON-free text: "parameter-gradient-buffers", ...
 std::string_view snapshot_bucket_key(SnapshotBucket bucket);
 std::optional<SnapshotBucket> parse_snapshot_bucket_key(std::string_view key);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "config/config.h"
 #include "parallel/layout.h"
 
 namespace stagemem {
@@ -433,6 +434,186 @@ SweepRun compute_sweep(SweepGrid grid) {
   SweepRun run = start_sweep(std::move(grid));
   evaluate_sweep(run, run.cells.size());
   return run;
+}
+
+namespace {
+
+// Which cells of a grid are valid configurations, each checked at most once (validate(), the
+// model resolved once per distinct model).
+struct ValidityCheck {
+  const SweepGrid& grid;
+  std::vector<std::size_t> strides;
+  std::vector<std::int8_t> known;  // per cell: -1 not checked, 0 invalid, 1 valid
+  std::vector<std::pair<std::string, std::optional<Model>>> models;  // by Config::model + custom
+  std::vector<FieldMessage> model_errors;
+  Config scratch;
+
+  // Whether the cell is valid; `error` is set when it is checked here and invalid (a cell is
+  // checked once: ask `check` for the error of one already known).
+  bool valid(const std::vector<std::size_t>& coordinates, FieldMessage& error) {
+    std::size_t cell = 0;
+    for (std::size_t a = 0; a < coordinates.size(); ++a) cell += coordinates[a] * strides[a];
+    if (known[cell] < 0) known[cell] = check(coordinates, error) ? 1 : 0;
+    return known[cell] == 1;
+  }
+
+  bool check(const std::vector<std::size_t>& coordinates, FieldMessage& error) {
+    scratch = grid.base;
+    Diagnostics parse;
+    for (std::size_t a = 0; a < coordinates.size(); ++a) {
+      const SweepAxis& axis = grid.axes[a];
+      parse_field_text(*axis.field, axis.values[coordinates[a]], scratch, parse, axis.name);
+    }
+    if (!parse.ok()) {
+      error = parse.errors.front();
+      return false;
+    }
+    const std::string key = scratch.model + '\n' + scratch.custom_model;
+    std::size_t m = 0;
+    while (m < models.size() && models[m].first != key) ++m;
+    if (m == models.size()) {
+      Diagnostics resolved;
+      models.emplace_back(key, resolve_model(scratch, resolved));
+      model_errors.push_back(!resolved.ok() ? resolved.errors.front()
+                             : !models[m].second
+                                 ? FieldMessage{"model", "the model did not resolve"}
+                                 : FieldMessage{});
+    }
+    if (!models[m].second) {
+      error = model_errors[m];
+      return false;
+    }
+    const Diagnostics diagnostics = validate(scratch, *models[m].second);
+    if (diagnostics.ok()) return true;
+    error = diagnostics.errors.front();
+    return false;
+  }
+};
+
+}  // namespace
+
+FilteredSweep filter_sweep_values(const SweepGrid& grid) {
+  FilteredSweep out{.grid = grid, .dropped = {}, .checked = false};
+  const std::vector<SweepAxis>& axes = grid.axes;
+  for (const SweepAxis& axis : axes) {
+    if (axis.field == nullptr || axis.values.empty()) return out;
+  }
+  const std::int64_t count = sweep_cell_count(axes);
+  if (axes.empty() || count > static_cast<std::int64_t>(max_sweep_cells)) return out;
+  out.checked = true;
+  ValidityCheck check{.grid = grid,
+                      .strides = std::vector<std::size_t>(axes.size(), 1),
+                      .known = std::vector<std::int8_t>(static_cast<std::size_t>(count), -1),
+                      .models = {},
+                      .model_errors = {},
+                      .scratch = {}};
+  for (std::size_t a = axes.size(); a-- > 1;) {
+    check.strides[a - 1] = check.strides[a] * axes[a].values.size();
+  }
+  // Each axis's values are tried from the base configuration's own (when the axis holds it):
+  // a kept value is then found valid at its first cell, and a dropped value's reason is the one
+  // the user would meet by setting it alone.
+  std::vector<std::size_t> first(axes.size(), 0);
+  {
+    Diagnostics ignored;
+    Config scratch = grid.base;
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      for (std::size_t v = 0; v < axes[a].values.size(); ++v) {
+        if (parse_field_text(*axes[a].field, axes[a].values[v], scratch, ignored, axes[a].name) &&
+            field_equals(*axes[a].field, scratch, grid.base)) {
+          first[a] = v;
+          break;
+        }
+      }
+      scratch = grid.base;
+    }
+  }
+  std::vector<std::vector<bool>> keep(axes.size());
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    keep[a].assign(axes[a].values.size(), false);
+  }
+  std::vector<std::size_t> coordinates(axes.size());
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    for (std::size_t v = 0; v < axes[a].values.size(); ++v) {
+      if (keep[a][v]) continue;  // a valid cell found for another value holds it
+      // Every combination of the other axes, as an odometer of offsets from their first values.
+      std::vector<std::size_t> offset(axes.size(), 0);
+      FieldMessage reason;
+      bool tried = false;
+      for (;;) {
+        for (std::size_t b = 0; b < axes.size(); ++b) {
+          coordinates[b] = b == a ? v : (first[b] + offset[b]) % axes[b].values.size();
+        }
+        FieldMessage error;
+        if (check.valid(coordinates, error)) {
+          // Every value of this cell can be valid.
+          for (std::size_t b = 0; b < axes.size(); ++b) keep[b][coordinates[b]] = true;
+          break;
+        }
+        if (!tried) {
+          // The reason is the first cell's (checked again when another value's search met it).
+          if (error.message.empty()) check.check(coordinates, error);
+          reason = std::move(error);
+          tried = true;
+        }
+        std::size_t b = axes.size();
+        while (b-- > 0) {
+          if (b == a) continue;
+          if (++offset[b] < axes[b].values.size()) break;
+          offset[b] = 0;
+        }
+        if (b == static_cast<std::size_t>(-1)) break;  // every combination tried
+      }
+      if (!keep[a][v]) out.dropped.push_back({a, axes[a].values[v], std::move(reason)});
+    }
+  }
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    std::vector<std::string>& values = out.grid.axes[a].values;
+    values.clear();
+    for (std::size_t v = 0; v < axes[a].values.size(); ++v) {
+      if (keep[a][v]) values.push_back(axes[a].values[v]);
+    }
+  }
+  return out;
+}
+
+std::size_t dropped_value_count(const FilteredSweep& filtered, std::size_t axis) {
+  return static_cast<std::size_t>(
+      std::count_if(filtered.dropped.begin(), filtered.dropped.end(),
+                    [axis](const DroppedSweepValue& d) { return d.axis == axis; }));
+}
+
+std::string dropped_values_list(const FilteredSweep& filtered, std::size_t axis) {
+  std::vector<const DroppedSweepValue*> dropped;
+  for (const DroppedSweepValue& d : filtered.dropped) {
+    if (d.axis == axis) dropped.push_back(&d);
+  }
+  // One group per field the reasons name, in the order first met; each group's values, then the
+  // first value's reason (the others differ only in their numbers, or name the same rule).
+  std::string text;
+  std::vector<bool> done(dropped.size(), false);
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    if (done[i]) continue;
+    std::string values;
+    for (std::size_t j = i; j < dropped.size(); ++j) {
+      if (done[j] || dropped[j]->reason.field != dropped[i]->reason.field) continue;
+      done[j] = true;
+      values += (values.empty() ? "" : ", ") + dropped[j]->value;
+    }
+    text += (text.empty() ? "" : "; ") + values + " (" + dropped[i]->reason.field + ": " +
+            dropped[i]->reason.message + ")";
+  }
+  return text;
+}
+
+std::string dropped_values_text(const FilteredSweep& filtered, std::size_t axis,
+                                std::string_view name) {
+  const std::size_t dropped = dropped_value_count(filtered, axis);
+  if (dropped == 0 || axis >= filtered.grid.axes.size()) return {};
+  const std::size_t given = filtered.grid.axes[axis].values.size() + dropped;
+  return std::string(name) + ": dropped " + std::to_string(dropped) + " of " +
+         std::to_string(given) + (given == 1 ? " value" : " values") +
+         " that cannot be valid with this configuration: " + dropped_values_list(filtered, axis);
 }
 
 }  // namespace stagemem

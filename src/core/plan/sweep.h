@@ -181,4 +181,45 @@ std::span<const std::int64_t> sweep_stage_peaks(const SweepRun& run, const Sweep
 // The whole grid at once.
 SweepRun compute_sweep(SweepGrid grid);
 
+// ---- Values that cannot be valid ---------------------------------------------------------------
+// A typed axis such as `tp 1, 2, ..., 64` over a model with 128 heads holds mostly values that no
+// cell can make valid (TP 3 divides no head count whatever the pipeline size is): a grid of them
+// is mostly grey. filter_sweep_values keeps an axis value when at least one cell of the grid that
+// holds it is a valid configuration (validate(): the model's divisibility rules, the world size,
+// the expert groups, the batch per data-parallel rank, ...), and drops it otherwise, with the
+// reason. Exact for any number of axes: a value some valid cell holds is kept, whatever the other
+// axes hold, so that a TP that only fits a smaller world with a smaller PP stays (its other cells
+// stay in the grid, invalid). Only values are dropped, never single cells. The app's Sweep tab
+// and `stagemem sweep --valid-only` use it; plain `stagemem sweep` keeps every point and names the
+// same values in a note.
+// Cost: one validate() per cell tried (a few microseconds); a kept value usually needs one
+// (the other axes start at the base configuration's own values), a dropped one tries every
+// combination of the other axes, each at most once for the whole grid.
+struct DroppedSweepValue {
+  std::size_t axis = 0;  // index into SweepGrid::axes
+  std::string value;     // as given
+  // Why: the first error of the first cell tried with it (the other axes at the base
+  // configuration's own values where they hold them).
+  FieldMessage reason;
+};
+
+struct FilteredSweep {
+  SweepGrid grid;  // the axes with only the values some valid cell holds, in the order given
+  std::vector<DroppedSweepValue> dropped;  // by axis, then in the order given
+  // Grids over max_sweep_cells are returned whole (start_sweep refuses them anyway).
+  bool checked = false;
+};
+
+FilteredSweep filter_sweep_values(const SweepGrid& grid);
+// The dropped values of `axis` in one sentence, their reasons grouped by the field each names:
+// "tp: dropped 4 of 8 values that cannot be valid with this configuration: 3, 5, 6, 7
+// (parallel.tp: tensor parallel size 3 must divide the attention heads (128))". "" when none was
+// dropped. `name` is the axis as the user named it ("tp", "--tp").
+std::string dropped_values_text(const FilteredSweep& filtered, std::size_t axis,
+                                std::string_view name);
+// Its list alone: "3, 5, 6, 7 (parallel.tp: tensor parallel size 3 must divide the attention
+// heads (128))"; and how many values of `axis` were dropped.
+std::string dropped_values_list(const FilteredSweep& filtered, std::size_t axis);
+std::size_t dropped_value_count(const FilteredSweep& filtered, std::size_t axis);
+
 }  // namespace stagemem

@@ -21,7 +21,8 @@ const Term* term_at(const StageReport& stage, std::int64_t index) {
   return &stage.terms[static_cast<std::size_t>(index)];
 }
 
-std::string explanation(const CrossCheck& check, const StageReport& stage, GapExplanation kind) {
+std::string explanation(const CrossCheck& check, const StageReport& stage, GapExplanation kind,
+                        AmountUnit unit) {
   switch (kind) {
     case GapExplanation::reserved_figure:
       return "a reserved figure (torch.cuda.memory_reserved / max_memory_reserved) also holds the "
@@ -41,7 +42,7 @@ std::string explanation(const CrossCheck& check, const StageReport& stage, GapEx
                  std::string(allocation_point_name(t->allocated_at)) + ")";
       }
       return "not alive yet at this point, so not counted: " + names + " = " +
-             bytes_text(check.later_bytes) +
+             bytes_text(check.later_bytes, unit) +
              ". Lazily allocated state (Adam moments, Muon momentum; TE's dummy weight gradients "
              "and the GEMM workspaces) appears only inside the first training step; a reading "
              "here that includes it was taken later than its label says";
@@ -52,24 +53,24 @@ std::string explanation(const CrossCheck& check, const StageReport& stage, GapEx
              "temporaries), a negative gap a tensor the implementation does not keep";
     case GapExplanation::measured_gaps:
       return "MEASURED gap rows alive at this point sum to " +
-             bytes_text(check.measured_gap_bytes) +
-             "; gap after them: " + bytes_text(check.gap_bytes - check.measured_gap_bytes);
+             bytes_text(check.measured_gap_bytes, unit) +
+             "; gap after them: " + bytes_text(check.gap_bytes - check.measured_gap_bytes, unit);
     case GapExplanation::optimizer_step_binds:
       return "the optimizer step binds on this stage: compared with the resident terms plus the "
              "optimizer-step transients (" +
-             bytes_text(stage.optimizer_transient_bytes) +
+             bytes_text(stage.optimizer_transient_bytes, unit) +
              "); stored activations are freed by then and are not in the sum (forward/backward "
              "would be " +
-             bytes_text(stage.activation_bytes + stage.largest_transient_bytes) + ")";
+             bytes_text(stage.activation_bytes + stage.largest_transient_bytes, unit) + ")";
     case GapExplanation::forward_backward_binds: {
       std::string co_live;
       if (const Term* t = term_at(stage, stage.largest_transient)) {
         co_live = ", plus the co-live transient " + term_name(*t) + " (" +
-                  bytes_text(stage.largest_transient_bytes) + ")";
+                  bytes_text(stage.largest_transient_bytes, unit) + ")";
       }
       return "forward/backward binds on this stage: compared with the resident terms, the stored "
              "activations of every micro-batch in flight (" +
-             bytes_text(stage.activation_bytes) + ")" + co_live +
+             bytes_text(stage.activation_bytes, unit) + ")" + co_live +
              "; optimizer-step transients are not alive then";
     }
     case GapExplanation::unmeasured_gaps: {
@@ -111,12 +112,12 @@ std::vector<std::string> cross_check_alive_names(const CrossCheck& check,
   return out;
 }
 
-std::vector<std::string> cross_check_explanations(const CrossCheck& check,
-                                                  const StageReport& stage) {
+std::vector<std::string> cross_check_explanations(const CrossCheck& check, const StageReport& stage,
+                                                  AmountUnit unit) {
   std::vector<std::string> out;
   out.reserve(check.explanations.size());
   for (const GapExplanation kind : check.explanations) {
-    out.push_back(explanation(check, stage, kind));
+    out.push_back(explanation(check, stage, kind, unit));
   }
   return out;
 }

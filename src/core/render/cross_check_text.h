@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "estimate/cross_check.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace stagemem {
 
 // The names of the terms summed into the derived figure, in report order.
 std::vector<std::string> cross_check_alive_names(const CrossCheck& check, const StageReport& stage);
-// One sentence per explanation, most specific first.
-std::vector<std::string> cross_check_explanations(const CrossCheck& check,
-                                                  const StageReport& stage);
+// One sentence per explanation, most specific first; amounts in `unit` (vocabulary.h).
+std::vector<std::string> cross_check_explanations(const CrossCheck& check, const StageReport& stage,
+                                                  AmountUnit unit = AmountUnit::gib);
 // The cross-checks' one-line verdict, read first: the peak reading that binds (a steady-state
 // peak reading, max allocated before an unspecified figure before max reserved, the largest
 // measured), e.g. "measured 61.2 GiB max allocated on stage 0 (rank 3, after 10 iterations) vs

@@ -17,7 +17,7 @@ namespace stagemem {
 
 namespace {
 
-Table stage_table(const Report& report) {
+Table stage_table(const Report& report, AmountUnit unit) {
   Table table{.columns = {{"stage", Align::right},
                           {"layers"},
                           {"peak", Align::right},
@@ -29,28 +29,29 @@ Table stage_table(const Report& report) {
   for (const StageReport& s : report.stages) {
     table.rows.push_back(
         {std::to_string(s.index) + (s.index == report.binding_stage ? " (binding)" : ""),
-         stage_layers_text(s), format_gib(s.peak_bytes),
-         has_device ? format_gib(s.headroom_bytes) : "no device", std::string(fits_text(s, report)),
-         std::string(binding_phase_name(s)), largest_terms_text(s)});
+         stage_layers_text(s), amount_text(s.peak_bytes, unit),
+         has_device ? amount_text(s.headroom_bytes, unit) : "no device",
+         std::string(fits_text(s, report)), std::string(binding_phase_name(s)),
+         largest_terms_text(s, 3, unit)});
   }
   return table;
 }
 
-Table term_table(const StageReport& s) {
+Table term_table(const StageReport& s, AmountUnit unit) {
   Table table{.columns = {{"term"},
-                          {"GiB per rank", Align::right},
+                          {std::string(unit_name(unit)) + " per rank", Align::right},
                           {"bytes per rank", Align::right},
                           {"family"},
                           {"tag"},
                           {"in peak"},
                           {"formula"}}};
   for (const Term& term : s.terms) {
-    table.rows.push_back({term_name(term), format_gib(term.bytes), group_digits(term.bytes),
+    table.rows.push_back({term_name(term), amount_text(term.bytes, unit), group_digits(term.bytes),
                           std::string(family_name(term.family)), std::string(tag_name(term.tag)),
                           std::string(in_peak_text(term)), term_formula(term)});
   }
-  table.rows.push_back({"peak", format_gib(s.peak_bytes), group_digits(s.peak_bytes), "", "", "",
-                        "resident + measured gaps + the binding phase"});
+  table.rows.push_back({"peak", amount_text(s.peak_bytes, unit), group_digits(s.peak_bytes), "", "",
+                        "", "resident + measured gaps + the binding phase"});
   return table;
 }
 
@@ -188,53 +189,56 @@ std::string report_markdown(const Report& report, const Config& config,
   }
   const std::string device =
       report.device.bytes > 0
-          ? report.device.name + " (" + format_gib(report.device.bytes) + " per GPU)"
+          ? report.device.name + " (" + amount_text(report.device.bytes, options.unit) + " per GPU)"
           : "none chosen";
-  out += "**stagemem** per-rank device memory of each pipeline stage (GiB = 2^30 bytes)\n\n";
+  out += "**stagemem** per-rank device memory of each pipeline stage (" +
+         std::string(options.unit == AmountUnit::gb ? "GB = 10^9" : "GiB = 2^30") + " bytes)\n\n";
   out += "- Model: " + markdown_cell(report.model) + ", " + group_digits(report.total_parameters) +
          " parameters\n";
   out += "- Parallel layout: " + markdown_cell(layout_text(config)) + "\n";
   out += "- GPUs: " + std::to_string(world_size(config.parallel)) + "\n";
   out += "- Device: " + markdown_cell(device) + "\n";
   out += settings_lines(report, config);
-  out += "- Verdict: **" + markdown_cell(verdict_text(report)) + "**\n\n";
-  out += markdown_table(stage_table(report));
+  out += "- Verdict: **" + markdown_cell(verdict_text(report, options.unit)) + "**\n\n";
+  out += markdown_table(stage_table(report, options.unit));
   if (!options.link.empty()) out += '\n' + markdown_link_line(options.link);
   if (options.terms) {
     for (const StageReport& s : report.stages) {
       out += "\n#### Stage " + std::to_string(s.index) + " terms (layers " +
              markdown_cell(stage_layers_text(s)) + ")\n\n";
-      out += markdown_table(term_table(s));
+      out += markdown_table(term_table(s, options.unit));
     }
   }
   return out;
 }
 
-std::string check_markdown(const Report& report) {
+std::string check_markdown(const Report& report, AmountUnit unit) {
   std::string out = "**" + markdown_cell(report.model) + "** on **" +
-                    markdown_cell(report.device.name) + "**: " + bytes_text(report.device.bytes) +
-                    " per rank\n\n";
+                    markdown_cell(report.device.name) +
+                    "**: " + bytes_text(report.device.bytes, unit) + " per rank\n\n";
+  const std::string u(unit_name(unit));
   Table table{.columns = {{"stage", Align::right},
                           {"layers"},
-                          {"peak GiB", Align::right, CellKind::number},
-                          {"headroom GiB", Align::right, CellKind::number},
+                          {"peak " + u, Align::right, CellKind::number},
+                          {"headroom " + u, Align::right, CellKind::number},
                           {"fits"}}};
   for (const StageReport& s : report.stages) {
-    table.rows.push_back({std::to_string(s.index), stage_layers_text(s), gib_number(s.peak_bytes),
-                          gib_number(s.headroom_bytes), std::string(fits_text(s, report))});
+    table.rows.push_back({std::to_string(s.index), stage_layers_text(s),
+                          amount_number(s.peak_bytes, unit), amount_number(s.headroom_bytes, unit),
+                          std::string(fits_text(s, report))});
   }
   out += markdown_table(table);
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes >= 0) continue;
     out += "\n**Stage " + std::to_string(s.index) + " does not fit**: peak " +
-           bytes_text(s.peak_bytes) + " exceeds " + markdown_cell(report.device.name) + " by " +
-           bytes_text(-s.headroom_bytes) + ".\nLargest terms:\n\n";
+           bytes_text(s.peak_bytes, unit) + " exceeds " + markdown_cell(report.device.name) +
+           " by " + bytes_text(-s.headroom_bytes, unit) + ".\nLargest terms:\n\n";
     for (const Term* t : largest_terms(s, check_largest_terms)) {
       out += "1. " + markdown_cell(term_name(*t)) + " (" + std::string(family_name(t->family)) +
-             "): " + bytes_text(t->bytes) + "\n";
+             "): " + bytes_text(t->bytes, unit) + "\n";
     }
   }
-  return out + "\n" + check_result_text(report) + "\n";
+  return out + "\n" + check_result_text(report, unit) + "\n";
 }
 
 }  // namespace stagemem

@@ -10,7 +10,8 @@
 // the full term table only on request. Every table is a Table (table.h) and every value written
 // into the text goes through markdown_cell (text_escaping.h), so a model name or a measurement
 // source can neither become HTML nor break a table. The words are vocabulary.h's.
-// Units: GiB (2^30 B) with two decimals in the text; exact bytes in the term table.
+// Units: GiB (2^30 B), or GB (10^9 B) when asked, with two decimals in the text; exact bytes in
+// the term table.
 // Limitations: the link is what the caller passes (the CLI has no site address: it passes the
 // fragment, written as code).
 #pragma once
@@ -19,6 +20,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace stagemem {
@@ -27,7 +29,8 @@ struct MarkdownOptions {
   // A whole link ("https://.../#v=1&...") is written as a Markdown link; anything else (a bare
   // fragment) as code. Empty: no link line.
   std::string link;
-  bool terms = false;  // append every stage's full term table
+  bool terms = false;                 // append every stage's full term table
+  AmountUnit unit = AmountUnit::gib;  // the unit of every amount (vocabulary.h)
 };
 
 // `config`: the configuration the report was computed from (for the layout and the training
@@ -38,7 +41,7 @@ std::string report_markdown(const Report& report, const Config& config,
 // `stagemem check --format markdown`: the device, a table of every stage's peak and headroom
 // (GiB) and whether it fits, each stage that does not fit with its largest terms, and the
 // check's one-line result (check_result_text, report_text.h). `report` has a device.
-std::string check_markdown(const Report& report);
+std::string check_markdown(const Report& report, AmountUnit unit = AmountUnit::gib);
 
 // The line that reproduces a configuration: a whole link ("https://...#v=1&...") as
 // "[<link_text>](<link>)", a bare fragment as "<fragment_label> (stagemem link fragment): `#...`".

@@ -39,7 +39,7 @@ std::string name_or_dash(const StageReport& stage, std::int64_t i) {
   return term_name(stage.terms[static_cast<std::size_t>(i)]);
 }
 
-void header_text(std::string& out, const Report& report, const Config& config) {
+void header_text(std::string& out, const Report& report, const Config& config, AmountUnit unit) {
   append(out, "model %s: %s parameters\n", report.model.c_str(),
          group_digits(report.total_parameters).c_str());
   append(out, "optimizer %s, weights %s (routed experts %s), grads %s; DP %lld, expert DP %lld\n",
@@ -58,27 +58,29 @@ void header_text(std::string& out, const Report& report, const Config& config) {
          schedule_note.c_str(), ll(report.micro_batches));
   if (report.device.bytes > 0) {
     append(out, "device %s: %s; source: %s\n", report.device.name.c_str(),
-           bytes_text(report.device.bytes).c_str(), std::string(report.device.source).c_str());
+           bytes_text(report.device.bytes, unit).c_str(),
+           std::string(report.device.source).c_str());
   }
 }
 
-void cross_check_text(std::string& out, const Report& report, const CrossCheck& c) {
+void cross_check_text(std::string& out, const Report& report, const CrossCheck& c,
+                      AmountUnit unit) {
   const Measurement& m = c.measurement;
   append(out, "\ncross-check %s (source: %s)\n", measurement_title(m).c_str(), m.source.c_str());
-  append(out, "  measured %s, derived %s, gap %s, ratio %s\n", bytes_text(m.bytes).c_str(),
-         bytes_text(c.derived_bytes).c_str(), bytes_text(c.gap_bytes).c_str(),
+  append(out, "  measured %s, derived %s, gap %s, ratio %s\n", bytes_text(m.bytes, unit).c_str(),
+         bytes_text(c.derived_bytes, unit).c_str(), bytes_text(c.gap_bytes, unit).c_str(),
          ratio_text(c).c_str());
   if (const StageReport* stage = cross_check_stage(report, c)) {
-    for (const std::string& e : cross_check_explanations(c, *stage))
+    for (const std::string& e : cross_check_explanations(c, *stage, unit))
       append(out, "  - %s\n", e.c_str());
   }
 }
 
 }  // namespace
 
-std::string report_text(const Report& report, const Config& config) {
+std::string report_text(const Report& report, const Config& config, AmountUnit unit) {
   std::string out;
-  header_text(out, report, config);
+  header_text(out, report, config, unit);
   append(out, "\n%-6s %-10s %-18s %-70s %s\n", "stage", "layers", "params/rank", "term",
          "bytes/rank");
   for (const StageReport& stage : report.stages) {
@@ -86,16 +88,16 @@ std::string report_text(const Report& report, const Config& config) {
     for (const Term& term : stage.terms) {
       append(out, "%-6lld %-10s %-18s %-70s %s [%s, %s, %s]\n", ll(stage.index), layers.c_str(),
              group_digits(stage.parameters_per_rank).c_str(), term_name(term).c_str(),
-             bytes_text(term.bytes).c_str(), std::string(family_name(term.family)).c_str(),
+             bytes_text(term.bytes, unit).c_str(), std::string(family_name(term.family)).c_str(),
              std::string(tag_name(term.tag)).c_str(),
              std::string(allocation_point_name(term.allocated_at)).c_str());
       append(out, "%-36s = %s\n", "", term_formula(term).c_str());
     }
     append(out, "%-6lld total: resident %s, measured gaps %s, peak %s", ll(stage.index),
-           format_gib(stage.resident_bytes).c_str(), format_gib(stage.gap_bytes).c_str(),
-           format_gib(stage.peak_bytes).c_str());
+           amount_text(stage.resident_bytes, unit).c_str(),
+           amount_text(stage.gap_bytes, unit).c_str(), amount_text(stage.peak_bytes, unit).c_str());
     if (report.device.bytes > 0)
-      append(out, ", headroom %s", format_gib(stage.headroom_bytes).c_str());
+      append(out, ", headroom %s", amount_text(stage.headroom_bytes, unit).c_str());
     out += "\n\n";
   }
   if (report.binding_stage >= 0) append(out, "binding stage: %lld\n", ll(report.binding_stage));
@@ -103,18 +105,20 @@ std::string report_text(const Report& report, const Config& config) {
   if (!report.cross_checks.empty()) {
     append(out, "\ncross-checks: %s\n", cross_check_verdict(report).c_str());
   }
-  for (const CrossCheck& c : report.cross_checks) cross_check_text(out, report, c);
+  for (const CrossCheck& c : report.cross_checks) cross_check_text(out, report, c, unit);
   return out;
 }
 
-std::string timeline_text(const Report& report) {
+std::string timeline_text(const Report& report, AmountUnit unit) {
   std::string out;
-  append(out, "model %s: step timeline per stage, %lld micro-batches, schedule %s (GiB per rank)\n",
-         report.model.c_str(), ll(report.micro_batches), pipeline_schedule_name(report.schedule));
+  append(out, "model %s: step timeline per stage, %lld micro-batches, schedule %s (%s per rank)\n",
+         report.model.c_str(), ll(report.micro_batches), pipeline_schedule_name(report.schedule),
+         std::string(unit_name(unit)).c_str());
   for (const StageReport& stage : report.stages) {
     const StageTimeline t = stage_timeline(report, stage);
     append(out, "\nstage %lld: peak %s at %s\n", ll(stage.index),
-           bytes_text(stage.peak_bytes).c_str(), moment_name(stage, peak_moment(stage)).c_str());
+           bytes_text(stage.peak_bytes, unit).c_str(),
+           moment_name(stage, peak_moment(stage)).c_str());
     append(out, "  %-5s %-15s %-5s %-5s %-11s %-11s %-11s %-11s %-11s %s\n", "event", "phase", "mb",
            "chunk", "resident", "activation", "transient", "gap", "live", "transient alive");
     for (std::size_t e = 0; e < t.events.size(); ++e) {
@@ -123,7 +127,7 @@ std::string timeline_text(const Report& report) {
       std::string transient = name_or_dash(stage, ev.transient);
       if (ev.enclosing >= 0) transient += " (inside " + name_or_dash(stage, ev.enclosing) + ")";
       const auto family = [&](Family f) {
-        return format_gib(ev.live_by_family[static_cast<std::size_t>(f)]);
+        return amount_text(ev.live_by_family[static_cast<std::size_t>(f)], unit);
       };
       append(out, "%s %-5zu %-15s %-5s %-5s %-11s %-11s %-11s %-11s %-11s %s\n",
              static_cast<std::int64_t>(e) == t.peak_event ? "*" : " ", e,
@@ -131,7 +135,7 @@ std::string timeline_text(const Report& report) {
              step ? "-" : std::to_string(ev.micro_batch).c_str(),
              step ? "-" : std::to_string(ev.chunk).c_str(), family(Family::resident).c_str(),
              family(Family::activation).c_str(), family(Family::transient).c_str(),
-             family(Family::gap).c_str(), format_gib(ev.live_bytes).c_str(),
+             family(Family::gap).c_str(), amount_text(ev.live_bytes, unit).c_str(),
              step && ev.live_by_family[static_cast<std::size_t>(Family::transient)] > 0
                  ? "optimizer-step transients"
                  : transient.c_str());
@@ -147,7 +151,7 @@ std::int64_t stages_not_fitting(const Report& report) {
                        [](const StageReport& s) { return s.headroom_bytes < 0; });
 }
 
-std::string check_result_text(const Report& report) {
+std::string check_result_text(const Report& report, AmountUnit unit) {
   std::string out;
   if (const std::int64_t failing = stages_not_fitting(report); failing > 0) {
     append(out, "check FAILED: %lld of %zu stages do not fit %s", ll(failing), report.stages.size(),
@@ -157,32 +161,32 @@ std::string check_result_text(const Report& report) {
         report.binding_stage, 0, static_cast<std::int64_t>(report.stages.size()) - 1));
     const StageReport& s = report.stages[binding];
     append(out, "check passed: every stage fits %s (least headroom: stage %lld, %s)",
-           report.device.name.c_str(), ll(s.index), format_gib(s.headroom_bytes).c_str());
+           report.device.name.c_str(), ll(s.index), amount_text(s.headroom_bytes, unit).c_str());
   }
   return out;
 }
 
-std::string check_text(const Report& report) {
+std::string check_text(const Report& report, AmountUnit unit) {
   std::string out = "model " + report.model + " on " + report.device.name + ": " +
-                    bytes_text(report.device.bytes) + " per rank\n\n";
+                    bytes_text(report.device.bytes, unit) + " per rank\n\n";
   append(out, "%-6s %-16s %14s %14s  %s\n", "stage", "layers", "peak", "headroom", "fits");
   for (const StageReport& s : report.stages) {
     append(out, "%-6lld %-16s %14s %14s  %s\n", ll(s.index), stage_layers_text(s).c_str(),
-           format_gib(s.peak_bytes).c_str(), format_gib(s.headroom_bytes).c_str(),
+           amount_text(s.peak_bytes, unit).c_str(), amount_text(s.headroom_bytes, unit).c_str(),
            std::string(fits_text(s, report)).c_str());
   }
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes >= 0) continue;
     append(out, "\nstage %lld does not fit: peak %s exceeds %s by %s\n  largest terms:\n",
-           ll(s.index), bytes_text(s.peak_bytes).c_str(), report.device.name.c_str(),
-           bytes_text(-s.headroom_bytes).c_str());
+           ll(s.index), bytes_text(s.peak_bytes, unit).c_str(), report.device.name.c_str(),
+           bytes_text(-s.headroom_bytes, unit).c_str());
     for (const Term* t : largest_terms(s, check_largest_terms)) {
       append(out, "    %-66s %12s  %s B  [%s]\n", term_name(*t).c_str(),
-             format_gib(t->bytes).c_str(), group_digits(t->bytes).c_str(),
+             amount_text(t->bytes, unit).c_str(), group_digits(t->bytes).c_str(),
              std::string(family_name(t->family)).c_str());
     }
   }
-  return out + "\n" + check_result_text(report) + "\n";
+  return out + "\n" + check_result_text(report, unit) + "\n";
 }
 
 }  // namespace stagemem

@@ -101,12 +101,59 @@ std::string gib_number(std::int64_t bytes, int decimals) {
   return buffer;
 }
 
-std::string bytes_text(std::int64_t bytes) {
-  return group_digits(bytes) + " B (" + format_gib(bytes) + ")";
+std::string_view unit_name(AmountUnit unit) {
+  return unit == AmountUnit::gb ? "GB" : "GiB";
 }
 
-std::string signed_gib_text(std::int64_t bytes) {
-  return (bytes > 0 ? "+" : "") + format_gib(bytes);
+std::string_view small_unit_name(AmountUnit unit) {
+  return unit == AmountUnit::gb ? "MB" : "MiB";
+}
+
+double unit_bytes(AmountUnit unit) {
+  return unit == AmountUnit::gb ? bytes_per_gb : bytes_per_gib;
+}
+
+std::string amount_number(std::int64_t bytes, AmountUnit unit, int decimals) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals,
+                static_cast<double>(bytes) / unit_bytes(unit));
+  return buffer;
+}
+
+std::string amount_text(std::int64_t bytes, AmountUnit unit, int decimals) {
+  // The GiB spelling is format_gib's, byte for byte (the golden reports and every test use it).
+  if (unit == AmountUnit::gib) return format_gib(bytes, decimals);
+  return amount_number(bytes, unit, decimals) + " " + std::string(unit_name(unit));
+}
+
+std::string compact_amount_text(std::int64_t bytes, AmountUnit unit) {
+  const double small = unit == AmountUnit::gb ? 1e6 : bytes_per_mib;
+  if (static_cast<double>(bytes < 0 ? -bytes : bytes) >= unit_bytes(unit)) {
+    return amount_text(bytes, unit);
+  }
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.1f %s", static_cast<double>(bytes) / small,
+                std::string(small_unit_name(unit)).c_str());
+  return buffer;
+}
+
+std::string bytes_text(std::int64_t bytes, AmountUnit unit) {
+  return group_digits(bytes) + " B (" + amount_text(bytes, unit) + ")";
+}
+
+std::string signed_gib_text(std::int64_t bytes, AmountUnit unit) {
+  return (bytes > 0 ? "+" : "") + amount_text(bytes, unit);
+}
+
+std::string alternatives_text(std::vector<std::int64_t> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += i + 1 == values.size() ? " or " : ", ";
+    out += std::to_string(values[i]);
+  }
+  return out;
 }
 
 std::string_view in_peak_text(const Term& term) {
@@ -124,10 +171,10 @@ std::vector<const Term*> largest_terms(const StageReport& stage, std::size_t cou
   return terms;
 }
 
-std::string largest_terms_text(const StageReport& stage, std::size_t count) {
+std::string largest_terms_text(const StageReport& stage, std::size_t count, AmountUnit unit) {
   std::string out;
   for (const Term* t : largest_terms(stage, count)) {
-    out += (out.empty() ? "" : "; ") + term_name(*t) + " " + format_gib(t->bytes);
+    out += (out.empty() ? "" : "; ") + term_name(*t) + " " + amount_text(t->bytes, unit);
   }
   return out;
 }
@@ -168,28 +215,29 @@ std::string measurement_title(const Measurement& m) {
   return out;
 }
 
-std::string verdict_text(const Report& report) {
+std::string verdict_text(const Report& report, AmountUnit unit) {
   if (!report.diagnostics.ok() || report.binding_stage < 0 ||
       report.binding_stage >= static_cast<std::int64_t>(report.stages.size())) {
     return "";
   }
   // One decimal: the verdict is read at a glance ("224.7 of 288.0 GiB").
-  const auto gib1 = [](std::int64_t bytes) { return gib_number(bytes, 1); };
+  const auto gib1 = [unit](std::int64_t bytes) { return amount_number(bytes, unit, 1); };
+  const std::string u = " " + std::string(unit_name(unit));
   const StageReport& binding = report.stages[static_cast<std::size_t>(report.binding_stage)];
   const std::string stage = "stage " + std::to_string(binding.index);
   if (report.device.bytes <= 0) {
-    return "no device chosen: " + stage + " peaks at " + gib1(binding.peak_bytes) + " GiB";
+    return "no device chosen: " + stage + " peaks at " + gib1(binding.peak_bytes) + u;
   }
   if (binding.headroom_bytes < 0) {
     std::int64_t over = 0;
     for (const StageReport& s : report.stages) over += s.headroom_bytes < 0 ? 1 : 0;
-    std::string text = stage + " is " + gib1(-binding.headroom_bytes) + " GiB over (peak " +
-                       gib1(binding.peak_bytes) + " of " + gib1(report.device.bytes) + " GiB)";
+    std::string text = stage + " is " + gib1(-binding.headroom_bytes) + u + " over (peak " +
+                       gib1(binding.peak_bytes) + " of " + gib1(report.device.bytes) + u + ")";
     if (over > 1) text += "; " + std::to_string(over) + " stages do not fit";
     return text;
   }
   return "fits: " + stage + " binds at " + gib1(binding.peak_bytes) + " of " +
-         gib1(report.device.bytes) + " GiB";
+         gib1(report.device.bytes) + u;
 }
 
 std::string moment_name(const StageReport& stage, const PeakMoment& moment) {

@@ -9,17 +9,20 @@
 // The unit primitives (group_digits, format_gib/mib/gb: "14.96 GiB") are base/units.h's, since
 // tests of the physics below this layer state worked numbers with them; this header includes it,
 // so a front end includes this one header for every word.
-// Units: bytes in binary units (GiB = 2^30 B, MiB) unless a function says GB; every amount
-// written with its unit, except gib_number (for a column whose header names the unit).
+// Units: bytes in binary units (GiB = 2^30 B, MiB) unless a function says GB or takes an
+// AmountUnit; every amount written with its unit, except gib_number and amount_number (for a
+// column whose header names the unit).
 // Limitations: English only; GiB figures are rounded to the decimals asked for (exact bytes are
 // in bytes_text).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "base/units.h"
 #include "config/config.h"
 #include "memory/timeline.h"
@@ -44,10 +47,36 @@ std::string layers_text(std::int64_t first, std::int64_t last);
 // chunk), "-" for a stage without layers.
 std::string stage_layers_text(const StageReport& stage);
 
+// The unit amounts are shown in: binary GiB (2^30 B; MiB, 2^20 B, for amounts under one GiB) by
+// default everywhere, or decimal GB (10^9 B; MB, 10^6 B) on request: the app's GiB/GB toggle
+// (its link key view.units=gb) and the CLI's --units gb. Machine-read outputs (JSON, CSV) stay in
+// bytes whatever the unit. Every function below that takes a unit defaults to GiB, so an output
+// that does not offer the choice reads as before.
+enum class AmountUnit : std::uint8_t { gib, gb };
+template <>
+struct EnumNames<AmountUnit> {
+  static constexpr std::array<std::string_view, 2> names = {"gib", "gb"};
+};
+static_assert(names_end_at<AmountUnit::gb>());
+std::string_view unit_name(AmountUnit unit);        // "GiB" / "GB"
+std::string_view small_unit_name(AmountUnit unit);  // "MiB" / "MB"
+double unit_bytes(AmountUnit unit);                 // 2^30 / 10^9
+// "14.96" (a column whose header names the unit) and "14.96 GiB" / "16.06 GB".
+std::string amount_number(std::int64_t bytes, AmountUnit unit, int decimals = 2);
+std::string amount_text(std::int64_t bytes, AmountUnit unit, int decimals = 2);
+// Under one GiB (GB) in MiB (MB) with one decimal ("224.0 MiB"), else amount_text.
+std::string compact_amount_text(std::int64_t bytes, AmountUnit unit);
+
 // Amounts. "14.96 GiB" is format_gib (base/units.h).
 std::string gib_number(std::int64_t bytes, int decimals = 2);  // "14.96" (the header says GiB)
-std::string bytes_text(std::int64_t bytes);                    // "1,397,817,344 B (1.30 GiB)"
-std::string signed_gib_text(std::int64_t bytes);  // "+4.20 GiB", "-1.10 GiB", "0.00 GiB"
+// "1,397,817,344 B (1.30 GiB)" / "1,397,817,344 B (1.40 GB)".
+std::string bytes_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
+// "+4.20 GiB", "-1.10 GiB", "0.00 GiB".
+std::string signed_gib_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
+
+// Numbers one name takes on different stages, ascending and without repeats: "4", "4 or 5",
+// "3, 4 or 5" (the legend's name of a term whose name carries a number, term_names.h).
+std::string alternatives_text(std::vector<std::int64_t> values);
 
 // "yes" when the term counts in the stage's peak (Term::counts_in_peak, the JSON's
 // `counts_in_peak`: the terms so marked sum to the peak), else "no".
@@ -56,7 +85,8 @@ std::string_view in_peak_text(const Term& term);
 // report order), at most `count`.
 std::vector<const Term*> largest_terms(const StageReport& stage, std::size_t count);
 // "weights (bf16) 16.31 GiB; main gradient buffer (fp32) 8.46 GiB; ..." (largest_terms).
-std::string largest_terms_text(const StageReport& stage, std::size_t count = 3);
+std::string largest_terms_text(const StageReport& stage, std::size_t count = 3,
+                               AmountUnit unit = AmountUnit::gib);
 
 // measured / derived of a cross-check: "x1.123", or "n/a (nothing derived is alive)".
 std::string ratio_text(const CrossCheck& check);
@@ -70,7 +100,7 @@ std::string measurement_title(const Measurement& measurement);
 // The report's one-line answer: "fits: stage 1 binds at 224.7 of 288.0 GiB" / "stage 0 is
 // 71.6 GiB over (peak 359.6 of 288.0 GiB)" (+ "; 3 stages do not fit") / "no device chosen:
 // stage 1 peaks at 224.7 GiB"; "" for a report with errors.
-std::string verdict_text(const Report& report);
+std::string verdict_text(const Report& report, AmountUnit unit = AmountUnit::gib);
 
 // "stage 3, backward of micro-batch 2 on chunk 1 (layers 36-43), MoE dispatch ..." (the chunk is
 // named only when the rank has more than one; a recompute working set names its layers).

@@ -150,6 +150,34 @@ std::string term_name(const Term& t) {
   return term_name(info, t.group, t.name_value);
 }
 
+bool term_name_has_number(const Term& t) {
+  switch (t.info->text) {
+    case TermText::generic:
+    case TermText::recompute_group:
+    case TermText::pipeline_buffers:
+    case TermText::recompute_selective:
+    case TermText::parameter_all_gather:
+      return t.info->name.find("{}") != std::string_view::npos;
+    default:
+      return false;  // named from the formula's factors (term_name above)
+  }
+}
+
+std::string term_name_with_number(const Term& t, std::string_view number_text) {
+  if (!term_name_has_number(t)) return term_name(t);
+  const TermInfo& info = *t.info;
+  std::string name;
+  if (t.group != TermGroup::none) {
+    name += group_label(t.group);
+    name += ": ";
+  }
+  const std::size_t hole = info.name.find("{}");
+  name += info.name.substr(0, hole);
+  name += number_text;
+  name += info.name.substr(hole + 2);
+  return name;
+}
+
 std::string term_name(const TermInfo& info, TermGroup group, std::int64_t name_value) {
   std::string name;
   if (group != TermGroup::none) {
