@@ -123,6 +123,8 @@ struct Reducer {
     state.display.unit = a.unit;
     // The report's display strings are built once per report: again, in the new unit.
     state.report_labels = make_report_labels(state.report, a.unit);
+    state.baseline.compared_report = 0;   // and the comparison's (baseline.h refresh_comparison)
+    state.timeline.built_generation = 0;  // and the timeline's headline (refresh.cpp)
   }
 };
 

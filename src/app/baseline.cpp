@@ -73,14 +73,15 @@ void refresh_comparison(AppState& state) {
                                            .a = b.report,
                                            .b_config = state.reported_config,
                                            .b = state.report,
-                                           .comparison = b.comparison};
+                                           .comparison = b.comparison,
+                                           .unit = state.display.unit};
   b.changes_text = stagemem::setting_changes_text(
       stagemem::setting_changes(b.config, state.reported_config), " \u2192 ");
-  b.binding_peaks = stagemem::binding_peaks_text(b.comparison, " \u2192 ");
+  b.binding_peaks = stagemem::binding_peaks_text(b.comparison, " \u2192 ", state.display.unit);
   b.a_summary = stagemem::comparison_side_summary(b.report, b.config);
   b.b_summary = stagemem::comparison_side_summary(state.report, state.reported_config);
-  b.a_verdict = stagemem::verdict_text(b.report);
-  b.b_verdict = stagemem::verdict_text(state.report);
+  b.a_verdict = stagemem::verdict_text(b.report, state.display.unit);
+  b.b_verdict = stagemem::verdict_text(state.report, state.display.unit);
   b.stage_table = stagemem::comparison_stage_table(compared);
   b.term_headings.clear();
   b.term_tables.clear();
@@ -89,8 +90,9 @@ void refresh_comparison(AppState& state) {
   for (const stagemem::StageComparison& s : b.comparison.stages) {
     b.term_headings.push_back(stagemem::changed_terms_heading(s));
     b.term_tables.push_back(stagemem::changed_terms_table(compared, s, " \u2192 "));
-    b.peak_text.push_back(s.in_a ? stagemem::comparison_amount_text(s.a_peak_bytes) : "-");
-    b.delta_text.push_back(stagemem::comparison_delta_text(s.peak_delta_bytes));
+    b.peak_text.push_back(
+        s.in_a ? stagemem::comparison_amount_text(s.a_peak_bytes, state.display.unit) : "-");
+    b.delta_text.push_back(stagemem::comparison_delta_text(s.peak_delta_bytes, state.display.unit));
   }
 }
 

@@ -35,7 +35,7 @@ void refresh_timeline(AppState& state) {
   tab.built_generation = state.report_generation;
   ++tab.builds;
   tab.peak_name = stagemem::moment_name(stage, stagemem::peak_moment(stage));
-  tab.peak_headline = stagemem::peak_headline(stage);
+  tab.peak_headline = stagemem::peak_headline(stage, state.display.unit);
 }
 
 // A loaded snapshot is compared with a stage of this report.

@@ -211,7 +211,7 @@ ReportLabels make_report_labels(const stagemem::Report& report, stagemem::Amount
     }
   }
   assign_colours(report, labels);
-  labels.cross_check_verdict = stagemem::cross_check_verdict(report);
+  labels.cross_check_verdict = stagemem::cross_check_verdict(report, unit);
   labels.verdict_check = stagemem::verdict_cross_check(report);
   for (const auto& check : report.cross_checks) {
     CrossCheckLabels& out = labels.cross_checks.emplace_back();

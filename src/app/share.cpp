@@ -37,6 +37,7 @@ std::string copied_markdown(const AppState& state, const Platform& platform) {
                                         .a = b.report,
                                         .b_config = state.reported_config,
                                         .b = state.report,
-                                        .comparison = comparison},
+                                        .comparison = comparison,
+                                        .unit = state.display.unit},
                                        options);
 }

@@ -18,13 +18,14 @@ namespace {
 using stagemem::Diagnostics;
 using Args = std::vector<std::string_view>;
 
-constexpr std::array<stagemem_cli::CommandOption, 3> diff_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 4> diff_options = {{
     {"--json", "", "JSON (the same as --format json): docs/report-schema.md, \"The diff\""},
     {"--format", "F",
      "text | markdown | csv | json (default text); csv: one row per stage and term with "
      "a_bytes, b_bytes, delta_bytes"},
     {"--terms", "",
      "text and markdown: the changed terms of every stage, not only the binding stages"},
+    stagemem_cli::units_option,
 }};
 
 constexpr std::array<std::string_view, 4> diff_formats = {"text", "markdown", "csv", "json"};
@@ -190,6 +191,10 @@ int run_diff(const Args& args) {
   auto [a, b] = parse_sides(args, d);
   if (!d.ok()) return stagemem_cli::refuse(d);
   const std::string format = output_format(a, b, d);
+  // --units: given on either side (twice only alike), read as report's.
+  shared_option(a, b, "--units", d);
+  const stagemem::AmountUnit unit =
+      stagemem_cli::checked_units(b.line.option("--units") ? b.line : a.line, d);
   if (!a.line.diagnostics.ok() || !b.line.diagnostics.ok() || !d.ok()) {
     return stagemem_cli::refuse(a.line.diagnostics, b.line.diagnostics, d);
   }
@@ -207,7 +212,8 @@ int run_diff(const Args& args) {
                     .a = report_a,
                     .b_config = b.line.config,
                     .b = report_b,
-                    .comparison = comparison},
+                    .comparison = comparison,
+                    .unit = unit},
                    format, all_stages);
   return stagemem_cli::finish(stagemem_cli::exit_ok, a.line.diagnostics, b.line.diagnostics,
                               a_report, b_report);

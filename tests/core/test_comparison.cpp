@@ -192,3 +192,18 @@ TEST_CASE("Comparison: the pieces a front end draws are the cells the writers pr
   CHECK(comparison_delta_text(0) == "0 B");
   CHECK(comparison_side_summary(p.b, p.b_config).find("sequence") != std::string::npos);
 }
+
+TEST_CASE("Comparison text and Markdown in GB when asked; CSV and JSON stay in bytes") {
+  const Pair p("v=1&pp=2", "v=1&pp=4");
+  ComparedReports gb = p.compared();
+  gb.unit = AmountUnit::gb;
+  // 91,431,896,064 B = 91.43 GB; 60,023,768,064 B = 60.02 GB; -31,408,128,000 B = -31.41 GB.
+  const std::string text = comparison_text(gb, {});
+  CHECK(text.find("binding peak: 91.43 GB -> 60.02 GB (-31.41 GB)\n") != std::string::npos);
+  CHECK(text.find("GiB") == std::string::npos);
+  const std::string md = comparison_markdown(gb, {});
+  CHECK(md.find("GiB") == std::string::npos);
+  CHECK(md.find("B - A (GB = 10^9 bytes)") != std::string::npos);
+  CHECK(comparison_csv(gb) == comparison_csv(p.compared()));
+  CHECK(comparison_json(gb, "", "") == comparison_json(p.compared(), "", ""));
+}

@@ -238,6 +238,10 @@ TEST_CASE("Vocabulary: the peak headline names what makes the peak, largest part
   CHECK(peak_headline(opt) ==
         "Peak 14.00 GiB = 10.00 GiB resident + 3.00 GiB optimizer-step transients (the stored "
         "activations are freed by then) + 1.00 GiB measured gaps; at stage 2, optimizer step");
+  // In GB: 14 GiB = 15.03 GB, 10 GiB = 10.74 GB, 3 GiB = 3.22 GB, 1 GiB = 1.07 GB.
+  CHECK(peak_headline(opt, AmountUnit::gb) ==
+        "Peak 15.03 GB = 10.74 GB resident + 3.22 GB optimizer-step transients (the stored "
+        "activations are freed by then) + 1.07 GB measured gaps; at stage 2, optimizer step");
 }
 
 TEST_CASE("Vocabulary: every setting that changes memory, in one line") {

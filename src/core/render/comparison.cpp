@@ -37,14 +37,6 @@ bool small(std::int64_t bytes) {
   return bytes != 0 && bytes > -small_amount_bytes && bytes < small_amount_bytes;
 }
 
-std::string amount_text(std::int64_t bytes) {
-  return comparison_amount_text(bytes);
-}
-
-std::string delta_text(std::int64_t bytes) {
-  return comparison_delta_text(bytes);
-}
-
 const StageReport* stage_of(const Report& report, std::int64_t index) {
   if (index < 0 || index >= static_cast<std::int64_t>(report.stages.size())) return nullptr;
   return &report.stages[static_cast<std::size_t>(index)];
@@ -86,9 +78,9 @@ std::string side_layers(const Report& report, std::int64_t index) {
   return s == nullptr ? "-" : stage_layers_text(*s);
 }
 
-std::string side_peak(const Report& report, std::int64_t index) {
+std::string side_peak(const Report& report, std::int64_t index, AmountUnit unit) {
   const StageReport* s = stage_of(report, index);
-  return s == nullptr ? "-" : amount_text(s->peak_bytes);
+  return s == nullptr ? "-" : comparison_amount_text(s->peak_bytes, unit);
 }
 
 // "0 (binding A, B)", "3 (binding B)", "5".
@@ -104,14 +96,14 @@ std::string stage_cell(const ComparedReports& c, std::int64_t index) {
 
 }  // namespace
 
-std::string comparison_amount_text(std::int64_t bytes) {
-  return small(bytes) ? group_digits(bytes) + " B" : format_gib(bytes);
+std::string comparison_amount_text(std::int64_t bytes, AmountUnit unit) {
+  return small(bytes) ? group_digits(bytes) + " B" : amount_text(bytes, unit);
 }
 
-std::string comparison_delta_text(std::int64_t bytes) {
+std::string comparison_delta_text(std::int64_t bytes, AmountUnit unit) {
   if (bytes == 0) return "0 B";
   return small(bytes) ? (bytes > 0 ? "+" : "") + group_digits(bytes) + " B"
-                      : signed_gib_text(bytes);
+                      : signed_gib_text(bytes, unit);
 }
 
 Table comparison_stage_table(const ComparedReports& c) {
@@ -125,8 +117,9 @@ Table comparison_stage_table(const ComparedReports& c) {
                           {"fits B"}}};
   for (const StageComparison& s : c.comparison.stages) {
     table.rows.push_back({stage_cell(c, s.index), side_layers(c.a, s.index),
-                          side_layers(c.b, s.index), side_peak(c.a, s.index),
-                          side_peak(c.b, s.index), delta_text(s.peak_delta_bytes),
+                          side_layers(c.b, s.index), side_peak(c.a, s.index, c.unit),
+                          side_peak(c.b, s.index, c.unit),
+                          comparison_delta_text(s.peak_delta_bytes, c.unit),
                           side_fits(c.a, s.index), side_fits(c.b, s.index)});
   }
   return table;
@@ -160,9 +153,9 @@ Table changed_terms_table(const ComparedReports& c, const StageComparison& s,
   for (const TermComparison* t : changed(s)) {
     table.rows.push_back({compared_term_name(c, s.index, *t, arrow),
                           std::string(family_name(compared_family(c, s.index, *t))),
-                          t->a_term >= 0 ? amount_text(t->a_bytes) : "-",
-                          t->b_term >= 0 ? amount_text(t->b_bytes) : "-",
-                          delta_text(t->delta_bytes)});
+                          t->a_term >= 0 ? comparison_amount_text(t->a_bytes, c.unit) : "-",
+                          t->b_term >= 0 ? comparison_amount_text(t->b_bytes, c.unit) : "-",
+                          comparison_delta_text(t->delta_bytes, c.unit)});
   }
   return table;
 }
@@ -188,19 +181,16 @@ std::string changed_terms_heading(const StageComparison& s) {
          std::to_string(s.terms.size()) + " terms changed";
 }
 
-// The side's model, layout and the training settings every reader asks first; the settings that
-// differ are listed whole by setting_changes.
+// The side's model, layout and every training setting that changes memory (settings_text, the
+// app's summary line); the settings that differ are listed whole by setting_changes.
 std::string comparison_side_summary(const Report& report, const Config& config) {
-  const TrainingConfig& t = config.training;
-  return report.model + ", " + layout_text(config) + "; sequence " +
-         std::to_string(t.sequence_length) + ", micro-batch " + std::to_string(t.micro_batch) +
-         ", global batch " + std::to_string(t.global_batch) + ", optimizer " +
-         std::string(optimizer_kind_name(config.optimizer.kind));
+  return report.model + ", " + layout_text(config) + "; " + settings_text(config);
 }
 
-std::string binding_peaks_text(const Comparison& c, std::string_view arrow) {
-  return amount_text(c.a_binding_peak_bytes) + std::string(arrow) +
-         amount_text(c.b_binding_peak_bytes) + " (" + delta_text(c.binding_peak_delta_bytes) + ")";
+std::string binding_peaks_text(const Comparison& c, std::string_view arrow, AmountUnit unit) {
+  return comparison_amount_text(c.a_binding_peak_bytes, unit) + std::string(arrow) +
+         comparison_amount_text(c.b_binding_peak_bytes, unit) + " (" +
+         comparison_delta_text(c.binding_peak_delta_bytes, unit) + ")";
 }
 
 namespace {
@@ -268,11 +258,13 @@ std::string setting_changes_text(const std::vector<SettingChange>& changes,
 
 std::string comparison_text(const ComparedReports& c, const ComparisonTextOptions& options) {
   std::string out;
-  out += "A: " + comparison_side_summary(c.a, c.a_config) + "\n   " + verdict_text(c.a) + "\n";
-  out += "B: " + comparison_side_summary(c.b, c.b_config) + "\n   " + verdict_text(c.b) + "\n";
+  out +=
+      "A: " + comparison_side_summary(c.a, c.a_config) + "\n   " + verdict_text(c.a, c.unit) + "\n";
+  out +=
+      "B: " + comparison_side_summary(c.b, c.b_config) + "\n   " + verdict_text(c.b, c.unit) + "\n";
   out +=
       "settings changed: " + setting_changes_text(setting_changes(c.a_config, c.b_config)) + "\n";
-  out += "binding peak: " + binding_peaks_text(c.comparison, " -> ") + "\n\n";
+  out += "binding peak: " + binding_peaks_text(c.comparison, " -> ", c.unit) + "\n\n";
   out += text_table(comparison_stage_table(c));
   for (const StageComparison* s : listed_stages(c, options.all_stages)) {
     out += "\n" + changed_terms_heading(*s) + "\n";
@@ -284,19 +276,19 @@ std::string comparison_text(const ComparedReports& c, const ComparisonTextOption
 std::string comparison_markdown(const ComparedReports& c,
                                 const ComparisonMarkdownOptions& options) {
   std::string out;
-  out +=
-      "**stagemem** comparison of per-rank device memory per pipeline stage, B - A (GiB = 2^30 "
-      "bytes)\n\n";
+  out += "**stagemem** comparison of per-rank device memory per pipeline stage, B - A (" +
+         std::string(c.unit == AmountUnit::gb ? "GB = 10^9" : "GiB = 2^30") + " bytes)\n\n";
   out += "- A: " + markdown_cell(comparison_side_summary(c.a, c.a_config)) + "\n";
   out += "- B: " + markdown_cell(comparison_side_summary(c.b, c.b_config)) + "\n";
   out +=
       "- Settings changed: " +
       markdown_cell(setting_changes_text(setting_changes(c.a_config, c.b_config), markdown_arrow)) +
       "\n";
-  out += "- Verdict A: **" + markdown_cell(verdict_text(c.a)) + "**\n";
-  out += "- Verdict B: **" + markdown_cell(verdict_text(c.b)) + "**\n";
+  out += "- Verdict A: **" + markdown_cell(verdict_text(c.a, c.unit)) + "**\n";
+  out += "- Verdict B: **" + markdown_cell(verdict_text(c.b, c.unit)) + "**\n";
   out +=
-      "- Binding peak: " + markdown_cell(binding_peaks_text(c.comparison, markdown_arrow)) + "\n\n";
+      "- Binding peak: " + markdown_cell(binding_peaks_text(c.comparison, markdown_arrow, c.unit)) +
+      "\n\n";
   out += markdown_table(comparison_stage_table(c));
   for (const StageComparison* s : listed_stages(c, options.all_stages)) {
     out += "\n#### " + markdown_cell(changed_terms_heading(*s)) + "\n\n";

@@ -7,8 +7,9 @@
 // before and after; then every stage's peak in A and B with the difference; then the terms whose
 // bytes changed, largest change first, for the binding stages (or every stage on request). CSV and
 // JSON hold every term of every stage, unchanged ones too (docs/report-schema.md, "The diff").
-// Units: GiB (2^30 B) with two decimals in text and Markdown, signed for differences ("+4.20
-// GiB"); bytes (integers) in CSV and JSON. Differences are B - A.
+// Units: GiB (2^30 B), or GB (10^9 B) when asked (ComparedReports::unit), with two decimals in
+// text and Markdown, signed for differences ("+4.20 GiB"), in bytes below 10 MiB (so a change
+// never reads 0.00); bytes (integers) in CSV and JSON. Differences are B - A.
 // Limitations: a setting's text is cut to 80 characters in text and Markdown (an inline custom
 // model is long; JSON keeps it whole); the reports must be those the comparison was made from.
 #pragma once
@@ -20,6 +21,7 @@
 #include "config/config.h"
 #include "estimate/compare.h"
 #include "render/table.h"
+#include "render/vocabulary.h"
 #include "report/report.h"
 
 namespace stagemem {
@@ -31,6 +33,7 @@ struct ComparedReports {
   const Config& b_config;
   const Report& b;
   const Comparison& comparison;
+  AmountUnit unit = AmountUnit::gib;  // of the amounts in text and Markdown (vocabulary.h)
 };
 
 // One field of the field table (config_fields.h) whose value differs: its key and both texts.
@@ -77,13 +80,14 @@ std::string comparison_json(const ComparedReports& compared, std::string_view a_
 // the ones `stagemem diff` prints and the two cannot disagree.
 
 // "7.48 GiB"; under 10 MiB in bytes ("81,920 B"), so a changed term never reads 0.00 GiB.
-std::string comparison_amount_text(std::int64_t bytes);
+std::string comparison_amount_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
 // "-4.23 GiB", "+81,920 B", "0 B".
-std::string comparison_delta_text(std::int64_t bytes);
+std::string comparison_delta_text(std::int64_t bytes, AmountUnit unit = AmountUnit::gib);
 // "Llama-3.1-70B, TP 8 x PP 4 x DP 2 ...; sequence 8192, micro-batch 1, ...": one side.
 std::string comparison_side_summary(const Report& report, const Config& config);
 // "74.32 GiB -> 70.20 GiB (-4.12 GiB)": the binding peaks of A and B.
-std::string binding_peaks_text(const Comparison& comparison, std::string_view arrow = " -> ");
+std::string binding_peaks_text(const Comparison& comparison, std::string_view arrow = " -> ",
+                               AmountUnit unit = AmountUnit::gib);
 // The stage table: stage (binding marks), layers A/B, peak A/B, difference, fits A/B; one row
 // per entry of comparison.stages, in order.
 Table comparison_stage_table(const ComparedReports& compared);

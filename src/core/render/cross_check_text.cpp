@@ -179,12 +179,12 @@ std::string cross_check_line(const CrossCheck& check) {
          ratio_text(check);
 }
 
-std::string cross_check_verdict(const Report& report) {
+std::string cross_check_verdict(const Report& report, AmountUnit unit) {
   const std::int64_t index = verdict_cross_check(report);
   if (index < 0) return "";
   const CrossCheck* best = &report.cross_checks[static_cast<std::size_t>(index)];
   const Measurement& m = best->measurement;
-  std::string out = "measured " + gib_number(m.bytes, 1) + " GiB " + figure_words(m) +
+  std::string out = "measured " + amount_text(m.bytes, unit, 1) + " " + figure_words(m) +
                     " on stage " + std::to_string(m.stage);
   std::string where;
   if (m.rank >= 0) where = "rank " + std::to_string(m.rank);
@@ -193,7 +193,7 @@ std::string cross_check_verdict(const Report& report) {
              (m.iteration == 1 ? " iteration" : " iterations");
   }
   if (!where.empty()) out += " (" + where + ")";
-  out += " vs derived " + gib_number(best->derived_bytes, 1) + " GiB: ";
+  out += " vs derived " + amount_text(best->derived_bytes, unit, 1) + ": ";
   if (best->derived_bytes == 0) {
     out += "nothing derived is alive at " + std::string(measurement_point_name(m.point));
   } else if (best->gap_bytes == 0 || m.bytes == 0) {

@@ -26,7 +26,7 @@ std::vector<std::string> cross_check_explanations(const CrossCheck& check, const
 // measured), e.g. "measured 61.2 GiB max allocated on stage 0 (rank 3, after 10 iterations) vs
 // derived 58.9 GiB: derived is 3.8 % under (2 more readings below)". The percentage is the gap
 // over the measured figure. "" when the report has no cross-checks.
-std::string cross_check_verdict(const Report& report);
+std::string cross_check_verdict(const Report& report, AmountUnit unit = AmountUnit::gib);
 // The index in report.cross_checks of the reading cross_check_verdict speaks of; -1 when none.
 std::int64_t verdict_cross_check(const Report& report);
 // One line per cross-check, the numbers before the details: "measured 61.20 GiB vs derived

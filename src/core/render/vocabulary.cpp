@@ -279,11 +279,11 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event) {
                              .enclosing = event.enclosing});
 }
 
-std::string peak_headline(const StageReport& stage) {
-  std::string out = "Peak " + format_gib(stage.peak_bytes) + " = ";
-  const std::string resident = format_gib(stage.resident_bytes) + " resident";
+std::string peak_headline(const StageReport& stage, AmountUnit unit) {
+  std::string out = "Peak " + amount_text(stage.peak_bytes, unit) + " = ";
+  const std::string resident = amount_text(stage.resident_bytes, unit) + " resident";
   const std::string gaps =
-      stage.gap_bytes > 0 ? " + " + format_gib(stage.gap_bytes) + " measured gaps" : "";
+      stage.gap_bytes > 0 ? " + " + amount_text(stage.gap_bytes, unit) + " measured gaps" : "";
   // The moment without its transient when that is already a part above (named once).
   PeakMoment moment = peak_moment(stage);
   const auto named = [&](std::int64_t i) {
@@ -296,7 +296,7 @@ std::string peak_headline(const StageReport& stage) {
   }
   const std::string at = "; at " + moment_name(stage, moment);
   if (stage.optimizer_phase_binds) {
-    return out + resident + " + " + format_gib(stage.optimizer_transient_bytes) +
+    return out + resident + " + " + amount_text(stage.optimizer_transient_bytes, unit) +
            " optimizer-step transients (the stored activations are freed by then)" + gaps + at;
   }
   std::int64_t in_flight = 0;
@@ -305,7 +305,8 @@ std::string peak_headline(const StageReport& stage) {
     in_flight += n;
     per_chunk += (per_chunk.empty() ? "" : " + ") + std::to_string(n);
   }
-  out += format_gib(stage.activation_bytes) + " stored activations of " + std::to_string(in_flight);
+  out += amount_text(stage.activation_bytes, unit) + " stored activations of " +
+         std::to_string(in_flight);
   if (stage.in_flight_per_chunk.size() > 1) {
     out += " micro-batch chunks in flight (" + per_chunk + " on " +
            std::to_string(stage.in_flight_per_chunk.size()) + " chunks)";
@@ -315,10 +316,10 @@ std::string peak_headline(const StageReport& stage) {
   const auto transient = stage.largest_transient;
   if (transient >= 0 && transient < static_cast<std::int64_t>(stage.terms.size()) &&
       stage.largest_transient_bytes > 0) {
-    out += " + " + format_gib(stage.largest_transient_bytes) + " transient " +
+    out += " + " + amount_text(stage.largest_transient_bytes, unit) + " transient " +
            term_name(stage.terms[static_cast<std::size_t>(transient)]);
   } else if (stage.largest_transient_bytes > 0) {
-    out += " + " + format_gib(stage.largest_transient_bytes) + " transients";
+    out += " + " + amount_text(stage.largest_transient_bytes, unit) + " transients";
   }
   return out + " + " + resident + gaps + at;
 }

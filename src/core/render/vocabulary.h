@@ -114,7 +114,7 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event);
 // With several chunks: "of 9 micro-batch chunks in flight (5 + 4 on 2 chunks)"; measured gaps
 // are a part when non-zero; when the optimizer step binds: resident + optimizer-step transients
 // (the stored activations are freed by then). The parts sum to peak_bytes.
-std::string peak_headline(const StageReport& stage);
+std::string peak_headline(const StageReport& stage, AmountUnit unit = AmountUnit::gib);
 // Every training setting that changes memory, compactly, in the link keys' words:
 // "seq 4,096 | mbs 1, gbs 1,024 (256 micro-batches) | recompute none | adam (not distributed) |
 // bf16 weights, fp32 grads | 1f1b". Recompute names its modules (selective) or method and layers
