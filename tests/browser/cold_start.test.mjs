@@ -97,10 +97,13 @@ describe("cold start", () => {
     const webDir = process.env.STAGEMEM_WEB_DIR;
     const wasm = gzipBytes(join(webDir, "stagemem.wasm"));
     const js = gzipBytes(join(webDir, "stagemem.js"));
-    // Issue 22: 568,424 B at d2d5374; 522,340 B once the embedded fonts lost what stb_truetype
-    // never reads. The budget is below the d2d5374 size with room for the features in flight;
-    // scripts/size-report.sh says where the bytes are when it fails.
-    const wasmBudget = 560_000;
+    // Issue 22: 568,424 B at d2d5374; 520,492 B once the embedded fonts lost what stb_truetype
+    // never reads and ImGui its file functions; 581,029 B with issue 22's features (size report,
+    // by object: config/repair +41 KB raw, config +27 KB, url_fragment's base= and reading= +26 KB,
+    // render/comparison +16 KB, the app's labels, bindings, share and baseline +43 KB; code +58.9
+    // KB gzip). The budget is that size with 3 % room: growth past it is a decision, made with
+    // scripts/size-report.sh, which says where the bytes are.
+    const wasmBudget = 600_000;
     const jsBudget = 48_000;
     assert.ok(wasm <= wasmBudget, `stagemem.wasm is ${wasm} B gzip, over its budget of ${wasmBudget} B`);
     assert.ok(js <= jsBudget, `stagemem.js is ${js} B gzip, over its budget of ${jsBudget} B`);

@@ -358,3 +358,28 @@ TEST_CASE("After N iterations: allocated is between steps, max covers iterations
           std::string::npos);
   }
 }
+
+TEST_CASE("An iteration count past max_iteration is not known (-1), never cut off") {
+  // Found by the fuzzer: "(after 2777...7 iterations)" had its digits read up to 2^40 and past
+  // it, and the measurement's text (/iN) then no longer parsed back.
+  const std::string at_limit = std::to_string(max_iteration);
+  const std::string past = at_limit + "7";
+  for (const auto& [count, expected] :
+       {std::pair{at_limit, max_iteration}, std::pair{past, std::int64_t{-1}}}) {
+    const std::string log = "[Rank 0] (after " + count +
+                            " iterations) memory (MB) | allocated: 38000.5 | max allocated: "
+                            "52010.0 | reserved: 56000.0 | max reserved: 56000.0\n";
+    Diagnostics d;
+    const auto readings = parse_memory_log(log, "log", d);
+    REQUIRE(readings.size() == 1);
+    CHECK(readings[0].iteration == expected);
+    ParallelLayout layout;
+    layout.pipeline_parallel = 1;
+    const auto measurements = memory_log_measurements(readings, layout, "x.log", "log", 64, d);
+    REQUIRE_FALSE(measurements.empty());
+    for (const Measurement& m : measurements) {
+      Diagnostics back;
+      CHECK(parse_measurement_text(measurement_text(m), back, "m") == m);
+    }
+  }
+}

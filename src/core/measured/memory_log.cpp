@@ -70,19 +70,19 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// The number after `word` ("after 12 iterations", "for iteration 12)"), else -1.
+// The number after `word` ("after 12 iterations", "for iteration 12)"), else -1; a number past
+// max_iteration is no iteration a measurement can name (-1: not known), never a cut-off one.
 std::int64_t number_after(std::string_view text, std::string_view word) {
   const auto at = text.find(word);
   if (at == std::string_view::npos) return -1;
-  std::size_t i = at + word.size();
   std::int64_t value = 0;
   bool digits = false;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && value < (std::int64_t{1} << 40)) {
-    value = value * 10 + (text[i] - '0');
+  for (std::size_t i = at + word.size(); i < text.size() && text[i] >= '0' && text[i] <= '9';
+       ++i) {
     digits = true;
-    ++i;
+    if (value <= max_iteration) value = value * 10 + (text[i] - '0');
   }
-  return digits ? value : -1;
+  return digits && value <= max_iteration ? value : -1;
 }
 
 // The "[Rank r]" tag before the memory report into r.rank (none: rank 0, with one warning per
