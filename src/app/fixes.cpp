@@ -46,7 +46,7 @@ bool is_kept(const stagemem::ConfigField& field, const stagemem::Config& config,
       field.key == "device_bytes" || (beyond_layout && field.path.starts_with("parallel."))) {
     return false;
   }
-  return !stagemem::field_equals(field, config, stagemem::default_config());
+  return stagemem::field_is_written(field, config, stagemem::default_config());
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ constexpr std::array<Group, 6> groups = {{{"model", "Model", true},
 
 std::string_view group_of(const ConfigField& field) {
   if (field.path == "custom_model") return "model";
+  if (field.path == "stack") return "training";  // the library releases: kernels follow them
   return field.path.substr(0, field.path.find('.'));
 }
 
@@ -341,6 +342,24 @@ void edit_integer_list(Edit& e, FieldEditor& editor, const ConfigField& field) {
   if (!editor.error.empty()) ImGui::TextColored(error_colour, "%s", editor.error.c_str());
 }
 
+// The stack is parsed as it is typed; the kernel options that follow it change with it.
+void edit_stack(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  if (ImGui::InputText("##value", &editor.text)) {
+    stagemem::Config scratch = e.config;
+    stagemem::Diagnostics diagnostics;
+    if (stagemem::parse_field_text(field, editor.text, scratch, diagnostics, field.path)) {
+      e.config.training = scratch.training;
+      editor.error.clear();
+    } else {
+      editor.error = diagnostics.errors.front().message;
+    }
+  }
+  record_field_rect(e, editor);
+  help_tooltip(field);
+  trailing_label(editor, field);
+  if (!editor.error.empty()) ImGui::TextWrapped("%s", editor.error.c_str());
+}
+
 void edit_text(Edit& e, FieldEditor& editor, const ConfigField& field) {
   std::string& text = *field.text(e.config);
   if (ImGui::InputText("##value", &text)) {
@@ -496,6 +515,9 @@ void edit_field(Edit& e, FieldEditor& editor, const ConfigField& field, float co
       case FieldKind::integer_list:
         edit_integer_list(e, editor, field);
         break;
+      case FieldKind::stack:
+        edit_stack(e, editor, field);
+        break;
       case FieldKind::text:
         edit_text(e, editor, field);
         break;
@@ -512,7 +534,7 @@ void sync_field_texts(ConfigView& view, const stagemem::Config& config) {
   const auto fields = stagemem::config_fields();
   for (std::size_t i = 0; i < fields.size() && i < view.editors.size(); ++i) {
     const ConfigField& field = fields[i];
-    if (field.kind != FieldKind::integer_list) continue;
+    if (field.kind != FieldKind::integer_list && field.kind != FieldKind::stack) continue;
     FieldEditor& editor = view.editors[i];
     stagemem::Config scratch = config;
     stagemem::Diagnostics ignored;

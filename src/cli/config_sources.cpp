@@ -117,6 +117,8 @@ std::string_view value_name(const ConfigField& field) {
       return "X";
     case FieldKind::name_set:
       return "SET";
+    case FieldKind::stack:
+      return "PAIRS";
   }
   return "VALUE";
 }

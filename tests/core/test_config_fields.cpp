@@ -15,7 +15,7 @@ TEST_CASE("Field keys and paths are unique and every field has exactly one acces
     CHECK(!f.help.empty());
     const int accessors = (f.integer != nullptr) + (f.boolean != nullptr) + (f.text != nullptr) +
                           (f.integer_list != nullptr) + (f.get_choice != nullptr) +
-                          (f.number != nullptr) + (f.bits != nullptr);
+                          (f.number != nullptr) + (f.bits != nullptr) + (f.stack != nullptr);
     CHECK(accessors == 1);
     CHECK(find_field_by_key(f.key) == &f);
     CHECK(find_field_by_path(f.path) == &f);

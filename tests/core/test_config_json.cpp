@@ -1,6 +1,7 @@
 // Tests of config_json.h: export/import round trips, strict types, named errors, warnings.
 #include "catch.h"
 #include "config/config_json.h"
+#include "config/version_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 
@@ -35,6 +36,10 @@ TEST_CASE("Issue 11's kernel options round-trip through JSON under training.kern
   c.training.kernels.moe_unpermute = MoeUnpermute::legacy_unpermute_with_probs;
   c.training.kernels.router_dtype = RouterDtype::fp32;
   c.training.kernels.cp_comm_type = CpCommType::a2a_p2p;
+  // Set by the user (the field table's setters mark them), so they are written and read back
+  // as explicit values, whatever the stack says.
+  c.training.explicit_kernels =
+      stack_kernel_bit(StackKernel::fla_version) | stack_kernel_bit(StackKernel::moe_unpermute);
   const std::string text = config_to_json(c);
   INFO(text);
   CHECK(text.find("\"cp_comm_type\": \"a2a+p2p\"") != std::string::npos);

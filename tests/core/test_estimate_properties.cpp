@@ -145,6 +145,20 @@ std::string random_value(const ConfigField& f, Random& r) {
       return "";  // custom model and layout strings: the fuzzer's business
     case FieldKind::integer_list:
       return "";  // explicit stages: made below from a valid report (the layers property)
+    case FieldKind::stack: {
+      // Releases around every rule's boundary, compile and the architectures.
+      static constexpr std::array<std::string_view, 9> pairs = {
+          "te=2.17",    "te=2.18.1", "megatron-core=0.12.2", "megatron-core=0.14",
+          "fla=0.4.0",  "fla=0.4.2", "compile=on",           "arch=sm80",
+          "arch=gfx942"};
+      std::string out;
+      for (std::size_t i = 0; i < pairs.size(); i += 2) {
+        const std::size_t pick = i + static_cast<std::size_t>(uniform(r, 0, 1));
+        if (pick < pairs.size() && chance(r, 0.5))
+          out += (out.empty() ? "" : ",") + std::string(pairs[pick]);
+      }
+      return out;
+    }
   }
   return "";
 }

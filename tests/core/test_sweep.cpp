@@ -60,13 +60,14 @@ void check_same_cell(const SweepRun& a, const SweepRun& b, std::size_t i) {
 }  // namespace
 
 TEST_CASE("Sweepable fields hold one value: lists and sets and free text do not", "[sweep]") {
-  // The field table's 55 fields less stages (a list), recompute_modules (a set), custom and
-  // layout (free text): 51. model and device are text that names one preset.
+  // The field table's 56 fields less stages (a list), recompute_modules (a set), custom and
+  // layout (free text) and stack (name=version pairs): 51. model and device are text that names
+  // one preset.
   std::set<std::string_view> keys;
   for (const ConfigField* field : sweepable_fields()) keys.insert(field->key);
-  CHECK(config_fields().size() == 55);
+  CHECK(config_fields().size() == 56);
   CHECK(keys.size() == 51);
-  for (std::string_view key : {"stages", "recompute_modules", "custom", "layout"}) {
+  for (std::string_view key : {"stages", "recompute_modules", "custom", "layout", "stack"}) {
     INFO(key);
     CHECK(!sweepable(*find_field_by_key(key)));
     CHECK(keys.count(key) == 0);

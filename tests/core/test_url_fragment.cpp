@@ -4,6 +4,7 @@
 #include "config/config_fields.h"
 #include "config/config_json.h"
 #include "config/url_fragment.h"
+#include "config/version_rules.h"
 #include "corpus.h"
 #include "measured/snapshot_link.h"
 #include "model/model_text.h"
@@ -89,6 +90,12 @@ Config every_field_changed() {
   c.training.kernels.gemm_workspaces = GemmWorkspaces::sm80;
   c.precision.fp8_recipe = Fp8Recipe::mxfp8;
   c.parallel.schedule = PipelineSchedule::dualpipev;
+  c.training.stack.transformer_engine = release(2, 11);
+  c.training.stack.compile = CompileMode::on;
+  // The kernel options set above are the user's (the field table's setters mark them so).
+  c.training.explicit_kernels = stack_kernel_bit(StackKernel::fla_version) |
+                                stack_kernel_bit(StackKernel::moe_unpermute) |
+                                stack_kernel_bit(StackKernel::gemm_workspaces);
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include "config/devices.h"
 #include "config/measurement_text.h"
+#include "config/version_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 
@@ -31,9 +32,18 @@ std::vector<std::string_view> device_names() {
 #define STAGEMEM_CHOICE(member, Enum)                                       \
   .get_choice = [](const Config& c) { return static_cast<int>(c.member); }, \
   .set_choice = [](Config& c, int index) { c.member = static_cast<Enum>(index); }
+// A kernel option that is a version question: setting it makes it explicit (version_rules.h).
+#define STAGEMEM_STACK_CHOICE(member, Enum, kernel)                         \
+  .get_choice = [](const Config& c) { return static_cast<int>(c.member); }, \
+  .set_choice =                                                             \
+      [](Config& c, int index) {                                            \
+        c.member = static_cast<Enum>(index);                                \
+        c.training.explicit_kernels |= stack_kernel_bit(kernel);            \
+      },                                                                    \
+  .stack_kernel = static_cast<int>(kernel)
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 55> fields = {{
+const std::array<ConfigField, 56> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -240,16 +250,19 @@ const std::array<ConfigField, 55> fields = {{
      STAGEMEM_INTEGER(training.kernels.attn_res_live_temporaries)},
     {.key = "fla_version",
      .path = "training.kernels.fla_version",
-     .help = "fla release of chunk_kda (0.4.0 keeps an fp32 gate cumsum and fp32 Aqk/Akk)",
+     .help = "fla release of chunk_kda (0.4.0 keeps an fp32 gate cumsum and fp32 Aqk/Akk); "
+             "follows the stack's fla= unless set",
      .kind = FieldKind::choice,
      .choices = enum_names<FlaVersion>,
-     STAGEMEM_CHOICE(training.kernels.fla_version, FlaVersion)},
+     STAGEMEM_STACK_CHOICE(training.kernels.fla_version, FlaVersion, StackKernel::fla_version)},
     {.key = "moe_unpermute",
      .path = "training.kernels.moe_unpermute",
-     .help = "MoE unpermute: probs in the activation (Megatron core >= 0.13) or legacy with probs",
+     .help = "MoE unpermute: probs in the activation (Megatron core >= 0.13) or legacy with probs; "
+             "follows the stack's megatron-core= unless set",
      .kind = FieldKind::choice,
      .choices = enum_names<MoeUnpermute>,
-     STAGEMEM_CHOICE(training.kernels.moe_unpermute, MoeUnpermute)},
+     STAGEMEM_STACK_CHOICE(training.kernels.moe_unpermute, MoeUnpermute,
+                           StackKernel::moe_unpermute)},
     {.key = "router_dtype",
      .path = "training.kernels.router_dtype",
      .help = "dtype of the MoE routing probabilities (Megatron's --moe-router-dtype)",
@@ -359,10 +372,12 @@ const std::array<ConfigField, 55> fields = {{
     {.key = "gemm_workspaces",
      .path = "training.kernels.gemm_workspaces",
      .help = "documented GEMM workspace constants: sm90 (TE 32 MiB + 1 KiB per workspace, "
-             "cuBLAS 32 MiB), sm80 (TE 4 MiB, cuBLAS 8 MiB + 128 KiB), none (gap row only)",
+             "cuBLAS 32 MiB), sm80 (TE 4 MiB, cuBLAS 8 MiB + 128 KiB), none (gap row only); "
+             "follows the stack's arch= unless set",
      .kind = FieldKind::choice,
      .choices = enum_names<GemmWorkspaces>,
-     STAGEMEM_CHOICE(training.kernels.gemm_workspaces, GemmWorkspaces)},
+     STAGEMEM_STACK_CHOICE(training.kernels.gemm_workspaces, GemmWorkspaces,
+                           StackKernel::gemm_workspaces)},
     {.key = "fp8_recipe",
      .path = "precision.fp8_recipe",
      .help = "TE fp8 compute recipe of the linear layers (none: bf16): tensor, mxfp8 or block; "
@@ -377,6 +392,12 @@ const std::array<ConfigField, 55> fields = {{
      .kind = FieldKind::choice,
      .choices = enum_names<PipelineSchedule>,
      STAGEMEM_CHOICE(parallel.schedule, PipelineSchedule)},
+    {.key = "stack",
+     .path = "stack",
+     .help = "the run's library releases as name=version pairs (te=2.11,megatron-core=0.13,"
+             "torch=2.7,compile=on,arch=sm90); left out: the current releases",
+     .kind = FieldKind::stack,
+     .stack = [](Config& c) { return &c.training.stack; }},
 }};
 
 #undef STAGEMEM_INTEGER
@@ -384,6 +405,7 @@ const std::array<ConfigField, 55> fields = {{
 #undef STAGEMEM_TEXT
 #undef STAGEMEM_NUMBER
 #undef STAGEMEM_CHOICE
+#undef STAGEMEM_STACK_CHOICE
 
 bool parse_integer(std::string_view text, std::int64_t& out) {
   if (text.empty()) return false;
@@ -512,6 +534,8 @@ std::string allowed_values(const ConfigField& field) {
         names += (names.empty() ? "" : ", ") + std::string(c);
       return "a comma-separated set of: " + names + " (or none)";
     }
+    case FieldKind::stack:
+      return stack_syntax();
   }
   return "a valid value";
 }
@@ -576,6 +600,18 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       *field.bits(config) = bits;
       return true;
     }
+    case FieldKind::stack: {
+      std::string error;
+      const auto stack = parse_stack(text, error);
+      if (!stack) {
+        diagnostics.error(std::string(reported_name), error);
+        return false;
+      }
+      *field.stack(config) = *stack;
+      // The options the user did not set follow the new stack (explicit ones keep their value).
+      derive_stack_kernels(config.training);
+      return true;
+    }
   }
   return false;
 }
@@ -623,6 +659,8 @@ std::string format_field_text(const ConfigField& field, const Config& config) {
       }
       return out.empty() ? "none" : out;
     }
+    case FieldKind::stack:
+      return stack_text(*field.stack(c));
   }
   return {};
 }
@@ -645,8 +683,19 @@ bool field_equals(const ConfigField& field, const Config& a, const Config& b) {
       return *field.number(x) == *field.number(y);
     case FieldKind::name_set:
       return *field.bits(x) == *field.bits(y);
+    case FieldKind::stack:
+      return *field.stack(x) == *field.stack(y);
   }
   return false;
+}
+
+bool field_is_written(const ConfigField& field, const Config& config, const Config& defaults) {
+  if (field.stack_kernel >= 0) {
+    const auto kernel = static_cast<StackKernel>(field.stack_kernel);
+    return (config.training.explicit_kernels & stack_kernel_bit(kernel)) != 0 ||
+           !kernel_matches_stack(config.training, kernel);
+  }
+  return !field_equals(field, config, defaults);
 }
 
 void check_references(const Config& config, Diagnostics& diagnostics, std::string_view prefix,

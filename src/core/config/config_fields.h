@@ -18,6 +18,7 @@
 
 #include "base/diagnostics.h"
 #include "config/config.h"
+#include "config/software_stack.h"
 
 namespace stagemem {
 
@@ -29,7 +30,8 @@ enum class FieldKind : std::uint8_t {
   choice,
   integer_list,
   number,
-  name_set
+  name_set,
+  stack  // a software stack (software_stack.h), written as name=version pairs
 };
 
 struct ConfigField {
@@ -52,7 +54,11 @@ struct ConfigField {
   int (*get_choice)(const Config&) = nullptr;
   void (*set_choice)(Config&, int) = nullptr;
   double* (*number)(Config&) = nullptr;
-  std::uint32_t* (*bits)(Config&) = nullptr;  // name_set
+  std::uint32_t* (*bits)(Config&) = nullptr;   // name_set
+  SoftwareStack* (*stack)(Config&) = nullptr;  // stack
+  // A kernel option that is a version question (version_rules.h): the StackKernel it is, whose
+  // bit set_choice sets in TrainingConfig::explicit_kernels; -1: an ordinary field.
+  int stack_kernel = -1;
 
   // text only: the names the value is one of (the model presets, the device presets) when it
   // names one item rather than being free text. parse_field_text does not check it (a link may
@@ -82,6 +88,11 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
 // The field's text form; parse_field_text(format_field_text(x)) round-trips.
 std::string format_field_text(const ConfigField& field, const Config& config);
 bool field_equals(const ConfigField& field, const Config& a, const Config& b);
+// Whether an encoding that leaves out what its decoder restores (a link, the JSON's derived
+// kernel options, the Markdown settings) writes the field: an ordinary field when it differs from
+// `defaults` (default_config()); a kernel option derived from the stack when the user set it
+// explicitly or it differs from what the stack gives (a decoder re-derives it otherwise).
+bool field_is_written(const ConfigField& field, const Config& config, const Config& defaults);
 
 // What a field's own text form cannot check, for decoders of untrusted text: the model preset
 // exists (or the custom model text parses) and the device preset exists. Errors are named

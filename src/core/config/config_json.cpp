@@ -61,6 +61,8 @@ nlohmann::ordered_json field_to_json(const ConfigField& field, const Config& con
       return *field.integer_list(copy);
     case FieldKind::number:
       return *field.number(copy);
+    case FieldKind::stack:
+      return format_field_text(field, config);
     case FieldKind::name_set: {
       ordered names = ordered::array();
       const std::string text = format_field_text(field, config);
@@ -95,6 +97,7 @@ void field_from_json(const ConfigField& field, const json& value, Config& config
       return;
     case FieldKind::text:
     case FieldKind::choice:
+    case FieldKind::stack:
       if (!value.is_string()) return wrong_type(value.type_name());
       parse_field_text(field, value.get<std::string>(), config, d, reported);
       return;
@@ -373,7 +376,11 @@ std::string config_to_json(const Config& config) {
   // Ordered: the format and version first, then the fields in table order (people read files).
   using ordered = nlohmann::ordered_json;
   ordered document = {{"format", "stagemem-config"}, {"version", config_json_version}};
+  const Config defaults = default_config();
   for (const ConfigField& field : config_fields()) {
+    // A kernel option that follows the stack is left out, so that reading the file back derives
+    // it from the stack again (version_rules.h); every other field is written.
+    if (field.stack_kernel >= 0 && !field_is_written(field, config, defaults)) continue;
     document[ordered::json_pointer("/" + [&] {
       std::string pointer(field.path);
       for (char& c : pointer) c = c == '.' ? '/' : c;

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "base/enum_names.h"
+#include "config/software_stack.h"
 
 namespace stagemem {
 
@@ -183,6 +184,12 @@ struct TrainingConfig {
   double routing_imbalance = 1.0;
   RecomputeConfig recompute{};
   KernelAssumptions kernels{};
+  // The library releases of the run (software_stack.h): the version rules' input, and what the
+  // kernel options that are version questions are derived from (version_rules.h).
+  SoftwareStack stack{};
+  // Bits (stack_kernel_bit, version_rules.h) of the kernel options the user set explicitly: those
+  // keep their value whatever the stack says; the others follow the stack.
+  std::uint32_t explicit_kernels = 0;
   // A flat "non-parameter headroom" constant to compare against (e.g. the legacy 82 GiB); 0: none.
   std::int64_t flat_headroom_bytes = 0;
   friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;

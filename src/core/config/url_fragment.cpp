@@ -70,7 +70,7 @@ std::string encode_fragment(const Config& config) {
   const Config defaults = default_config();
   std::string out = "v=" + std::to_string(url_format_version);
   for (const ConfigField& field : config_fields()) {
-    if (field_equals(field, config, defaults)) continue;
+    if (!field_is_written(field, config, defaults)) continue;
     out += '&';
     out += field.key;
     out += '=';

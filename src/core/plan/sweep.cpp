@@ -30,6 +30,8 @@ std::string_view why_not_sweepable(const ConfigField& field) {
       return "its value is a list";
     case FieldKind::name_set:
       return "its value is a set";
+    case FieldKind::stack:
+      return "its value is a list of name=version pairs";
     default:
       return "its value is free text";
   }
@@ -185,6 +187,7 @@ bool sweepable(const ConfigField& field) {
       return field.names != nullptr;
     case FieldKind::integer_list:
     case FieldKind::name_set:
+    case FieldKind::stack:
       return false;
   }
   return false;

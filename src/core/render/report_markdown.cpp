@@ -119,7 +119,7 @@ std::string settings_lines(const Report& report, const Config& config) {
   const Config defaults;
   std::string others;
   for (const ConfigField& field : config_fields()) {
-    if (field_equals(field, config, defaults)) continue;
+    if (!field_is_written(field, config, defaults)) continue;
     if (std::find(keys_in_words.begin(), keys_in_words.end(), field.key) != keys_in_words.end())
       continue;
     // Selective modules are in the recompute line when they apply.

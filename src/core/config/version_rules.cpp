@@ -1,0 +1,138 @@
+#include "config/version_rules.h"
+
+namespace stagemem {
+namespace {
+
+// One row per rule; docs/physics-notes.md ("Version rules") has the source reading of each.
+const std::array<VersionRuleInfo, 4> rules = {{
+    {.rule = VersionRule::te_cross_entropy_fp32_gradient,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 18),
+     .behaviour = "te-fused cross-entropy saves an fp32 gradient of the logits' size",
+     .before = "the gradient is written in place into the bf16 logits, which are saved",
+     .change = "TransformerEngine PR #3193, commit 01bbe3eea (transformer_engine/pytorch/"
+               "triton/cross_entropy.py)"},
+    {.rule = VersionRule::native_cross_entropy_fp32_logits,
+     .component = StackComponent::compile,
+     .from = {},
+     .behaviour = "native-fused cross-entropy compiled (compile=on): the fp32 upcast of the logits "
+                  "stays alive in forward beside exp_logits",
+     .before = "compile=off: one fp32 tensor (exp_logits), as vocab-parallel",
+     .change = "Megatron-core megatron/core/fusions/fused_cross_entropy.py (jit_fuser: "
+               "torch.compile)"},
+    {.rule = VersionRule::moe_probs_in_activation,
+     .component = StackComponent::megatron_core,
+     .from = release(0, 13),
+     .behaviour = "moe_unpermute=probs-in-activation: the expert activation applies the routing "
+                  "probabilities; unpermute saves no combine input",
+     .before = "moe_unpermute=legacy-unpermute-with-probs: unpermute multiplies by the "
+               "probabilities and saves the combine input",
+     .change = "Megatron-core megatron/core/transformer/moe/experts.py (weighted SwiGLU with "
+               "permuted_probs) and token_dispatcher.py"},
+    {.rule = VersionRule::fla_gate_in_kernel,
+     .component = StackComponent::fla,
+     .from = release(0, 4, 1),
+     .behaviour = "fla_version=since-0.4.1: use_gate_in_kernel, no fp32 gate cumsum saved, bf16 "
+                  "Aqk/Akk",
+     .before = "fla_version=0.4.0: an fp32 chunk-local gate cumsum saved, fp32 Aqk/Akk",
+     .change = "fla fla/ops/kda/chunk_fwd.py (chunk_kda_fwd, use_gate_in_kernel)"},
+}};
+
+bool at_least(const Release& given, const Release& from) {
+  return !given.given() || compare_releases(given, from) >= 0;
+}
+
+}  // namespace
+
+std::span<const VersionRuleInfo> version_rules() {
+  return rules;
+}
+
+const VersionRuleInfo& version_rule(VersionRule rule) {
+  return rules[static_cast<std::size_t>(rule)];
+}
+
+bool rule_holds(const SoftwareStack& stack, VersionRule rule) {
+  const VersionRuleInfo& info = version_rule(rule);
+  if (info.component == StackComponent::compile) return stack.compile == CompileMode::on;
+  return at_least(component_release(stack, info.component), info.from);
+}
+
+MoeUnpermute stack_moe_unpermute(const SoftwareStack& stack) {
+  return rule_holds(stack, VersionRule::moe_probs_in_activation)
+             ? MoeUnpermute::probs_in_activation
+             : MoeUnpermute::legacy_unpermute_with_probs;
+}
+
+FlaVersion stack_fla_version(const SoftwareStack& stack) {
+  return rule_holds(stack, VersionRule::fla_gate_in_kernel) ? FlaVersion::since_0_4_1
+                                                            : FlaVersion::v0_4_0;
+}
+
+GemmWorkspaces stack_gemm_workspaces(const SoftwareStack& stack) {
+  switch (stack.architecture) {
+    case Architecture::sm80:
+    case Architecture::sm86:
+    case Architecture::sm89:
+      return GemmWorkspaces::sm80;
+    case Architecture::current:
+    case Architecture::sm90:
+    case Architecture::sm100:
+    case Architecture::sm103:
+    case Architecture::sm120:
+      return GemmWorkspaces::sm90;
+    case Architecture::gfx942:
+    case Architecture::gfx950:
+      return GemmWorkspaces::none;
+  }
+  return GemmWorkspaces::sm90;
+}
+
+void derive_stack_kernels(TrainingConfig& training) {
+  const auto derived = [&](StackKernel k) {
+    return (training.explicit_kernels & stack_kernel_bit(k)) == 0;
+  };
+  if (derived(StackKernel::moe_unpermute))
+    training.kernels.moe_unpermute = stack_moe_unpermute(training.stack);
+  if (derived(StackKernel::fla_version))
+    training.kernels.fla_version = stack_fla_version(training.stack);
+  if (derived(StackKernel::gemm_workspaces))
+    training.kernels.gemm_workspaces = stack_gemm_workspaces(training.stack);
+}
+
+bool kernel_matches_stack(const TrainingConfig& training, StackKernel kernel) {
+  switch (kernel) {
+    case StackKernel::moe_unpermute:
+      return training.kernels.moe_unpermute == stack_moe_unpermute(training.stack);
+    case StackKernel::fla_version:
+      return training.kernels.fla_version == stack_fla_version(training.stack);
+    case StackKernel::gemm_workspaces:
+      return training.kernels.gemm_workspaces == stack_gemm_workspaces(training.stack);
+  }
+  return false;
+}
+
+std::vector<KernelOriginEntry> kernel_origins(const TrainingConfig& training) {
+  std::vector<KernelOriginEntry> out;
+  for (std::size_t i = 0; i < enum_count<StackKernel>; ++i) {
+    const auto k = static_cast<StackKernel>(i);
+    const bool from_stack =
+        (training.explicit_kernels & stack_kernel_bit(k)) == 0 && kernel_matches_stack(training, k);
+    std::string_view value;
+    switch (k) {
+      case StackKernel::moe_unpermute:
+        value = enum_name(training.kernels.moe_unpermute);
+        break;
+      case StackKernel::fla_version:
+        value = enum_name(training.kernels.fla_version);
+        break;
+      case StackKernel::gemm_workspaces:
+        value = enum_name(training.kernels.gemm_workspaces);
+        break;
+    }
+    out.push_back({k, value, from_stack ? KernelOrigin::stack : KernelOrigin::explicit_value});
+  }
+  return out;
+}
+
+}  // namespace stagemem

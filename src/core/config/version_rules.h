@@ -1,0 +1,92 @@
+// version_rules.h — every version-dependent behaviour stagemem models, one rule each.
+//
+// Purpose: a rule says "from release X of a component, this tensor is kept (or not)", with the
+// commit or pull request that changed it (docs/physics-notes.md, "Version rules"). The estimate
+// asks rule_holds() for the behaviours it models inside a term (the TE cross-entropy's saved
+// gradient); the kernel options that are really version questions (moe_unpermute, fla_version,
+// gemm_workspaces) are derived from the stack by derive_stack_kernels() unless the user set them
+// (explicit wins; TrainingConfig::explicit_kernels says which), and kernel_origins() tells the
+// report where each came from.
+// Units: none (release numbers, see software_stack.h).
+// Limitations: a component the stack does not name is its current release, so every rule holds
+// and stagemem models what it modelled before stacks existed. Rules are release boundaries, not
+// commit ranges: a build from main between two releases is the older release.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "config/software_stack.h"
+#include "config/training.h"
+
+namespace stagemem {
+
+enum class VersionRule : std::uint8_t {
+  te_cross_entropy_fp32_gradient,    // TE's fused cross-entropy keeps an fp32 gradient
+  native_cross_entropy_fp32_logits,  // Megatron's native fused cross-entropy under torch.compile
+  moe_probs_in_activation,           // the router probabilities move into the expert activation
+  fla_gate_in_kernel,                // fla's KDA applies the gate inside the kernel
+};
+template <>
+struct EnumNames<VersionRule> {
+  static constexpr std::array<std::string_view, 4> names = {
+      "te-cross-entropy-fp32-gradient", "native-cross-entropy-fp32-logits",
+      "moe-probs-in-activation", "fla-gate-in-kernel"};
+};
+static_assert(names_end_at<VersionRule::fla_gate_in_kernel>());
+
+struct VersionRuleInfo {
+  VersionRule rule;
+  StackComponent component;
+  Release from;                // first release with the behaviour (compile: none, see `when`)
+  std::string_view behaviour;  // what holds from `from` on
+  std::string_view before;     // what held before
+  std::string_view change;     // the commit / pull request that changed it, and its file
+};
+std::span<const VersionRuleInfo> version_rules();
+const VersionRuleInfo& version_rule(VersionRule rule);
+
+// Whether the rule's behaviour holds for the stack: its component's release is `from` or newer
+// (or not given: the current release); compile rules hold when compile=on.
+bool rule_holds(const SoftwareStack& stack, VersionRule rule);
+
+// The kernel options that are version questions, as bits of TrainingConfig::explicit_kernels.
+enum class StackKernel : std::uint8_t { moe_unpermute, fla_version, gemm_workspaces };
+template <>
+struct EnumNames<StackKernel> {
+  // The options' link keys.
+  static constexpr std::array<std::string_view, 3> names = {"moe_unpermute", "fla_version",
+                                                            "gemm_workspaces"};
+};
+static_assert(names_end_at<StackKernel::gemm_workspaces>());
+constexpr std::uint32_t stack_kernel_bit(StackKernel k) {
+  return std::uint32_t{1} << static_cast<int>(k);
+}
+
+// The value each StackKernel option takes for a stack.
+MoeUnpermute stack_moe_unpermute(const SoftwareStack& stack);
+FlaVersion stack_fla_version(const SoftwareStack& stack);
+GemmWorkspaces stack_gemm_workspaces(const SoftwareStack& stack);
+
+// Sets every StackKernel option the user did not set explicitly from training.stack.
+void derive_stack_kernels(TrainingConfig& training);
+// True when the option's value is what training.stack derives (an explicit value may be too).
+bool kernel_matches_stack(const TrainingConfig& training, StackKernel kernel);
+
+enum class KernelOrigin : std::uint8_t { stack, explicit_value };
+template <>
+struct EnumNames<KernelOrigin> {
+  static constexpr std::array<std::string_view, 2> names = {"stack", "explicit"};
+};
+static_assert(names_end_at<KernelOrigin::explicit_value>());
+struct KernelOriginEntry {
+  StackKernel kernel;
+  std::string_view value;  // the option's spelling
+  KernelOrigin origin;     // explicit: set by the user (or to a value the stack does not give)
+};
+std::vector<KernelOriginEntry> kernel_origins(const TrainingConfig& training);
+
+}  // namespace stagemem
