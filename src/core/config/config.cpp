@@ -4,6 +4,7 @@
 #include <array>
 
 #include "config/devices.h"
+#include "config/version_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 #include "parallel/schedule.h"
@@ -308,6 +309,10 @@ Diagnostics validate(const Config& config, const Model& model) {
 void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& d) {
   validate_precision_device_and_readings(config, d);
   validate_activation_inputs(model, config, d);
+  const bool has_kda =
+      std::any_of(model.layers.begin(), model.layers.end(),
+                  [](const LayerKind& k) { return k.attention == AttentionKind::kda; });
+  check_stack(config.training, has_kda, d);
 }
 
 Diagnostics validate(const Config& config) {

@@ -58,6 +58,43 @@ bool rule_holds(const SoftwareStack& stack, VersionRule rule) {
   return at_least(component_release(stack, info.component), info.from);
 }
 
+void check_stack(const TrainingConfig& training, bool model_has_kda, Diagnostics& d) {
+  const SoftwareStack& s = training.stack;
+  const auto older = [](const Release& given, const Release& than) {
+    return given.given() && compare_releases(given, than) < 0;
+  };
+  const auto named = [](StackComponent c, const Release& r) {
+    return std::string(enum_name(c)) + "=" + release_text(r);
+  };
+  const CrossEntropyKernel ce = training.kernels.cross_entropy;
+  if (ce == CrossEntropyKernel::te_fused) {
+    if (older(s.transformer_engine, release(2, 2))) {
+      d.error("stack", named(StackComponent::transformer_engine, s.transformer_engine) +
+                           ": TransformerEngine's fused cross-entropy (cross_entropy=te-fused) "
+                           "first exists in TE 2.2 (PR #1456)");
+    }
+    if (older(s.megatron_core, release(0, 12))) {
+      d.error("stack", named(StackComponent::megatron_core, s.megatron_core) +
+                           ": Megatron-core selects TE's cross-entropy (--cross-entropy-fusion-impl "
+                           "te, cross_entropy=te-fused) from 0.12.0 on");
+    } else if (s.megatron_core.given() && compare_releases(s.megatron_core, release(0, 18, 2)) >= 0) {
+      d.warn("stack", named(StackComponent::megatron_core, s.megatron_core) +
+                          ": Megatron-core's training arguments refuse TE's cross-entropy fusion "
+                          "from 0.18.2 on (PR #5115); cross_entropy=te-fused is what a library "
+                          "user of megatron-core gets");
+    }
+  }
+  if (ce == CrossEntropyKernel::native_fused && older(s.megatron_core, release(0, 8))) {
+    d.error("stack", named(StackComponent::megatron_core, s.megatron_core) +
+                         ": Megatron's native fused cross-entropy (cross_entropy=native-fused) "
+                         "first exists in core 0.8.0");
+  }
+  if (model_has_kda && older(s.fla, release(0, 4))) {
+    d.error("stack", named(StackComponent::fla, s.fla) +
+                         ": fla's KDA kernels (chunk_kda) first exist in fla 0.4.0");
+  }
+}
+
 MoeUnpermute stack_moe_unpermute(const SoftwareStack& stack) {
   return rule_holds(stack, VersionRule::moe_probs_in_activation)
              ? MoeUnpermute::probs_in_activation

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/diagnostics.h"
 #include "config/software_stack.h"
 #include "config/training.h"
 
@@ -75,6 +76,12 @@ GemmWorkspaces stack_gemm_workspaces(const SoftwareStack& stack);
 void derive_stack_kernels(TrainingConfig& training);
 // True when the option's value is what training.stack derives (an explicit value may be too).
 bool kernel_matches_stack(const TrainingConfig& training, StackKernel kernel);
+
+// What the stack cannot run: a kernel option that no release of the stack has (TE's fused
+// cross-entropy before TE 2.2 or Megatron-core 0.12, Megatron's native one before core 0.8, KDA
+// before fla 0.4.0) is an error naming the stack; one a release refuses in its own argument
+// checks (TE's cross-entropy fusion in Megatron-core's training from 0.18.2) a warning.
+void check_stack(const TrainingConfig& training, bool model_has_kda, Diagnostics& diagnostics);
 
 enum class KernelOrigin : std::uint8_t { stack, explicit_value };
 template <>

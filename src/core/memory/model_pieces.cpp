@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "config/version_rules.h"
+
 namespace stagemem {
 namespace {
 
@@ -22,6 +24,10 @@ constexpr TermInfo term_cross_entropy_softmax_native_fused{
     "S/CP, B, V/TP"};
 constexpr TermInfo term_cross_entropy_gradient_te_fused{
     "cross-entropy logits gradient computed in forward (fp32, TE's fused kernel)", "S/CP, B, V/TP"};
+constexpr TermInfo term_logits_with_gradient_in_place_te_fused{
+    "logits with the cross-entropy gradient written in place (bf16, TE's fused kernel before "
+    "2.18)",
+    "S/CP, B, V/TP"};
 constexpr TermInfo term_per_token_logit_statistics_of_the_fused_cross_en{
     "per-token logit statistics of an external fused linear + cross-entropy kernel (fp32)",
     "S/CP, B"};
@@ -79,6 +85,11 @@ Formula vocabulary_tokens(const TokenShape& s, std::int64_t padded_vocab) {
 
 }  // namespace
 
+bool te_cross_entropy_in_place(const TrainingConfig& training) {
+  return training.kernels.cross_entropy == CrossEntropyKernel::te_fused &&
+         !rule_holds(training.stack, VersionRule::te_cross_entropy_fp32_gradient);
+}
+
 std::int64_t attn_res_slots_before(std::int64_t layers_before, std::int64_t block_size) {
   if (block_size <= 0 || layers_before <= 0) return 0;
   return (layers_before + block_size - 1) / block_size;
@@ -97,7 +108,12 @@ std::vector<ActivationPiece> head_pieces(const Model& model, const TokenShape& s
       make_piece(term_final_norm_output_lm_head_input,
                  hidden_tokens(shape, model.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
   const CrossEntropyKernel ce = training.kernels.cross_entropy;
-  if (ce != CrossEntropyKernel::fused_chunked) {
+  if (te_cross_entropy_in_place(training)) {
+    // TE 2.2-2.17 (version rule te-cross-entropy-fp32-gradient): the Triton kernel overwrites
+    // the bf16 logits with their gradient and saves them; nothing fp32 of the logits' size.
+    out.push_back(make_piece(term_logits_with_gradient_in_place_te_fused,
+                             vocabulary_tokens(shape, padded_vocab).bytes(bf16, label_id("bf16"))));
+  } else if (ce != CrossEntropyKernel::fused_chunked) {
     // Every Megatron loss path keeps one fp32 [S/CP, B, V/TP] tensor: _VocabParallelCrossEntropy
     // and the native fused one (torch.compile) save exp_logits (the softmax); TE's Triton
     // cross-entropy computes the fp32 gradient in forward and saves it.
@@ -125,7 +141,10 @@ std::vector<ActivationPiece> head_transients(const TokenShape& shape,
                                              const TrainingConfig& training,
                                              std::int64_t padded_vocab) {
   std::vector<ActivationPiece> out;
-  if (training.kernels.cross_entropy != CrossEntropyKernel::fused_chunked) {
+  if (te_cross_entropy_in_place(training)) {
+    // The logits are the stored tensor and backward multiplies into them in place, returning
+    // the same bf16 storage: no logits-sized transient in forward or backward.
+  } else if (training.kernels.cross_entropy != CrossEntropyKernel::fused_chunked) {
     // The bf16 logits live until the loss has its fp32 tensor; in backward autograd casts the
     // fp32 gradient to the logits' bf16 for the output layer's dgrad.
     out.push_back(make_piece(term_logits_bf16_output_layer_output_before_the_fp32,

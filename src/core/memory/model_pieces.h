@@ -23,6 +23,9 @@ namespace stagemem {
 
 std::int64_t attn_res_slots_before(std::int64_t layers_before, std::int64_t block_size);
 
+// TransformerEngine's fused cross-entropy before 2.18 (version_rules.h): its gradient is
+// written in place into the bf16 logits, which it saves.
+bool te_cross_entropy_in_place(const TrainingConfig& training);
 // Stored on the stage holding the LM head, per micro-batch.
 std::vector<ActivationPiece> head_pieces(const Model& model, const TokenShape& shape,
                                          const TrainingConfig& training, std::int64_t padded_vocab);
