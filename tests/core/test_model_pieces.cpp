@@ -122,19 +122,53 @@ TEST_CASE("Megatron's three cross-entropy paths keep one fp32 [S/CP, B, V/TP] te
   }
   t.kernels.cross_entropy = CrossEntropyKernel::te_fused;
   CHECK(head_pieces(m, s, t, padded)[2].info->name.find("TE's fused kernel") != std::string::npos);
+  {
+    // TE 2.17 (before PR #3193): the gradient is written in place into the bf16 logits, which are
+    // saved: 4096 x 64,128 x 2 B = 525,336,576 B stored, no logits-sized transient either way.
+    TrainingConfig old = t;
+    old.stack.transformer_engine = release(2, 17, 1);
+    const auto pieces = head_pieces(m, s, old, padded);
+    REQUIRE(pieces.size() == 4);
+    CHECK(pieces[2].bytes == 525'336'576LL);
+    CHECK(pieces[2].info->name.find("written in place") != std::string::npos);
+    CHECK(head_transients(s, old, padded).empty());
+    // TE 2.18: the fp32 gradient (1,050,673,152 B) and the two bf16 transients, as without a
+    // stack.
+    old.stack.transformer_engine = release(2, 18);
+    CHECK(head_pieces(m, s, old, padded)[2].bytes == 1'050'673'152LL);
+    CHECK(head_transients(s, old, padded).size() == 2);
+  }
   t.kernels.cross_entropy = CrossEntropyKernel::fused_chunked;
   CHECK(head_pieces(m, s, t, padded)[2].info->name.find("external fused linear") !=
         std::string::npos);
 }
 
-TEST_CASE("MoE dispatch: the permuted copy and the all-to-all output are alive together") {
+TEST_CASE("MoE dispatch: the buffers MoELayer.forward holds, by Megatron-core release") {
   const Model k3 = *find_preset("kimi-k3");
   const TokenShape s = shape_of(8192, 1);
-  // 2 x 8192 tokens x top-16 x latent 3584 x 2 B = 1,879,048,192 B (1.75 GiB).
-  CHECK(moe_dispatch_piece(k3, s, {}).bytes == 1'879'048'192LL);
-  // ETP 2 gathers the received tokens over ETP: a third buffer.
-  CHECK(moe_dispatch_piece(k3, s, {.expert_tensor_parallel = 2}).bytes ==
+  TrainingConfig t;
+  // Megatron-core >= 0.13 (the current release): at the combine all-to-all the permuted tokens,
+  // the all-to-all output, the un-sorted expert output and the combine receive (4 buffers of
+  // 8192 tokens x top-16 x latent 3584) and the shared experts' output (8192 x h 7168), bf16:
+  // 8192 x (4 x 16 x 3584 + 7168) x 2 B = 3,875,536,896 B.
+  CHECK(moe_dispatch_piece(k3, s, {}, t).bytes == 3'875'536'896LL);
+  // ETP 2: the gathered copy is a fifth buffer.
+  CHECK(moe_dispatch_piece(k3, s, {.expert_tensor_parallel = 2}, t).bytes ==
+        8192LL * (5 * 16 * 3584 + 7168) * 2);
+  // DeepSeek-V3, seq 4096, TP 1 (r3's worked shape): U = 4096 x 8 x 7168 x 2 B = 448 MiB;
+  // 4 U + 4096 x 7168 x 2 B = 1,937,768,448 B (1,848 MiB).
+  CHECK(moe_dispatch_piece(*find_preset("deepseek-v3"), shape_of(4096, 1), {}, t).bytes ==
+        1'937'768'448LL);
+  // Megatron-core 0.12: the permuted copy and the all-to-all output die with
+  // token_permutation; both alive during the collective: 2 x 8192 x 16 x 3584 x 2 B =
+  // 1,879,048,192 B (1.75 GiB), and a third buffer with ETP's gather.
+  t.stack.megatron_core = release(0, 12);
+  CHECK(moe_dispatch_piece(k3, s, {}, t).bytes == 1'879'048'192LL);
+  CHECK(moe_dispatch_piece(k3, s, {.expert_tensor_parallel = 2}, t).bytes ==
         3LL * 8192 * 16 * 3584 * 2);
+  // The rule's boundary is the release itself: 0.13.0 holds them.
+  t.stack.megatron_core = release(0, 13);
+  CHECK(moe_dispatch_piece(k3, s, {}, t).bytes == 3'875'536'896LL);
 }
 
 TEST_CASE("MTP: the hidden norm's input is the final-norm output, not a second tensor") {

@@ -483,8 +483,7 @@ TEST_CASE("kimi-k3 at PP 8: DualPipeV holds 2P + 1 chunk micro-batches on every 
   // 93 layers in 2 x 8 = 16 V-placed virtual stages (6 layers, the last five stages 5), EP 28,
   // DP 28, gbs 896: M = 32 >= 2P. On rank r the first B1 of step 4 runs micro-batch P - r - 1
   // (step 3 ran P - r - 1 of them) right after step 4's first F0: chunk 0 holds 2P - r, chunk 1
-  // r + 1 (the backward's own micro-batch is still alive), and the MoE backward working set sits
-  // on top; no later pass holds more. Interleaved VPP 2 on the same layout puts 15 + 8 = 23 on
+  // r + 1 (the backward's own micro-batch is still alive); no later pass holds more. Interleaved VPP 2 on the same layout puts 15 + 8 = 23 on
   // rank 0 and 9 on rank 7, so its largest stage peak is higher than DualPipeV's.
   const auto config = [](const char* extra) {
     const DecodedFragment d = decode_fragment(
@@ -502,10 +501,14 @@ TEST_CASE("kimi-k3 at PP 8: DualPipeV holds 2P + 1 chunk micro-batches on every 
   for (const StageReport& s : v.stages) {
     INFO("rank " << s.index << ": " << moment_name(s, peak_moment(s)));
     CHECK(s.in_flight_per_chunk == std::vector<std::int64_t>{16 - s.index, s.index + 1});
+    // The peak is the forward of chunk 0's last micro-batch in flight (2P - r - 1): every stored
+    // micro-batch is there, and the MoE layer's dispatch and combine buffers (Megatron-core >=
+    // 0.13 holds four routed-token buffers and the shared experts' output, 3.6 GiB) sit on top,
+    // more than the B1 backward's MoE working set (3.1 GiB) with one micro-batch fewer on chunk 0.
     const PeakMoment pm = peak_moment(s);
-    CHECK(pm.phase == StepPhase::backward);
-    CHECK(pm.chunk == 1);
-    CHECK(pm.micro_batch == 8 - s.index - 1);
+    CHECK(pm.phase == StepPhase::forward);
+    CHECK(pm.chunk == 0);
+    CHECK(pm.micro_batch == 16 - s.index - 1);
     v_max = std::max(v_max, s.peak_bytes);
   }
   CHECK(v.stages[0].chunks[0].first == 0);   // the embedding's chunk

@@ -4,7 +4,7 @@ namespace stagemem {
 namespace {
 
 // One row per rule; docs/physics-notes.md ("Version rules") has the source reading of each.
-const std::array<VersionRuleInfo, 4> rules = {{
+constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
     {.rule = VersionRule::te_cross_entropy_fp32_gradient,
      .component = StackComponent::transformer_engine,
      .from = release(2, 18),
@@ -12,14 +12,6 @@ const std::array<VersionRuleInfo, 4> rules = {{
      .before = "the gradient is written in place into the bf16 logits, which are saved",
      .change = "TransformerEngine PR #3193, commit 01bbe3eea (transformer_engine/pytorch/"
                "triton/cross_entropy.py)"},
-    {.rule = VersionRule::native_cross_entropy_fp32_logits,
-     .component = StackComponent::compile,
-     .from = {},
-     .behaviour = "native-fused cross-entropy compiled (compile=on): the fp32 upcast of the logits "
-                  "stays alive in forward beside exp_logits",
-     .before = "compile=off: one fp32 tensor (exp_logits), as vocab-parallel",
-     .change = "Megatron-core megatron/core/fusions/fused_cross_entropy.py (jit_fuser: "
-               "torch.compile)"},
     {.rule = VersionRule::moe_probs_in_activation,
      .component = StackComponent::megatron_core,
      .from = release(0, 13),
@@ -27,16 +19,37 @@ const std::array<VersionRuleInfo, 4> rules = {{
                   "probabilities; unpermute saves no combine input",
      .before = "moe_unpermute=legacy-unpermute-with-probs: unpermute multiplies by the "
                "probabilities and saves the combine input",
-     .change = "Megatron-core megatron/core/transformer/moe/experts.py (weighted SwiGLU with "
-               "permuted_probs) and token_dispatcher.py"},
+     .change = "Megatron-LM commit 2659630721 (MR !2668), megatron/core/transformer/moe/"
+               "experts.py (weighted SwiGLU with permuted_probs) and token_dispatcher.py"},
     {.rule = VersionRule::fla_gate_in_kernel,
      .component = StackComponent::fla,
      .from = release(0, 4, 1),
      .behaviour = "fla_version=since-0.4.1: use_gate_in_kernel, no fp32 gate cumsum saved, bf16 "
                   "Aqk/Akk",
      .before = "fla_version=0.4.0: an fp32 chunk-local gate cumsum saved, fp32 Aqk/Akk",
-     .change = "fla fla/ops/kda/chunk_fwd.py (chunk_kda_fwd, use_gate_in_kernel)"},
+     .change = "fla PR #662 (gate computed in the kernel) and commit 8d8bfcd4 (bf16 Aqk/Akk), "
+               "fla/ops/kda/chunk_fwd.py"},
+    {.rule = VersionRule::moe_layer_holds_dispatch_buffers,
+     .component = StackComponent::megatron_core,
+     .from = release(0, 13),
+     .behaviour = "MoELayer.forward keeps the permuted tokens and the all-to-all output until it "
+                  "returns: four routed-token buffers (and the shared experts' output) alive at "
+                  "the combine all-to-all",
+     .before = "the permuted tokens and the all-to-all output die when token_permutation "
+               "returns: two routed-token buffers at the dispatch all-to-all",
+     .change = "Megatron-LM commit 8333bd5bb6 (MR !3217, token_permutation split into "
+               "dispatch_preprocess / token_dispatch / dispatch_postprocess returning into "
+               "MoELayer.forward), megatron/core/transformer/moe/moe_layer.py"},
 }};
+
+// version_rule() indexes the table by the enum: one row per rule, in the enum's order.
+constexpr bool rows_in_enum_order() {
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (static_cast<std::size_t>(rules[i].rule) != i) return false;
+  }
+  return true;
+}
+static_assert(rows_in_enum_order());
 
 bool at_least(const Release& given, const Release& from) {
   return !given.given() || compare_releases(given, from) >= 0;

@@ -27,17 +27,17 @@ namespace stagemem {
 
 enum class VersionRule : std::uint8_t {
   te_cross_entropy_fp32_gradient,    // TE's fused cross-entropy keeps an fp32 gradient
-  native_cross_entropy_fp32_logits,  // Megatron's native fused cross-entropy under torch.compile
   moe_probs_in_activation,           // the router probabilities move into the expert activation
   fla_gate_in_kernel,                // fla's KDA applies the gate inside the kernel
+  moe_layer_holds_dispatch_buffers,  // MoELayer.forward keeps the dispatch buffers referenced
 };
 template <>
 struct EnumNames<VersionRule> {
   static constexpr std::array<std::string_view, 4> names = {
-      "te-cross-entropy-fp32-gradient", "native-cross-entropy-fp32-logits",
-      "moe-probs-in-activation", "fla-gate-in-kernel"};
+      "te-cross-entropy-fp32-gradient", "moe-probs-in-activation", "fla-gate-in-kernel",
+      "moe-layer-holds-dispatch-buffers"};
 };
-static_assert(names_end_at<VersionRule::fla_gate_in_kernel>());
+static_assert(names_end_at<VersionRule::moe_layer_holds_dispatch_buffers>());
 
 struct VersionRuleInfo {
   VersionRule rule;

@@ -4,6 +4,7 @@
 #include "memory/model_pieces.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "config/version_rules.h"
 
@@ -65,6 +66,11 @@ constexpr TermInfo term_cp_a2a_forward{
     "context-parallel all-to-all buffers of q, k, v (send + receive)", "S/CP, B, q, k, v width/TP"};
 constexpr TermInfo term_moe_dispatch_all_to_all_send_buffer_permuted_cop{
     "MoE dispatch buffers (permuted copies of the local tokens and the all-to-all output)",
+    "S/CP, B (/TP with SP), top-k, expert width"};
+constexpr TermInfo term_moe_dispatch_and_combine_buffers_held_by_the_layer{
+    "MoE dispatch and combine buffers held by the MoE layer's forward (permuted tokens, "
+    "all-to-all output, un-sorted expert output, combine all-to-all output, shared experts' "
+    "output)",
     "S/CP, B (/TP with SP), top-k, expert width"};
 constexpr TermInfo term_mtp_checkpoint_inputs{
     "checkpoint inputs (hidden states and decoder input, full recompute)",
@@ -298,13 +304,35 @@ std::optional<ActivationPiece> context_parallel_backward_piece(const Model& mode
 }
 
 ActivationPiece moe_dispatch_piece(const Model& model, const TokenShape& shape,
-                                   const ParallelLayout& layout) {
+                                   const ParallelLayout& layout, const TrainingConfig& training) {
   const std::int64_t width = model.moe.latent_hidden > 0 ? model.moe.latent_hidden : model.hidden;
   const bool etp_gather = layout.expert_tensor_parallel > 1;
   Formula f;
   f.times(label_id("S/CP"), shape.sequence).times(label_id("B"), shape.micro_batch);
   if (shape.sequence_parallel && shape.tensor_parallel > 1)
     f.per(label_id("TP (SP)"), shape.tensor_parallel);
+  if (rule_holds(training.stack, VersionRule::moe_layer_holds_dispatch_buffers)) {
+    // Megatron-core >= 0.13 (version rule moe-layer-holds-dispatch-buffers): MoELayer.forward
+    // keeps the permuted tokens (the all-to-all send) and the all-to-all output referenced until
+    // it returns, so at the combine all-to-all four routed-token buffers are alive: those two,
+    // the un-sorted expert output (combine send) and the combine receive; with ETP the gathered
+    // copy too. The shared experts' output [n, h] is alive from before the router (0.15) or the
+    // experts' compute (0.13) until the combine.
+    const std::int64_t buffers = etp_gather ? 5 : 4;
+    const std::int64_t shared = model.moe.shared_experts > 0 ? model.hidden : 0;
+    std::int64_t routed = 0;
+    std::int64_t per_token = 0;
+    const bool fits = checked_mul(model.moe.top_k, buffers, &routed) &&
+                      checked_mul(routed, width, &routed) &&
+                      checked_add(routed, shared, &per_token);
+    f.times(shared > 0 ? label_id("top-k x buffers (permuted, received, un-sorted, combine "
+                                  "received) x expert width + h (shared experts' output)")
+                       : label_id("top-k x buffers (permuted, received, un-sorted, combine "
+                                  "received) x expert width"),
+            fits ? per_token : std::numeric_limits<std::int64_t>::max());
+    return make_piece(term_moe_dispatch_and_combine_buffers_held_by_the_layer,
+                      f.bytes(bf16, label_id("bf16")));
+  }
   // permute() output and all_to_all() output are alive together during the collective; with ETP
   // the gather over ETP adds a third buffer of the received size.
   f.times(label_id("top-k"), model.moe.top_k)

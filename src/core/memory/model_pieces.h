@@ -56,7 +56,7 @@ std::optional<ActivationPiece> context_parallel_backward_piece(const Model& mode
                                                                AttentionKind kind,
                                                                const TrainingConfig& training);
 ActivationPiece moe_dispatch_piece(const Model& model, const TokenShape& shape,
-                                   const ParallelLayout& layout);
+                                   const ParallelLayout& layout, const TrainingConfig& training);
 // An MTP layer under full uniform recompute: its checkpoint keeps the hidden states and the
 // decoder input.
 ActivationPiece mtp_checkpoint_inputs_piece(const Model& model, const TokenShape& shape);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/version_rules.h"
 #include "memory/timeline.h"
 #include "render/cross_check_text.h"
 #include "render/report_text.h"
@@ -81,6 +82,28 @@ json stage_json(const StageReport& s, const Report& report, const Config& config
   return stage;
 }
 
+// The releases modelled, every version rule and whether it holds for them, and where each kernel
+// option that is a version question came from (the stack or the user).
+json stack_json(const TrainingConfig& training) {
+  json rules = json::array();
+  for (const VersionRuleInfo& r : version_rules()) {
+    rules.push_back({{"rule", std::string(enum_name(r.rule))},
+                     {"component", std::string(enum_name(r.component))},
+                     {"from", r.from.given() ? json(release_text(r.from)) : json(nullptr)},
+                     {"holds", rule_holds(training.stack, r.rule)},
+                     {"behaviour", std::string(r.behaviour)},
+                     {"before", std::string(r.before)},
+                     {"change", std::string(r.change)}});
+  }
+  json kernels = json::array();
+  for (const KernelOriginEntry& k : kernel_origins(training)) {
+    kernels.push_back({{"key", std::string(enum_name(k.kernel))},
+                       {"value", std::string(k.value)},
+                       {"origin", std::string(enum_name(k.origin))}});
+  }
+  return {{"releases", stack_text(training.stack)}, {"rules", rules}, {"kernels", kernels}};
+}
+
 json report_document(const Report& report, const Config& config, std::string_view link,
                      const Diagnostics& input_warnings) {
   json out;
@@ -97,6 +120,7 @@ json report_document(const Report& report, const Config& config, std::string_vie
                    {"source", std::string(report.device.source)}};
   out["device_bytes"] = report.device.bytes;
   out["flat_headroom_bytes"] = report.flat_headroom_bytes;
+  out["stack"] = stack_json(config.training);
   json stages = json::array();
   for (const StageReport& s : report.stages) stages.push_back(stage_json(s, report, config));
   out["stages"] = stages;

@@ -56,6 +56,8 @@ void header_text(std::string& out, const Report& report, const Config& config, A
   append(out, "pipeline PP %lld, schedule %s%s, %lld micro-batches per step\n",
          ll(config.parallel.pipeline_parallel), pipeline_schedule_name(report.schedule),
          schedule_note.c_str(), ll(report.micro_batches));
+  if (const std::string stack = stack_summary_text(config.training); !stack.empty())
+    append(out, "stack %s\n", stack.c_str());
   if (report.device.bytes > 0) {
     append(out, "device %s: %s; source: %s\n", report.device.name.c_str(),
            bytes_text(report.device.bytes, unit).c_str(),

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "config/version_rules.h"
 #include "parallel/layout.h"
 #include "parallel/schedule.h"
 #include "report/term_names.h"
@@ -322,6 +323,31 @@ std::string peak_headline(const StageReport& stage, AmountUnit unit) {
     out += " + " + amount_text(stage.largest_transient_bytes, unit) + " transients";
   }
   return out + " + " + resident + gaps + at;
+}
+
+std::string stack_summary_text(const TrainingConfig& training) {
+  const std::vector<KernelOriginEntry> origins = kernel_origins(training);
+  const bool any_explicit = std::any_of(origins.begin(), origins.end(), [](const auto& k) {
+    return k.origin == KernelOrigin::explicit_value;
+  });
+  if (training.stack.empty() && !any_explicit) return {};
+  std::string out = training.stack.empty() ? std::string("current releases")
+                                           : stack_text(training.stack) +
+                                                 " (the rest: current releases)";
+  std::string before;
+  for (const VersionRuleInfo& r : version_rules()) {
+    if (rule_holds(training.stack, r.rule)) continue;
+    before += (before.empty() ? "" : ", ") + std::string(enum_name(r.rule)) + " (" +
+              std::string(enum_name(r.component)) +
+              (r.from.given() ? " " + release_text(r.from) : std::string(" on")) + ")";
+  }
+  if (!before.empty()) out += "; before their release: " + before;
+  std::string kernels;
+  for (const KernelOriginEntry& k : origins) {
+    kernels += (kernels.empty() ? "" : ", ") + std::string(enum_name(k.kernel)) + " " +
+               std::string(k.value) + " (" + std::string(enum_name(k.origin)) + ")";
+  }
+  return out + "; " + kernels;
 }
 
 std::string settings_text(const Config& config) {

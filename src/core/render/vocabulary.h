@@ -122,5 +122,10 @@ std::string peak_headline(const StageReport& stage, AmountUnit unit = AmountUnit
 // or moments other than fp32; the schedule says interleaved with VPP > 1. The micro-batches per
 // step (gbs / (mbs x DP)) are left out while gbs does not divide by mbs x DP.
 std::string settings_text(const Config& config);
+// The library releases and what they decide, for a report's header: "te=2.17 (the rest: current
+// releases); before their release: te-cross-entropy-fp32-gradient (te 2.18); moe_unpermute
+// probs-in-activation (stack), gemm_workspaces sm80 (explicit)". Empty when there is nothing to
+// say: no stack given and every kernel option that is a version question follows it.
+std::string stack_summary_text(const TrainingConfig& training);
 
 }  // namespace stagemem

@@ -126,6 +126,10 @@ inline constexpr std::string_view formula_labels[] = {
     // pipeline input kept by the model between steps (activation_terms.cpp)
     "input + its gradient",
     "chunks fed by the previous stage",
+    // MoE layer's dispatch and combine buffers, Megatron-core >= 0.13 (model_pieces.cpp)
+    "top-k x buffers (permuted, received, un-sorted, combine received) x expert width",
+    "top-k x buffers (permuted, received, un-sorted, combine received) x expert width + h "
+    "(shared experts' output)",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);
