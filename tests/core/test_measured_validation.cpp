@@ -1,11 +1,13 @@
-// The measured-validation suite (issue 11, item 5): public measured peaks of Megatron-LM CI runs
-// (tests/core/data/measured_validation.tsv: configuration as a stagemem link, measured figure,
-// metric and source URL), each compared with stagemem's peak of the measured rank's stage.
+// The measured-validation suite (issue 11, item 5; issue 23, item 5): public measured peaks of
+// Megatron-LM CI runs (tests/core/data/measured_validation.tsv: configuration and software stack as
+// a stagemem link, measured figure, metric, recording commit and source URL), each compared with
+// stagemem's peak of the measured rank's stage.
 //
 // The measurements are only compared with: no term, option or factor is derived from them. Every
 // case prints its signed error and the largest terms alive at the peak, and must be within
-// +-3 %. A case outside that band is a physics question for the source (which tensor is missing
-// or extra), never a reason to tune an option.
+// +-2 %; the median |error| of the set is printed. A case outside that band is a physics question
+// for the source (which tensor is missing or extra), never a reason to tune an option: such runs
+// are kept in measured_validation_open.tsv with their question, printed and not asserted.
 //
 // The metric, torch.cuda.max_memory_allocated since process start, holds everything the caching
 // allocator handed out at the worst moment of any step: resident state (weights, fp32 main
@@ -42,9 +44,12 @@ struct MeasuredCase {
   std::string link;
 };
 
-std::vector<MeasuredCase> read_cases() {
-  std::istringstream in(stagemem_tests::read_whole_file(
-      stagemem_tests::corpus_path("core/data/measured_validation.tsv")));
+// The asserted set, and the known open cases (printed with their error, not asserted).
+constexpr const char* asserted_cases = "core/data/measured_validation.tsv";
+constexpr const char* open_cases = "core/data/measured_validation_open.tsv";
+
+std::vector<MeasuredCase> read_cases(const char* file = asserted_cases) {
+  std::istringstream in(stagemem_tests::read_whole_file(stagemem_tests::corpus_path(file)));
   std::vector<MeasuredCase> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -90,53 +95,117 @@ void print_case(const MeasuredCase& c, const StageReport& stage, double error) {
   }
 }
 
+// The stage's derived peak against the measured one: checks the link and the logging stage,
+// prints the case and returns the signed error in percent.
+double peak_error(const MeasuredCase& c) {
+  const DecodedFragment decoded = decode_fragment(c.link);
+  REQUIRE(decoded.diagnostics.ok());
+  const Report report = estimate(decoded.config);
+  REQUIRE(report.diagnostics.ok());
+  REQUIRE(c.stage < static_cast<std::int64_t>(report.stages.size()));
+  // The last global rank logs the figure: the last pipeline stage.
+  CHECK(c.stage == static_cast<std::int64_t>(report.stages.size()) - 1);
+  const StageReport& stage = report.stages[static_cast<std::size_t>(c.stage)];
+  const double error = signed_error_percent(stage.peak_bytes, c.measured_bytes);
+  print_case(c, stage, error);
+  return error;
+}
+
+double median_abs(std::vector<double> errors) {
+  REQUIRE_FALSE(errors.empty());
+  for (double& e : errors) e = std::abs(e);
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  return n % 2 == 1 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2.0;
+}
+
 }  // namespace
 
-TEST_CASE("Measured validation: Megatron-LM CI peaks within +-3 %", "[measured]") {
+TEST_CASE("Measured validation: Megatron-LM CI peaks within +-2 %", "[measured]") {
   const std::vector<MeasuredCase> cases = read_cases();
-  REQUIRE(cases.size() == 9);
+  REQUIRE(cases.size() == 14);
+  std::vector<double> errors;
+  for (const MeasuredCase& c : cases) {
+    INFO(c.id);
+    const double error = peak_error(c);
+    errors.push_back(error);
+    CHECK(std::abs(error) <= 2.0);
+  }
+  std::printf("measured validation: %zu cases, median |error| %.2f %%\n", errors.size(),
+              median_abs(errors));
+}
+
+// The known open cases: each prints its signed error; none is asserted (the file names the
+// question each one leaves). That they still decode, estimate and name the logging stage is.
+TEST_CASE("Measured validation: known open cases are printed, not asserted", "[measured]") {
+  const std::vector<MeasuredCase> cases = read_cases(open_cases);
+  REQUIRE(cases.size() == 5);
+  std::vector<double> errors;
+  for (const MeasuredCase& c : cases) {
+    INFO(c.id);
+    std::printf("open case, not asserted: ");
+    errors.push_back(peak_error(c));
+  }
+  std::printf("open cases: %zu, median |error| %.2f %% (not asserted)\n", errors.size(),
+              median_abs(errors));
+}
+
+namespace {
+// What each run's yaml says about the settings that decide which terms exist (not the numbers):
+// --sequence-parallel, dropout (Megatron's default 0.1 unless --hidden-dropout/--attention-dropout
+// 0), and gradient-accumulation fusion (on unless --no-gradient-accumulation-fusion).
+struct RunFacts {
+  bool sequence_parallel = false;
+  bool dropout = true;
+  bool gradient_accumulation_fusion = false;
+};
+RunFacts run_facts(const std::string& id) {
+  if (id == "mlmci-toy-tp2-pp2-mla-sp") return {.sequence_parallel = true};
+  if (id == "mlmci-toy-tp2-pp2-cp2-sp" || id == "mlmci-toy-tp2-pp1-cp2-sp-nondet") {
+    return {.sequence_parallel = true, .dropout = false};
+  }
+  if (id == "mlmci-moe-dsv3like-tp2-pp2-vpp4-ep4") {
+    return {.sequence_parallel = true, .dropout = false, .gradient_accumulation_fusion = true};
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("Measured validation: the configurations say what the runs keep", "[measured]") {
+  std::vector<MeasuredCase> cases = read_cases();
+  const std::vector<MeasuredCase> open = read_cases(open_cases);
+  cases.insert(cases.end(), open.begin(), open.end());
   for (const MeasuredCase& c : cases) {
     INFO(c.id);
     const DecodedFragment decoded = decode_fragment(c.link);
     REQUIRE(decoded.diagnostics.ok());
-    const Report report = estimate(decoded.config);
-    REQUIRE(report.diagnostics.ok());
-    REQUIRE(c.stage < static_cast<std::int64_t>(report.stages.size()));
-    // The last global rank logs the figure: the last pipeline stage.
-    CHECK(c.stage == static_cast<std::int64_t>(report.stages.size()) - 1);
-    const StageReport& stage = report.stages[static_cast<std::size_t>(c.stage)];
-    const double error = signed_error_percent(stage.peak_bytes, c.measured_bytes);
-    print_case(c, stage, error);
-    CHECK(std::abs(error) <= 3.0);
-  }
-}
-
-TEST_CASE("Measured validation: the configurations say what the runs keep", "[measured]") {
-  // Not the numbers: the facts of each run that decide which terms exist.
-  for (const MeasuredCase& c : read_cases()) {
-    INFO(c.id);
-    const DecodedFragment decoded = decode_fragment(c.link);
-    REQUIRE(decoded.diagnostics.ok());
     const Config& config = decoded.config;
-    // Every run passes --no-gradient-accumulation-fusion: no TE dummy weight gradients.
-    CHECK_FALSE(config.precision.gradient_accumulation_fusion);
-    // Megatron's default hidden and attention dropout 0.1: masks are kept.
-    CHECK(config.training.dropout);
+    const RunFacts facts = run_facts(c.id);
+    CHECK(config.precision.gradient_accumulation_fusion == facts.gradient_accumulation_fusion);
+    // Dropout 0.1 keeps the masks; --hidden-dropout 0 --attention-dropout 0 keeps none.
+    CHECK(config.training.dropout == facts.dropout);
+    CHECK(config.parallel.sequence_parallel == facts.sequence_parallel);
+    // Every run is an H100 (sm90) run with its recording commit's stack.
     CHECK(config.training.kernels.gemm_workspaces == GemmWorkspaces::sm90);
-    CHECK_FALSE(config.parallel.sequence_parallel);
+    CHECK(config.training.stack.architecture == Architecture::sm90);
+    CHECK(config.training.stack.megatron_core.given());
+    CHECK(config.training.stack.transformer_engine.given());
     const Report report = estimate(config);
     REQUIRE(report.diagnostics.ok());
     const StageReport& stage = report.stages.back();
     bool dummy = false;
+    bool moe = false;
     std::int64_t workspaces = 0;
     for (const Term& t : stage.terms) {
       dummy = dummy || term_name(t).starts_with("TE dummy weight-gradient buffers");
+      moe = moe || term_name(t).starts_with("MoE");
       if (t.tag == Tag::documented) workspaces += t.bytes;
     }
-    CHECK_FALSE(dummy);
+    // TE's dummy weight gradients exist exactly when gradient-accumulation fusion is on.
+    CHECK(dummy == facts.gradient_accumulation_fusion);
     // TE's one workspace (32 MiB + 1 KiB) + PyTorch's two cuBLAS workspaces (2 x 32 MiB) on a
-    // dense model: 100,664,320 B.
-    CHECK(workspaces == 3 * 33'554'432LL + 1'024);
+    // dense model: 100,664,320 B; an MoE stage adds one TE workspace per grouped-GEMM stream (4).
+    CHECK(workspaces == (moe ? 4 : 0) * (33'554'432LL + 1'024) + 3 * 33'554'432LL + 1'024);
   }
 }
 
