@@ -6,7 +6,6 @@ namespace stagemem {
 namespace {
 
 constexpr std::int32_t max_release_part = 99999;
-constexpr std::size_t max_pairs = 16;
 
 struct Alias {
   std::string_view name;
@@ -84,6 +83,11 @@ std::optional<Release> parse_release(std::string_view text) {
       at = end + 1;
       continue;
     }
+    if (end < text.size() && text[end] == '.') {
+      const bool letter = end + 1 < text.size() && ((text[end + 1] >= 'a' && text[end + 1] <= 'z') ||
+                                                    (text[end + 1] >= 'A' && text[end + 1] <= 'Z'));
+      if (!letter) return std::nullopt;
+    }
     return r;
   }
 }
@@ -118,7 +122,10 @@ std::string stack_syntax() {
 std::optional<SoftwareStack> parse_stack(std::string_view text, std::string& error) {
   SoftwareStack stack;
   std::array<bool, enum_count<StackComponent>> seen{};
-  std::size_t pairs = 0;
+  if (!text.empty() && text.back() == ',') {
+    error = "an empty pair (two commas, or a comma at an end): expected " + stack_syntax();
+    return std::nullopt;
+  }
   for (std::string_view rest = text; !rest.empty();) {
     const auto comma = rest.find(',');
     std::string_view pair = rest.substr(0, comma);
@@ -127,10 +134,6 @@ std::optional<SoftwareStack> parse_stack(std::string_view text, std::string& err
     while (!pair.empty() && pair.back() == ' ') pair.remove_suffix(1);
     if (pair.empty()) {
       error = "an empty pair (two commas, or a comma at an end): expected " + stack_syntax();
-      return std::nullopt;
-    }
-    if (++pairs > max_pairs) {
-      error = "more than " + std::to_string(max_pairs) + " pairs";
       return std::nullopt;
     }
     const auto equals = pair.find('=');

@@ -34,10 +34,12 @@ struct Release {
 // <0, 0 or >0 as a is older than, the same as or newer than b (both given).
 int compare_releases(const Release& a, const Release& b);
 constexpr Release release(std::int32_t major, std::int32_t minor, std::int32_t patch = 0) {
-  return Release{.number = {major, minor, patch, 0}, .parts = 3};
+  return Release{.number = {major, minor, patch, 0},
+                 .parts = static_cast<std::int8_t>(patch == 0 ? 2 : 3)};
 }
 // "2.18", "0.13.1", "2.7.0a0+cu128": the leading dot-separated integers (each in [0, 99999]);
-// nothing when the text does not start with a digit or a part is out of range.
+// nothing when the text does not start with a digit, a part is out of range, or what follows the
+// number starts with a dot not followed by a letter ("2..1", "2.").
 std::optional<Release> parse_release(std::string_view text);
 std::string release_text(const Release& r);  // "2.18" (the parts given)
 

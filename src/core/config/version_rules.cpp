@@ -40,6 +40,16 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
      .change = "Megatron-LM commit 8333bd5bb6 (MR !3217, token_permutation split into "
                "dispatch_preprocess / token_dispatch / dispatch_postprocess returning into "
                "MoELayer.forward), megatron/core/transformer/moe/moe_layer.py"},
+    {.rule = VersionRule::native_cross_entropy_compiled_fp32_copy,
+     .component = StackComponent::torch,
+     .from = release(2, 2),
+     .behaviour = "native-fused cross-entropy compiled (Megatron's jit_fuser is torch.compile): "
+                  "the fp32 copy of the logits stays alive beside a separate exp_logits until "
+                  "the loss's forward returns",
+     .before = "TorchScript (jit_fuser = torch.jit.script): one fp32 tensor, exp_logits computed "
+               "in place, as vocab-parallel",
+     .change = "Megatron-LM commit 473225f9a5 (megatron/core/jit.py: jit_fuser = torch.compile "
+               "from torch 2.2); megatron/core/fusions/fused_cross_entropy.py"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

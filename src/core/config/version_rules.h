@@ -30,14 +30,15 @@ enum class VersionRule : std::uint8_t {
   moe_probs_in_activation,           // the router probabilities move into the expert activation
   fla_gate_in_kernel,                // fla's KDA applies the gate inside the kernel
   moe_layer_holds_dispatch_buffers,  // MoELayer.forward keeps the dispatch buffers referenced
+  native_cross_entropy_compiled_fp32_copy,  // compiled native cross-entropy: an extra fp32 copy
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 4> names = {
+  static constexpr std::array<std::string_view, 5> names = {
       "te-cross-entropy-fp32-gradient", "moe-probs-in-activation", "fla-gate-in-kernel",
-      "moe-layer-holds-dispatch-buffers"};
+      "moe-layer-holds-dispatch-buffers", "native-cross-entropy-compiled-fp32-copy"};
 };
-static_assert(names_end_at<VersionRule::moe_layer_holds_dispatch_buffers>());
+static_assert(names_end_at<VersionRule::native_cross_entropy_compiled_fp32_copy>());
 
 struct VersionRuleInfo {
   VersionRule rule;

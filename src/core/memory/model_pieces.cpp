@@ -35,6 +35,10 @@ constexpr TermInfo term_per_token_logit_statistics_of_the_fused_cross_en{
 constexpr TermInfo term_per_token_loss_fp32{"per-token loss (fp32)", "S/CP, B"};
 constexpr TermInfo term_logits_bf16_output_layer_output_before_the_fp32{
     "logits (bf16 output-layer output, before the fp32 upcast)", "S/CP, B, V/TP"};
+constexpr TermInfo term_logits_bf16_and_compiled_fp32_copy{
+    "logits (bf16) and their fp32 copy held by the compiled native cross-entropy beside "
+    "exp_logits",
+    "S/CP, B, V/TP"};
 constexpr TermInfo term_logits_gradient_bf16_output_layer_backward_input{
     "logits gradient (bf16, output-layer backward input)", "S/CP, B, V/TP", TermText::generic,
     true};
@@ -150,6 +154,18 @@ std::vector<ActivationPiece> head_transients(const TokenShape& shape,
   if (te_cross_entropy_in_place(training)) {
     // The logits are the stored tensor and backward multiplies into them in place, returning
     // the same bf16 storage: no logits-sized transient in forward or backward.
+  } else if (training.kernels.cross_entropy == CrossEntropyKernel::native_fused &&
+             rule_holds(training.stack, VersionRule::native_cross_entropy_compiled_fp32_copy)) {
+    // Megatron's jit_fuser is torch.compile from torch 2.2 (version rule
+    // native-cross-entropy-compiled-fp32-copy): the compiled calculate_predicted_logits returns
+    // exp_logits as a new fp32 buffer while the .float() copy of the logits it mutates stays
+    // referenced by the loss's forward until it returns: bf16 logits + fp32 copy + exp_logits
+    // (stored) at the loss. Backward as vocab-parallel.
+    out.push_back(make_piece(term_logits_bf16_and_compiled_fp32_copy,
+                             vocabulary_tokens(shape, padded_vocab)
+                                 .bytes(bf16 + fp32, label_id("bf16 + fp32"))));
+    out.push_back(make_piece(term_logits_gradient_bf16_output_layer_backward_input,
+                             vocabulary_tokens(shape, padded_vocab).bytes(bf16, label_id("bf16"))));
   } else if (training.kernels.cross_entropy != CrossEntropyKernel::fused_chunked) {
     // The bf16 logits live until the loss has its fp32 tensor; in backward autograd casts the
     // fp32 gradient to the logits' bf16 for the output layer's dgrad.
