@@ -34,10 +34,17 @@ TEST_CASE("A measured gap is MEASURED with its source - a stage entry beats an a
 
 namespace {
 
+TrainingConfig with_workspaces(GemmWorkspaces kind, std::string_view te = "") {
+  TrainingConfig t;
+  t.kernels.gemm_workspaces = kind;
+  if (!te.empty()) t.stack.transformer_engine = *parse_release(te);
+  return t;
+}
+
 std::vector<Term> workspaces(std::int64_t stage, const std::vector<GapEntry>& entries,
-                             GemmWorkspaces kind, bool grouped) {
+                             GemmWorkspaces kind, bool grouped, std::string_view te = "") {
   std::vector<Term> out;
-  append_library_workspace_terms(stage, entries, kind, grouped, out);
+  append_library_workspace_terms(stage, entries, with_workspaces(kind, te), grouped, out);
   return out;
 }
 
@@ -56,17 +63,21 @@ TEST_CASE("GEMM workspaces are documented library constants with their source") 
     CHECK(t.source.find("documented constant") != std::string_view::npos);
     CHECK(term_formula(t).find(std::string(t.source)) != std::string::npos);
   }
-  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::sm90, false) == 100'664'320LL);
+  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), false) == 100'664'320LL);
   // MoE: TE's grouped GEMM adds one workspace per compute stream (4): 5 x 33,555,456.
   terms = workspaces(0, {}, GemmWorkspaces::sm90, true);
   CHECK(terms[0].bytes == 5 * 33'555'456LL);
-  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::sm90, true) == 167'777'280LL + 67'108'864);
+  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), true) == 167'777'280LL + 67'108'864);
   // sm80: TE 4 MiB; PyTorch's default :4096:2:16:8 = 2 x 4 MiB + 8 x 16 KiB = 8,519,680 B.
   terms = workspaces(0, {}, GemmWorkspaces::sm80, false);
   CHECK(terms[0].bytes == 4'194'304LL);
   CHECK(terms[1].bytes == 2 * 8'519'680LL);
   CHECK(workspaces(0, {}, GemmWorkspaces::none, false).empty());
-  CHECK(library_workspace_bytes(0, {}, GemmWorkspaces::none, true) == 0);
+  // TE before 2.8 (version rule te-gemm-workspace-plus-1kib): 32 MiB exactly, 33,554,432 B.
+  CHECK(workspaces(0, {}, GemmWorkspaces::sm90, false, "2.7.1")[0].bytes == 33'554'432LL);
+  CHECK(workspaces(0, {}, GemmWorkspaces::sm90, true, "2.7")[0].bytes == 5 * 33'554'432LL);
+  CHECK(workspaces(0, {}, GemmWorkspaces::sm90, false, "2.8")[0].bytes == 33'555'456LL);
+  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::none), true) == 0);
 }
 
 TEST_CASE("A measured math-library gap row replaces the documented workspaces on its stage") {
@@ -75,7 +86,7 @@ TEST_CASE("A measured math-library gap row replaces the documented workspaces on
                                           .bytes = 70'000'000,
                                           .source = "torch.cuda.memory_snapshot, run 3"}};
   CHECK(workspaces(1, entries, GemmWorkspaces::sm90, false).empty());
-  CHECK(library_workspace_bytes(1, entries, GemmWorkspaces::sm90, false) == 0);
+  CHECK(library_workspace_bytes(1, entries, with_workspaces(GemmWorkspaces::sm90), false) == 0);
   CHECK(gap_terms(1, entries)[3].bytes == 70'000'000);
   // Other stages keep the documented constants.
   CHECK(workspaces(0, entries, GemmWorkspaces::sm90, false).size() == 2);

@@ -50,6 +50,14 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
                "in place, as vocab-parallel",
      .change = "Megatron-LM commit 473225f9a5 (megatron/core/jit.py: jit_fuser = torch.compile "
                "from torch 2.2); megatron/core/fusions/fused_cross_entropy.py"},
+    {.rule = VersionRule::te_gemm_workspace_plus_1kib,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 8),
+     .behaviour = "gemm_workspaces=sm90: each TE GEMM workspace is 32 MiB + 1 KiB (alignment "
+                  "room)",
+     .before = "32 MiB per TE GEMM workspace",
+     .change = "TransformerEngine PRs #2177 and #2223 (commits 3f5b47549, aee5a8210, on "
+               "release_v2.8), get_cublas_workspace_size_bytes in pytorch/module/base.py"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

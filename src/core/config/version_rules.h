@@ -31,14 +31,16 @@ enum class VersionRule : std::uint8_t {
   fla_gate_in_kernel,                // fla's KDA applies the gate inside the kernel
   moe_layer_holds_dispatch_buffers,  // MoELayer.forward keeps the dispatch buffers referenced
   native_cross_entropy_compiled_fp32_copy,  // compiled native cross-entropy: an extra fp32 copy
+  te_gemm_workspace_plus_1kib,              // TE's GEMM workspace is 32 MiB + 1 KiB at sm >= 9
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 5> names = {
-      "te-cross-entropy-fp32-gradient", "moe-probs-in-activation", "fla-gate-in-kernel",
-      "moe-layer-holds-dispatch-buffers", "native-cross-entropy-compiled-fp32-copy"};
+  static constexpr std::array<std::string_view, 6> names = {
+      "te-cross-entropy-fp32-gradient",   "moe-probs-in-activation",
+      "fla-gate-in-kernel",               "moe-layer-holds-dispatch-buffers",
+      "native-cross-entropy-compiled-fp32-copy", "te-gemm-workspace-plus-1kib"};
 };
-static_assert(names_end_at<VersionRule::native_cross_entropy_compiled_fp32_copy>());
+static_assert(names_end_at<VersionRule::te_gemm_workspace_plus_1kib>());
 
 struct VersionRuleInfo {
   VersionRule rule;

@@ -102,6 +102,7 @@ struct EstimateCache {
   // workspace choice only).
   std::vector<GapEntry> gaps_key{};
   GemmWorkspaces workspaces_key = GemmWorkspaces::sm90;
+  Release workspaces_te_key{};  // the TE release decides the workspace's size
   std::vector<StageGapTerms> gap_terms{};
 };
 

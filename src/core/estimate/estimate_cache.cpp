@@ -141,11 +141,13 @@ void refresh_activation_inputs(EstimateCache& cache, const Model& model, const C
 void refresh_gap_terms(EstimateCache& cache, const Config& config) {
   if (cache.gaps_key == config.gaps &&
       cache.workspaces_key == config.training.kernels.gemm_workspaces &&
+      cache.workspaces_te_key == config.training.stack.transformer_engine &&
       cache.gap_terms.size() == cache.parameters.size()) {
     return;
   }
   cache.gaps_key = config.gaps;
   cache.workspaces_key = config.training.kernels.gemm_workspaces;
+  cache.workspaces_te_key = config.training.stack.transformer_engine;
   cache.gap_terms.assign(cache.parameters.size(), {});
 }
 
@@ -155,8 +157,8 @@ const StageGapTerms& stage_gap_terms(EstimateCache& cache, std::size_t slot,
   StageGapTerms& kept = cache.gap_terms[slot];
   if (kept.valid) return kept;
   kept.terms.clear();
-  append_library_workspace_terms(stage_index, config.gaps, config.training.kernels.gemm_workspaces,
-                                 grouped_gemm, kept.terms);
+  append_library_workspace_terms(stage_index, config.gaps, config.training, grouped_gemm,
+                                 kept.terms);
   kept.workspace_count = kept.terms.size();
   append_gap_terms(stage_index, config.gaps, kept.terms);
   // A MEASURED term's source is a view of its gap entry's text: remember which entry, so that a

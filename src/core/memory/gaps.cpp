@@ -1,5 +1,6 @@
 #include "memory/gaps.h"
 
+#include "config/version_rules.h"
 #include "report/term_info.h"
 
 namespace stagemem {
@@ -19,7 +20,8 @@ constexpr TermInfo term_cublas_workspace{
 
 constexpr std::string_view te_workspace_source =
     "documented constant: NVIDIA/TransformerEngine transformer_engine/pytorch/cpp_extensions/"
-    "gemm.py get_cublas_workspace_size_bytes (32 MiB + 1 KiB at sm >= 9, else 4 MiB); 4 "
+    "gemm.py get_cublas_workspace_size_bytes (32 MiB + 1 KiB at sm >= 9 from TE 2.8, 32 MiB "
+    "before; else 4 MiB); 4 "
     "streams: common/util/multi_stream.cpp";
 constexpr std::string_view cublas_workspace_source =
     "documented constant: PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp "
@@ -31,11 +33,14 @@ struct WorkspaceSizes {
   std::int64_t cublas = 0;  // one PyTorch cuBLAS workspace
 };
 
-WorkspaceSizes workspace_sizes(GemmWorkspaces workspaces) {
+WorkspaceSizes workspace_sizes(const TrainingConfig& training) {
   constexpr std::int64_t mib = std::int64_t{1} << 20;
-  switch (workspaces) {
+  switch (training.kernels.gemm_workspaces) {
     case GemmWorkspaces::sm90:
-      return {.te = 32 * mib + 1024, .cublas = 4096 * 1024 * 8};
+      return {.te = rule_holds(training.stack, VersionRule::te_gemm_workspace_plus_1kib)
+                        ? 32 * mib + 1024
+                        : 32 * mib,
+              .cublas = 4096 * 1024 * 8};
     case GemmWorkspaces::sm80:
       return {.te = 4 * mib, .cublas = 4096 * 1024 * 2 + 16 * 1024 * 8};
     case GemmWorkspaces::none:
@@ -90,10 +95,10 @@ AllocationPoint gap_allocation_point(GapKind kind) {
 }
 
 void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
-                                    GemmWorkspaces workspaces, bool grouped_gemm,
+                                    const TrainingConfig& training, bool grouped_gemm,
                                     std::vector<Term>& out) {
   if (chosen_entry(stage, GapKind::math_library_workspaces, entries) != nullptr) return;
-  const WorkspaceSizes sizes = workspace_sizes(workspaces);
+  const WorkspaceSizes sizes = workspace_sizes(training);
   if (sizes.te == 0) return;
   const std::int64_t te_count = grouped_gemm ? 1 + te_grouped_streams : 1;
   out.push_back(Term{
@@ -123,9 +128,9 @@ void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEnt
 }
 
 std::int64_t library_workspace_bytes(std::int64_t stage, const std::vector<GapEntry>& entries,
-                                     GemmWorkspaces workspaces, bool grouped_gemm) {
+                                     const TrainingConfig& training, bool grouped_gemm) {
   if (chosen_entry(stage, GapKind::math_library_workspaces, entries) != nullptr) return 0;
-  const WorkspaceSizes sizes = workspace_sizes(workspaces);
+  const WorkspaceSizes sizes = workspace_sizes(training);
   return (grouped_gemm ? 1 + te_grouped_streams : 1) * sizes.te + cublas_threads * sizes.cublas;
 }
 

@@ -46,13 +46,15 @@ std::int64_t gap_bytes(std::int64_t stage, const std::vector<GapEntry>& entries)
 void append_gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
                       std::vector<Term>& out);
 
-// The documented GEMM workspaces of a stage (above); none when `workspaces` is none or a measured
-// math-library row covers the stage. `grouped_gemm`: the stage holds MoE layers.
+// The documented GEMM workspaces of a stage (above), for training.kernels.gemm_workspaces and the
+// TE release (32 MiB + 1 KiB from TE 2.8, 32 MiB before: version rule te-gemm-workspace-
+// plus-1kib); none when the choice is none or a measured math-library row covers the stage.
+// `grouped_gemm`: the stage holds MoE layers.
 void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEntry>& entries,
-                                    GemmWorkspaces workspaces, bool grouped_gemm,
+                                    const TrainingConfig& training, bool grouped_gemm,
                                     std::vector<Term>& out);
 // What those terms sum to.
 std::int64_t library_workspace_bytes(std::int64_t stage, const std::vector<GapEntry>& entries,
-                                     GemmWorkspaces workspaces, bool grouped_gemm);
+                                     const TrainingConfig& training, bool grouped_gemm);
 
 }  // namespace stagemem
