@@ -147,10 +147,11 @@ TEST_CASE("KDA fused pieces (kimi-k3: 96 heads x 128, chunk 64) at seq 8192") {
   const auto intermediates = kda_forward_transient(m, s, t);
   REQUIRE(intermediates);
   CHECK(intermediates->bytes == 1'610'612'736LL);
-  // fla 0.4.0 kept the fp32 chunk-local cumsum (12,288 x 4 B) and fp32 Aqk / Akk (+24,576 B).
+  // fla 0.4.0 kept the fp32 chunk-local cumsum (12,288 x 4 B) and Aqk in fp32 (Akk stays in k's
+  // dtype): 96 x 64 x (4 + 2) B = 36,864 B instead of 24,576 B (+12,288 B).
   t.kernels.fla_version = FlaVersion::v0_4_0;
   CHECK(stored_bytes(attention_pieces(m, AttentionKind::kda, s, t), 0) ==
-        8192 * (per_token + 49'152 + 24'576));
+        8192 * (per_token + 49'152 + 12'288));
   CHECK(kda_forward_transient(m, s, t)->bytes == 128LL * 96 * (64 * 128 * 8 + 128 * 128 * 2));
   t.kernels.fla_version = FlaVersion::since_0_4_1;
   // disable_recompute=True keeps w, u, qg, kg, v_new (5 x 12,288 x 2 B), the chunk states

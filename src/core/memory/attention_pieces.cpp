@@ -59,7 +59,8 @@ constexpr TermInfo term_q_k_before_the_per_head_norm{
 constexpr TermInfo term_q_k_norm_reciprocal_std_fp32{"q, k RMSNorm reciprocal std (fp32)",
                                                      "S/CP, B, (heads + kv_heads)/TP"};
 constexpr TermInfo term_intra_chunk_aqk_and_akk_matrices_fp32{
-    "intra-chunk Aqk and Akk matrices (fp32, fla 0.4.0)", "S/CP, B, heads/TP, KDA chunk size"};
+    "intra-chunk Aqk (fp32) and Akk (bf16) matrices (fla 0.4.0)",
+    "S/CP, B, heads/TP, KDA chunk size"};
 constexpr TermInfo term_naive_kda_intra_chunk_products{
     "intra-chunk decay products exp(g - g_i) and k x exp(g - g_i) (eager naive_chunk_kda, fp32)",
     "S/CP, B, heads/TP, KDA chunk size"};
@@ -278,9 +279,11 @@ void add_kda(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
       make_piece(term_beta_sigmoid_of_the_beta_projection_fp32,
                  split_tokens(s, a.heads, label_id("heads")).bytes(fp32, label_id("fp32"))));
   if (first_release) {
+    // fla 0.4.0 saves Aqk in fp32 and Akk in k's dtype (its fp32 pre-inverse form is a forward
+    // temporary): one of each per head and chunk position.
     out.push_back(make_piece(term_intra_chunk_aqk_and_akk_matrices_fp32,
-                             split_tokens(s, 2 * a.heads * chunk, label_id("2 x heads x chunk"))
-                                 .bytes(fp32, label_id("fp32"))));
+                             split_tokens(s, a.heads * chunk, label_id("heads x chunk"))
+                                 .bytes(fp32 + bf16, label_id("bf16 + fp32"))));
   } else {
     out.push_back(make_piece(term_intra_chunk_aqk_and_akk_matrices,
                              split_tokens(s, 2 * a.heads * chunk, label_id("2 x heads x chunk"))

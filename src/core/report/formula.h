@@ -46,6 +46,7 @@ inline constexpr std::string_view formula_labels[] = {
     "2 x heads x head_dim",
     "heads",
     "2 x heads x chunk",
+    "heads x chunk",
     "chunks = ceil(S/CP / chunk)",
     "head_dim^2",
     "5 x heads x head_dim",
