@@ -137,6 +137,17 @@ TEST_CASE("The stack's rules change the terms they name, with worked numbers", "
   CHECK(head_term(compiled, "logits (bf16) and their fp32 copy") == 1'576'009'728LL);
   CHECK(head_term(scripted, "logits (bf16) and their fp32 copy") == -1);
   CHECK(head_term(scripted, "logits (bf16 output-layer output") == 525'336'576LL);
+  // a2a context parallelism, Llama-3.1-8B CP 2, stage 0: TE >= 2.9 saves the head-sharded output
+  // before the output all-to-all, [S/CP=2048] x [32 x 128] x 2 B per layer and micro-batch, 8
+  // layers x 4 micro-batches in flight: 536,870,912 B; TE 2.8 saved the returned output only.
+  const auto stage0_term = [](const Report& r, std::string_view part) -> std::int64_t {
+    for (const Term& t : r.stages.front().terms)
+      if (term_name(t).find(part) != std::string::npos) return t.bytes;
+    return -1;
+  };
+  const std::string cp = "v=1&model=llama-3.1-8b&cp=2&cp_comm_type=a2a&stack=te=";
+  CHECK(stage0_term(estimate(link(cp + "2.9")), "before the output all-to-all") == 536'870'912LL);
+  CHECK(stage0_term(estimate(link(cp + "2.8.1")), "before the output all-to-all") == -1);
 }
 
 TEST_CASE("What a stack cannot run is an error naming the stack", "[stack]") {

@@ -58,6 +58,15 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
      .before = "32 MiB per TE GEMM workspace",
      .change = "TransformerEngine PRs #2177 and #2223 (commits 3f5b47549, aee5a8210, on "
                "release_v2.8), get_cublas_workspace_size_bytes in pytorch/module/base.py"},
+    {.rule = VersionRule::te_cp_a2a_saves_output_before_all_to_all,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 9),
+     .behaviour = "cp_comm_type a2a: AttnFuncWithCPAndQKVOA2A saves out_part, the attention "
+                  "output before the output all-to-all (head-sharded), beside the returned output",
+     .before = "it saved the returned output (the output projection's input) and redid the "
+               "output all-to-all in backward",
+     .change = "TransformerEngine commit 25252e9f2 (PR #2012), transformer_engine/pytorch/"
+               "attention/dot_product_attention/context_parallel.py"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

@@ -32,15 +32,20 @@ enum class VersionRule : std::uint8_t {
   moe_layer_holds_dispatch_buffers,  // MoELayer.forward keeps the dispatch buffers referenced
   native_cross_entropy_compiled_fp32_copy,  // compiled native cross-entropy: an extra fp32 copy
   te_gemm_workspace_plus_1kib,              // TE's GEMM workspace is 32 MiB + 1 KiB at sm >= 9
+  te_cp_a2a_saves_output_before_all_to_all,  // a2a CP saves the head-sharded attention output
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 6> names = {
-      "te-cross-entropy-fp32-gradient",   "moe-probs-in-activation",
-      "fla-gate-in-kernel",               "moe-layer-holds-dispatch-buffers",
-      "native-cross-entropy-compiled-fp32-copy", "te-gemm-workspace-plus-1kib"};
+  static constexpr std::array<std::string_view, 7> names = {
+      "te-cross-entropy-fp32-gradient",
+      "moe-probs-in-activation",
+      "fla-gate-in-kernel",
+      "moe-layer-holds-dispatch-buffers",
+      "native-cross-entropy-compiled-fp32-copy",
+      "te-gemm-workspace-plus-1kib",
+      "te-cp-a2a-saves-output-before-all-to-all"};
 };
-static_assert(names_end_at<VersionRule::te_gemm_workspace_plus_1kib>());
+static_assert(names_end_at<VersionRule::te_cp_a2a_saves_output_before_all_to_all>());
 
 struct VersionRuleInfo {
   VersionRule rule;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "base/units.h"
+#include "config/version_rules.h"
 #include "memory/activation_pieces.h"
 
 namespace stagemem {
@@ -164,9 +165,11 @@ void add_attention_core(std::vector<ActivationPiece>& out, const TokenShape& s,
   out.push_back(make_piece(
       term_attention_output_also_the_output_projection_s_in,
       split_tokens(s, value_width, label_id("heads x v_dim")).bytes(bf16, label_id("bf16"))));
-  if (s.context_parallel > 1 && t.kernels.cp_comm_type != CpCommType::p2p) {
+  if (s.context_parallel > 1 && t.kernels.cp_comm_type != CpCommType::p2p &&
+      rule_holds(t.stack, VersionRule::te_cp_a2a_saves_output_before_all_to_all)) {
     // AttnFuncWithCPAndQKVOA2A saves out_part (full sequence, heads/CP: the same bytes as the
-    // local output), and the all-to-all result is the output projection's saved input.
+    // local output), and the all-to-all result is the output projection's saved input. Before TE
+    // 2.9 it saved the returned output itself (the projection's input): nothing more.
     out.push_back(make_piece(
         term_attention_output_before_the_output_all_to_all,
         split_tokens(s, value_width, label_id("heads x v_dim")).bytes(bf16, label_id("bf16")),
