@@ -2,6 +2,7 @@
 // over DP x CP and expert DP, allocation points, and the users' worked numbers.
 #include "base/units.h"
 #include "catch.h"
+#include "config/software_stack.h"
 #include "memory/resident_terms.h"
 #include "model/presets.h"
 #include "parallel/layout.h"
@@ -183,13 +184,17 @@ TEST_CASE("A bf16 cast copy is an explicit, lazily allocated term") {
 namespace {
 
 std::vector<Term> dummy_wgrad_terms(const Model& m, const ParallelLayout& layout,
-                                    const Precision& precision, std::size_t stage) {
+                                    const Precision& precision, std::size_t stage,
+                                    std::string_view stack = "") {
   Diagnostics d;
   const auto plan = plan_stages(m, layout, d);
   REQUIRE(plan);
   const auto stages = stage_parameters(m, layout, *plan);
+  std::string error;
+  const auto releases = parse_stack(stack, error);
+  REQUIRE(releases);
   std::vector<Term> out;
-  append_dummy_wgrad_terms(m, stages[stage], layout, precision, out);
+  append_dummy_wgrad_terms(m, stages[stage], layout, precision, *releases, out);
   return out;
 }
 
@@ -224,6 +229,17 @@ TEST_CASE("TE dummy weight gradients: one bf16 buffer per distinct weight shape"
             .empty());
   // Its name carries the shape count, which differs between stages (4 on stage 0 of PP 4, 5 on
   // the last, which also holds the LM head): the chart's legend names the term once, with both.
+  // By release: Megatron-core 0.13 gives the LM head a fresh buffer per backward (its own
+  // ColumnParallelLinear takes TE's kept one from 0.14): the four layer shapes only,
+  // 218,103,808 x 2 B; so does TE 2.2 for every layer (no kept buffer at all).
+  terms = dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0, "megatron-core=0.13");
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].bytes == 436'207'616LL);
+  CHECK(dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0, "megatron-core=0.14")[0].bytes ==
+        1'486'880'768LL);
+  CHECK(dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0, "te=2.2").empty());
+  CHECK(dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0, "te=2.3")[0].bytes ==
+        1'486'880'768LL);
   terms = dummy_wgrad_terms(m, {.pipeline_parallel = 1}, {}, 0);
   CHECK(term_name_has_number(terms[0]));
   CHECK(term_name_with_number(terms[0], "4 or 5") ==
@@ -242,6 +258,12 @@ TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one 
     REQUIRE(terms.size() == 1);
     CHECK(terms[0].bytes == 47'185'920LL);
   }
+  // Before TE 2.10 GroupedLinear allocates fresh buffers per backward: the attention's two
+  // shapes only, 18,874,368 x 2 B.
+  const auto old = dummy_wgrad_terms(m, {.pipeline_parallel = 4, .expert_parallel = 8}, {}, 0,
+                                     "te=2.9");
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].bytes == 37'748'736LL);
 }
 
 TEST_CASE("fp8 compute: TE's cached fp8 weight copies of bf16 weights, column-wise of fp8 ones") {

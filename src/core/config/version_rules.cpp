@@ -67,6 +67,32 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
                "output all-to-all in backward",
      .change = "TransformerEngine commit 25252e9f2 (PR #2012), transformer_engine/pytorch/"
                "attention/dot_product_attention/context_parallel.py"},
+    {.rule = VersionRule::te_dummy_wgrad_cache,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 3),
+     .behaviour = "gradient-accumulation fusion: TE's Linear and LayerNormLinear return one kept "
+                  "dummy weight gradient per (shape, dtype) (get_dummy_wgrad, resident)",
+     .before = "a fresh torch.empty of the weight's shape per backward, freed by Megatron's "
+               "gradient hook (a backward transient, not counted)",
+     .change = "TransformerEngine commit ba5dc5dde (PR #1651), transformer_engine/pytorch/"
+               "module/base.py"},
+    {.rule = VersionRule::te_grouped_linear_dummy_wgrad_cache,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 10),
+     .behaviour = "the routed experts' GroupedLinear uses the same kept dummy weight gradient "
+                  "(one per expert weight shape, resident)",
+     .before = "a fresh buffer per local expert in every backward (a backward transient, not "
+               "counted)",
+     .change = "TransformerEngine commit d2945c6a5 (PR #2305), transformer_engine/pytorch/"
+               "module/grouped_linear.py"},
+    {.rule = VersionRule::megatron_lm_head_dummy_wgrad_cache,
+     .component = StackComponent::megatron_core,
+     .from = release(0, 14),
+     .behaviour = "Megatron's own linear layers (the output layer) take TE's kept dummy weight "
+                  "gradient (with TE >= 2.3): [V/TP, h] resident on the head's stage",
+     .before = "a fresh torch.empty per backward (a backward transient, not counted)",
+     .change = "Megatron-LM commit e7c55de99e (MR !3473), megatron/core/tensor_parallel/"
+               "layers.py"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

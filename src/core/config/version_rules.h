@@ -33,19 +33,25 @@ enum class VersionRule : std::uint8_t {
   native_cross_entropy_compiled_fp32_copy,  // compiled native cross-entropy: an extra fp32 copy
   te_gemm_workspace_plus_1kib,              // TE's GEMM workspace is 32 MiB + 1 KiB at sm >= 9
   te_cp_a2a_saves_output_before_all_to_all,  // a2a CP saves the head-sharded attention output
+  te_dummy_wgrad_cache,                      // TE keeps one dummy weight gradient per shape
+  te_grouped_linear_dummy_wgrad_cache,       // so does its GroupedLinear (routed experts)
+  megatron_lm_head_dummy_wgrad_cache,        // and Megatron's own linear layers (output layer)
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 7> names = {
+  static constexpr std::array<std::string_view, 10> names = {
       "te-cross-entropy-fp32-gradient",
       "moe-probs-in-activation",
       "fla-gate-in-kernel",
       "moe-layer-holds-dispatch-buffers",
       "native-cross-entropy-compiled-fp32-copy",
       "te-gemm-workspace-plus-1kib",
-      "te-cp-a2a-saves-output-before-all-to-all"};
+      "te-cp-a2a-saves-output-before-all-to-all",
+      "te-dummy-wgrad-cache",
+      "te-grouped-linear-dummy-wgrad-cache",
+      "megatron-lm-head-dummy-wgrad-cache"};
 };
-static_assert(names_end_at<VersionRule::te_cp_a2a_saves_output_before_all_to_all>());
+static_assert(names_end_at<VersionRule::megatron_lm_head_dummy_wgrad_cache>());
 
 struct VersionRuleInfo {
   VersionRule rule;

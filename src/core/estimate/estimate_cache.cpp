@@ -95,12 +95,13 @@ void refresh_layout(EstimateCache& cache, const Model& model, const ParallelLayo
 
 void refresh_state_terms(EstimateCache& cache, const Model& model, const Config& config) {
   if (cache.state_terms_valid && cache.precision == config.precision &&
-      cache.optimizer == config.optimizer) {
+      cache.optimizer == config.optimizer && cache.state_stack == config.training.stack) {
     return;
   }
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
   cache.precision = config.precision;
   cache.optimizer = config.optimizer;
+  cache.state_stack = config.training.stack;
   cache.resident_terms.assign(cache.parameters.size(), {});
   cache.optimizer_step_terms.assign(cache.parameters.size(), {});
   cache.resident_sums.clear();
@@ -113,7 +114,7 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
     append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
                           shards, resident);
     append_dummy_wgrad_terms(model, cache.parameters[i], config.parallel, config.precision,
-                             resident);
+                             config.training.stack, resident);
     append_optimizer_step_transients(model, cache.parameters[i], config.parallel, config.optimizer,
                                      optimizer_step, config.precision);
     cache.resident_sums.push_back(sum_of(resident));

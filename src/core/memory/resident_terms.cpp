@@ -1,3 +1,4 @@
+#include "config/version_rules.h"
 #include "memory/resident_terms.h"
 
 #include <algorithm>
@@ -356,17 +357,23 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
 
 void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
                               const ParallelLayout& layout, const Precision& precision,
-                              std::vector<Term>& out) {
+                              const SoftwareStack& stack, std::vector<Term>& out) {
   if (!precision.gradient_accumulation_fusion) return;
+  const bool te_cache = rule_holds(stack, VersionRule::te_dummy_wgrad_cache);
+  const bool grouped_cache =
+      te_cache && rule_holds(stack, VersionRule::te_grouped_linear_dummy_wgrad_cache);
+  const bool head_cache = te_cache && rule_holds(stack, VersionRule::megatron_lm_head_dummy_wgrad_cache);
   // Distinct [rows, cols] per-rank weight shapes: get_dummy_wgrad's dict key (one dtype here).
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
-  const auto add = [&](std::int64_t rows, std::int64_t cols) {
-    if (rows <= 0 || cols <= 0) return;
+  // `kept`: whether this module's release keeps a buffer per shape (else a fresh one per backward).
+  const auto add_if = [&](bool kept, std::int64_t rows, std::int64_t cols) {
+    if (!kept || rows <= 0 || cols <= 0) return;
     for (const auto& s : shapes) {
       if (s.first == rows && s.second == cols) return;
     }
     shapes.emplace_back(rows, cols);
   };
+  const auto add = [&](std::int64_t rows, std::int64_t cols) { add_if(te_cache, rows, cols); };
   const std::int64_t tp = std::max<std::int64_t>(1, layout.tensor_parallel);
   const std::int64_t etp = std::max<std::int64_t>(1, layout.expert_tensor_parallel);
   const std::int64_t h = m.hidden;
@@ -407,8 +414,8 @@ void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
     } else {
       const MoeShape& e = m.moe;
       const std::int64_t width = e.latent_hidden > 0 ? e.latent_hidden : h;
-      add(2 * e.expert_intermediate / etp, width);
-      add(width, e.expert_intermediate / etp);
+      add_if(grouped_cache, 2 * e.expert_intermediate / etp, width);
+      add_if(grouped_cache, width, e.expert_intermediate / etp);
       if (e.shared_experts > 0) {
         const std::int64_t i = e.shared_experts * e.shared_intermediate / tp;
         add(2 * i, h);
@@ -433,7 +440,7 @@ void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
     head = head || chunk.head;
   }
   if (mtp) add(h, 2 * h);  // eh_proj
-  if (head || mtp) add(padded_vocab(m.vocab, layout) / tp, h);
+  if (head || mtp) add_if(head_cache, padded_vocab(m.vocab, layout) / tp, h);
   if (shapes.empty()) return;
   std::int64_t elements = 0;
   for (const auto& s : shapes) elements += s.first * s.second;  // each < 2^40: no overflow

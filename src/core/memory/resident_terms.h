@@ -97,10 +97,16 @@ void append_resident_terms(const RoleCounts& per_rank, const Precision& precisio
                            std::vector<Term>& out);
 
 // The dummy weight-gradient buffers TE keeps under gradient-accumulation fusion (see above), as
-// one resident term (allocated in the first step's backward); nothing without the fusion.
+// one resident term (allocated in the first step's backward); nothing without the fusion. Which
+// weights have a kept buffer follows the stack (version rules te-dummy-wgrad-cache: TE's Linear
+// and LayerNormLinear from TE 2.3; te-grouped-linear-dummy-wgrad-cache: the routed experts'
+// GroupedLinear from TE 2.10; megatron-lm-head-dummy-wgrad-cache: the output layer from
+// Megatron-core 0.14 with TE 2.3). Before those releases each backward allocates a fresh buffer
+// that Megatron's gradient hook frees: a backward transient of one weight (all local experts'
+// for GroupedLinear), not counted (docs/physics-notes.md, "Version rules").
 void append_dummy_wgrad_terms(const Model& model, const StageParameters& stage,
                               const ParallelLayout& layout, const Precision& precision,
-                              std::vector<Term>& out);
+                              const SoftwareStack& stack, std::vector<Term>& out);
 
 // Resident bytes per parameter for a model made only of dense bf16/fp32 hidden matrices, in the
 // form of Megatron's table (e.g. distributed Adam, bf16 weights, fp32 grads: 6 + 12/d). Built from
