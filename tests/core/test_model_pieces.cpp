@@ -91,11 +91,30 @@ TEST_CASE("Context-parallel attention per --cp-comm-type: p2p ring, a2a - KDA st
   REQUIRE(back);
   CHECK(back->info->in_backward);
   CHECK(back->bytes == 4096LL * (5 * 2048 + 2 * 4096) * 2);
-  // a2a: send + receive buffers of q, k, v: 2 x (4096 + 2048) x 2 B = 24,576 B per token; no
-  // backward ring buffers.
+  // a2a: send + receive buffers of q, k, v: 2 x (4096 + 2048) x 2 B = 24,576 B per token.
   t.kernels.cp_comm_type = CpCommType::a2a;
   CHECK(context_parallel_exchange_piece(m, s, AttentionKind::gqa, t).bytes == 4096LL * 24'576);
-  CHECK_FALSE(context_parallel_backward_piece(m, s, AttentionKind::gqa, t));
+  {
+    // a2a backward (TE >= 2.9): dout + its copy (2 x out 4096), dq, dk, dv and their send copies
+    // (2 x (q 4096 + kv 2048)), and the window recv dq + recv dk + final dq (2 x 4096 + 1024):
+    // 8,192 + 12,288 + 9,216 = 29,696 per token x 2 B = 59,392 B.
+    const auto a2a = context_parallel_backward_piece(m, s, AttentionKind::gqa, t);
+    REQUIRE(a2a);
+    CHECK(a2a->info->in_backward);
+    CHECK(a2a->bytes == 4096LL * 29'696 * 2);
+    // r3's worked shape: seq 131,072, CP 4, TP 2: 32,768 tokens x 14,848 x 2 B = 973,078,528 B
+    // (928 MiB) per layer.
+    const TokenShape long_cp =
+        shape_of(131072, 1, {.tensor_parallel = 2, .context_parallel = 4});
+    CHECK(context_parallel_backward_piece(m, long_cp, AttentionKind::gqa, t)->bytes ==
+          973'078'528LL);
+    // TE 2.8: out and dout re-laid out together (7 x out = 28,672) and the dq loop also holds
+    // the re-laid-out out (3 x 4096 + 12,288 + 9,216 = 33,792): 33,792 x 2 B per token.
+    TrainingConfig old = t;
+    old.stack.transformer_engine = release(2, 8);
+    CHECK(context_parallel_backward_piece(m, s, AttentionKind::gqa, old)->bytes ==
+          4096LL * 33'792 * 2);
+  }
   // fla's KDA CP: own hm [96, 128, 128 + 128] fp32 plus its all-gather over CP 2:
   // (2 + 1) x 96 x 128 x 256 x 4 B = 37,748,736 B.
   const Model k3 = *find_preset("kimi-k3");

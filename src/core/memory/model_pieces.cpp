@@ -68,6 +68,10 @@ constexpr TermInfo term_cp_p2p_backward{
     "S/CP, B, kv and q width/TP", TermText::generic, true};
 constexpr TermInfo term_cp_a2a_forward{
     "context-parallel all-to-all buffers of q, k, v (send + receive)", "S/CP, B, q, k, v width/TP"};
+constexpr TermInfo term_cp_a2a_backward{
+    "context-parallel all-to-all backward buffers (dout and its re-laid-out copy; dq, dk, dv with "
+    "their send, receive and final copies)",
+    "S/CP, B, q, k, v and output width/TP", TermText::generic, true};
 constexpr TermInfo term_moe_dispatch_all_to_all_send_buffer_permuted_cop{
     "MoE dispatch buffers (permuted copies of the local tokens and the all-to-all output)",
     "S/CP, B (/TP with SP), top-k, expert width"};
@@ -301,12 +305,41 @@ ActivationPiece context_parallel_exchange_piece(const Model& model, const TokenS
   return make_piece(term_cp_p2p_forward, f);
 }
 
+// AttnFuncWithCPAndQKVOA2A.backward (TE >= 2.9): the engine's dout and its re-laid-out copy stay
+// alive while dq, dk, dv go through the output-side all-to-all one after another; each keeps its
+// send copy to the end, and the pipelined loop holds two receive buffers and one final copy at a
+// time: 2 x out + 2 x (q + k + v) + the largest window (recv_i + recv_i+1 + final_i). Before TE
+// 2.9 backward re-laid out out and dout together (send, receive and copy of each beside the
+// engine's dout: 7 x out), and the dq loop also holds the re-laid-out out.
+std::optional<ActivationPiece> context_parallel_a2a_backward_piece(const Model& model,
+                                                                   const TokenShape& shape,
+                                                                   AttentionKind kind,
+                                                                   const TrainingConfig& training) {
+  const AttentionWidths w = attention_widths(model, kind);
+  const std::int64_t k = kind == AttentionKind::gqa ? w.kv / 2 : w.q;
+  const std::int64_t v = w.kv - k;
+  const std::int64_t window = std::max({2 * w.q + k, 2 * k + v, 2 * v});
+  const bool saves_out_part =
+      rule_holds(training.stack, VersionRule::te_cp_a2a_saves_output_before_all_to_all);
+  const std::int64_t loop = (saves_out_part ? 2 : 3) * w.out + 2 * (w.q + w.kv) + window;
+  const std::int64_t width = saves_out_part ? loop : std::max(loop, 7 * w.out);
+  Formula f;
+  f.times(label_id("S/CP"), shape.sequence)
+      .times(label_id("B"), shape.micro_batch)
+      .times_tp(label_id("a2a backward width (dout and its copy, dq dk dv with their send, "
+                         "receive and final copies)"),
+                width / shape.tensor_parallel)
+      .bytes(bf16, label_id("bf16"));
+  return make_piece(term_cp_a2a_backward, f);
+}
+
 std::optional<ActivationPiece> context_parallel_backward_piece(const Model& model,
                                                                const TokenShape& shape,
                                                                AttentionKind kind,
                                                                const TrainingConfig& training) {
-  if (kind == AttentionKind::kda || training.kernels.cp_comm_type != CpCommType::p2p) {
-    return std::nullopt;
+  if (kind == AttentionKind::kda) return std::nullopt;
+  if (training.kernels.cp_comm_type != CpCommType::p2p) {
+    return context_parallel_a2a_backward_piece(model, shape, kind, training);
   }
   // AttnFuncWithCPAndKVP2P backward: p2p_comm_buffers = two [2, kv] buffers (kv and dkv, double
   // buffered), dq_buffer = empty_like(q), and one step's dq, dk, dv.

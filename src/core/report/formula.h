@@ -47,6 +47,7 @@ inline constexpr std::string_view formula_labels[] = {
     "heads",
     "2 x heads x chunk",
     "heads x chunk",
+    "a2a backward width (dout and its copy, dq dk dv with their send, receive and final copies)",
     "chunks = ceil(S/CP / chunk)",
     "head_dim^2",
     "5 x heads x head_dim",
