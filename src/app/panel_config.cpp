@@ -21,6 +21,7 @@
 #include "config/config_fields.h"
 #include "config/devices.h"
 #include "config/repair.h"
+#include "config/version_rules.h"
 #include "imgui.h"
 #include "misc/cpp/imgui_stdlib.h"
 #include "model/hf_config.h"
@@ -280,6 +281,25 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
   }
 }
 
+// Under a kernel option that is a version question: where its value comes from, and for a value
+// set here the way back to the stack's ("follow_stack_<key>" for the tests).
+void stack_kernel_origin(Edit& e, const ConfigField& field) {
+  const std::uint32_t bit =
+      stagemem::stack_kernel_bit(static_cast<stagemem::StackKernel>(field.stack_kernel));
+  if ((e.config.training.explicit_kernels & bit) == 0) {
+    ImGui::TextDisabled("from the stack");
+    return;
+  }
+  ImGui::TextDisabled("set here");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("follow the stack")) {
+    e.config.training.explicit_kernels &= ~bit;
+    stagemem::derive_stack_kernels(e.config.training);
+  }
+  e.view.option_rects.emplace_back("follow_stack_" + std::string(field.key),
+                                   last_item_rect(e.out.frame()));
+}
+
 void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
   const int index = field.get_choice(e.config);
   const auto count = static_cast<int>(field.choices.size());
@@ -298,6 +318,7 @@ void edit_choice(Edit& e, FieldEditor& editor, const ConfigField& field) {
   record_field_rect(e, editor);
   help_tooltip(field);
   trailing_label(editor, field);
+  if (field.stack_kernel >= 0) stack_kernel_origin(e, field);
 }
 
 void edit_number(Edit& e, FieldEditor& editor, const ConfigField& field) {

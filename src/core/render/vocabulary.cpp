@@ -400,6 +400,7 @@ std::string settings_text(const Config& config) {
   } else {
     out += std::string(enum_name(p.schedule));
   }
+  if (!t.stack.empty()) out += " | stack " + stack_text(t.stack);
   return out;
 }
 

@@ -120,7 +120,8 @@ std::string peak_headline(const StageReport& stage, AmountUnit unit = AmountUnit
 // bf16 weights, fp32 grads | 1f1b". Recompute names its modules (selective) or method and layers
 // (full); precision adds the expert weights when they differ, the fp8 recipe, and master weights
 // or moments other than fp32; the schedule says interleaved with VPP > 1. The micro-batches per
-// step (gbs / (mbs x DP)) are left out while gbs does not divide by mbs x DP.
+// step (gbs / (mbs x DP)) are left out while gbs does not divide by mbs x DP. A stack given
+// ends it: "| stack megatron-core=0.12,te=2.17".
 std::string settings_text(const Config& config);
 // The library releases and what they decide, for a report's header: "te=2.17 (the rest: current
 // releases); before their release: te-cross-entropy-fp32-gradient (te 2.18); moe_unpermute
