@@ -282,7 +282,7 @@ void edit_integer(Edit& e, FieldEditor& editor, const ConfigField& field) {
 }
 
 // Under a kernel option that is a version question: where its value comes from, and for a value
-// set here the way back to the stack's ("follow_stack_<key>" for the tests).
+// set here the way back to the stack's (published as "option_follow_stack_<key>").
 void stack_kernel_origin(Edit& e, const ConfigField& field) {
   const std::uint32_t bit =
       stagemem::stack_kernel_bit(static_cast<stagemem::StackKernel>(field.stack_kernel));

@@ -35,7 +35,8 @@
 //                                       the last frame (widget_rects.h names, "stage_bar_N",
 //                                       "compare_row_N" (the Compare tab's stage table),
 //                                       "field_<key>", "option_<key>_<name>" (an entry of an
-//                                       open list) or "sweep_cell_<x>_<y>");
+//                                       open list), "option_follow_stack_<key>" (a kernel
+//                                       option's way back to the stack) or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],

@@ -112,8 +112,8 @@ TEST_CASE("Compare: TP 2 -> 4 halves DeepSeek-V3's up-projected q, k, v on every
   for (const StageComparison& s : c.stages) {
     for (const TermComparison& t : s.terms) {
       if (t.a_term < 0 || t.b_term < 0) continue;
-      const Term& term = a.stages[static_cast<std::size_t>(s.index)]
-                             .terms[static_cast<std::size_t>(t.a_term)];
+      const Term& term =
+          a.stages[static_cast<std::size_t>(s.index)].terms[static_cast<std::size_t>(t.a_term)];
       if (term_name(term) != "MLA: up-projected q, k, v (attention inputs)") continue;
       // [S, B, heads/TP, head dims]: the heads split over TP, so TP 4 keeps half of TP 2.
       CHECK(t.a_bytes == 2 * t.b_bytes);
@@ -133,8 +133,7 @@ TEST_CASE("Compare: bf16 -> fp8 weights keeps the weights row as one term, renam
   const TermComparison& weights = c.stages[0].terms[0];
   REQUIRE(weights.b_term >= 0);
   CHECK(term_name(a.stages[0].terms[0]) == "weights (bf16)");
-  CHECK(term_name(b.stages[0].terms[static_cast<std::size_t>(weights.b_term)]) !=
-        "weights (bf16)");
+  CHECK(term_name(b.stages[0].terms[static_cast<std::size_t>(weights.b_term)]) != "weights (bf16)");
   CHECK(weights.delta_bytes < 0);
   // B's added terms (the fp8 weights' transposed copies, scales) come after A's, as B-only rows.
   bool b_only = false;

@@ -52,9 +52,8 @@ TEST_CASE("Cross-check verdict: the binding peak reading first, as one line") {
         "measured 61.2 GiB max allocated on stage 0 (rank 3, after 10 iterations) vs derived "
         "58.9 GiB: derived is 3.8 % under (3 more readings below)");
   // Derived above measured: 60 vs 50 GiB is 20.0 % of 50 over.
-  const Report over = report_with({check_of(MemoryFigure::max_allocated,
-                                            MeasurementPoint::steady_state_peak, 1, 50 * gib,
-                                            60 * gib)});
+  const Report over = report_with({check_of(
+      MemoryFigure::max_allocated, MeasurementPoint::steady_state_peak, 1, 50 * gib, 60 * gib)});
   CHECK(cross_check_verdict(over) ==
         "measured 50.0 GiB max allocated on stage 1 (rank 3, after 10 iterations) vs derived "
         "60.0 GiB: derived is 20.0 % over");

@@ -63,11 +63,13 @@ TEST_CASE("GEMM workspaces are documented library constants with their source") 
     CHECK(t.source.find("documented constant") != std::string_view::npos);
     CHECK(term_formula(t).find(std::string(t.source)) != std::string::npos);
   }
-  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), false) == 100'664'320LL);
+  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), false) ==
+        100'664'320LL);
   // MoE: TE's grouped GEMM adds one workspace per compute stream (4): 5 x 33,555,456.
   terms = workspaces(0, {}, GemmWorkspaces::sm90, true);
   CHECK(terms[0].bytes == 5 * 33'555'456LL);
-  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), true) == 167'777'280LL + 67'108'864);
+  CHECK(library_workspace_bytes(0, {}, with_workspaces(GemmWorkspaces::sm90), true) ==
+        167'777'280LL + 67'108'864);
   // sm80: TE 4 MiB; PyTorch's default :4096:2:16:8 = 2 x 4 MiB + 8 x 16 KiB = 8,519,680 B.
   terms = workspaces(0, {}, GemmWorkspaces::sm80, false);
   CHECK(terms[0].bytes == 4'194'304LL);

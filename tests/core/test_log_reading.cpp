@@ -182,8 +182,8 @@ TEST_CASE("log reading: a bad compact reading names its part and the form") {
   };
   for (const auto& b : bad) {
     INFO(b.text);
-    const DecodedFragment decoded = decode_fragment("v=1&tp=2&pp=2&dp=2&reading=" +
-                                                    percent_encode(b.text));
+    const DecodedFragment decoded =
+        decode_fragment("v=1&tp=2&pp=2&dp=2&reading=" + percent_encode(b.text));
     REQUIRE_FALSE(decoded.diagnostics.ok());
     CHECK(decoded.diagnostics.errors.front().field == b.field);
     CHECK(decoded.diagnostics.errors.front().message.find("expected rRANK/sSTAGE/iN/lLINE/") !=

@@ -319,8 +319,8 @@ TEST_CASE("After N iterations: allocated is between steps, max covers iterations
                             " iterations) memory (MB) | allocated: 20000.0 | max allocated: "
                             "40000.0\n";
     Diagnostics d;
-    config.measurements = memory_log_measurements(parse_memory_log(log, "log", d),
-                                                  config.parallel, "run.log", "log", 64, d);
+    config.measurements = memory_log_measurements(parse_memory_log(log, "log", d), config.parallel,
+                                                  "run.log", "log", 64, d);
     REQUIRE(d.ok());
     REQUIRE(config.measurements.size() == 2);
     const Measurement& allocated = config.measurements[0];
@@ -340,8 +340,8 @@ TEST_CASE("After N iterations: allocated is between steps, max covers iterations
     REQUIRE(report.diagnostics.ok());
     REQUIRE(report.cross_checks.size() == 2);
     const auto& why = report.cross_checks[1].explanations;
-    const bool first_only = std::find(why.begin(), why.end(),
-                                      GapExplanation::first_iteration_only) != why.end();
+    const bool first_only =
+        std::find(why.begin(), why.end(), GapExplanation::first_iteration_only) != why.end();
     CHECK(first_only == (n == 1));
     // The allocated reading is compared with the same terms whatever N (all resident state).
     CHECK(report.cross_checks[0].explanations.end() ==
@@ -353,9 +353,8 @@ TEST_CASE("After N iterations: allocated is between steps, max covers iterations
     CHECK(measurement_text(max).find("/r1/i" + std::to_string(n) + "=") != std::string::npos);
     CHECK(parse_measurement_text(measurement_text(max), t, "m") == max);
     CHECK(config_from_json(config_to_json(config)).config.measurements == config.measurements);
-    CHECK(report_json(report, config, "", Diagnostics{}).find("\"iteration\": " +
-                                                              std::to_string(n)) !=
-          std::string::npos);
+    CHECK(report_json(report, config, "", Diagnostics{})
+              .find("\"iteration\": " + std::to_string(n)) != std::string::npos);
   }
 }
 

@@ -104,8 +104,7 @@ TEST_CASE("Context-parallel attention per --cp-comm-type: p2p ring, a2a - KDA st
     CHECK(a2a->bytes == 4096LL * 29'696 * 2);
     // r3's worked shape: seq 131,072, CP 4, TP 2: 32,768 tokens x 14,848 x 2 B = 973,078,528 B
     // (928 MiB) per layer.
-    const TokenShape long_cp =
-        shape_of(131072, 1, {.tensor_parallel = 2, .context_parallel = 4});
+    const TokenShape long_cp = shape_of(131072, 1, {.tensor_parallel = 2, .context_parallel = 4});
     CHECK(context_parallel_backward_piece(m, long_cp, AttentionKind::gqa, t)->bytes ==
           973'078'528LL);
     // TE 2.8: out and dout re-laid out together (7 x out = 28,672) and the dq loop also holds

@@ -586,8 +586,7 @@ TEST_CASE("plan: a safety margin's text - an amount or a share of the capacity")
   const std::int64_t h100 = find_device("h100-80gb")->bytes;
   REQUIRE(h100 == 85'027'979'264);
   CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) == 17'005'595'853);
-  CHECK(h100 - plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) ==
-        68'022'383'411);
+  CHECK(h100 - plan_margin_bytes({.bytes = 0, .percent_hundredths = 2000}, h100) == 68'022'383'411);
   CHECK(plan_margin_bytes({.bytes = 8LL << 30, .percent_hundredths = 0}, h100) == 8LL << 30);
   // No overflow at the largest capacity a configuration allows (2^50 B) and 99.99 %.
   CHECK(plan_margin_bytes({.bytes = 0, .percent_hundredths = 9999}, max_config_bytes) ==

@@ -260,8 +260,8 @@ TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one 
   }
   // Before TE 2.10 GroupedLinear allocates fresh buffers per backward: the attention's two
   // shapes only, 18,874,368 x 2 B.
-  const auto old = dummy_wgrad_terms(m, {.pipeline_parallel = 4, .expert_parallel = 8}, {}, 0,
-                                     "te=2.9");
+  const auto old =
+      dummy_wgrad_terms(m, {.pipeline_parallel = 4, .expert_parallel = 8}, {}, 0, "te=2.9");
   REQUIRE(old.size() == 1);
   CHECK(old[0].bytes == 37'748'736LL);
 }

@@ -4,8 +4,7 @@
 
 using namespace stagemem;
 
-TEST_CASE("Release numbers: leading integers, suffixes ignored, compared part by part",
-          "[stack]") {
+TEST_CASE("Release numbers: leading integers, suffixes ignored, compared part by part", "[stack]") {
   const auto r = [](std::string_view text) {
     const auto parsed = parse_release(text);
     REQUIRE(parsed);
@@ -30,8 +29,8 @@ TEST_CASE("Release numbers: leading integers, suffixes ignored, compared part by
 
 TEST_CASE("A stack reads name=version pairs and writes them in one canonical order", "[stack]") {
   std::string error;
-  const auto s = parse_stack(" torch=2.7 ,te=2.11,megatron-core=0.13,compile=on,arch=sm100,fla=0.4.1",
-                             error);
+  const auto s =
+      parse_stack(" torch=2.7 ,te=2.11,megatron-core=0.13,compile=on,arch=sm100,fla=0.4.1", error);
   REQUIRE(s);
   CHECK(error.empty());
   CHECK(release_text(s->transformer_engine) == "2.11");

@@ -34,7 +34,8 @@ TEST_CASE("The catalogue lists every kind of term once, from the real estimator"
   CHECK(brought("context-parallel all-to-all buffers") == "cp=2, cp_comm_type=a2a");
   CHECK(brought("KDA: w, u, gated q, gated k, new v (chunk_kda disable_recompute") ==
         "kda_backend=disable-recompute");
-  CHECK(brought("KDA: intra-chunk Aqk (fp32) and Akk (bf16) matrices (fla 0.4.0)") == "fla_version=0.4.0");
+  CHECK(brought("KDA: intra-chunk Aqk (fp32) and Akk (bf16) matrices (fla 0.4.0)") ==
+        "fla_version=0.4.0");
   CHECK(brought("MoE: expert outputs before probability weighting") ==
         "moe_unpermute=legacy-unpermute-with-probs");
   CHECK(brought("output: cross-entropy logits gradient computed in forward") ==

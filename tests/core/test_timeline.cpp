@@ -483,8 +483,9 @@ TEST_CASE("kimi-k3 at PP 8: DualPipeV holds 2P + 1 chunk micro-batches on every 
   // 93 layers in 2 x 8 = 16 V-placed virtual stages (6 layers, the last five stages 5), EP 28,
   // DP 28, gbs 896: M = 32 >= 2P. On rank r the first B1 of step 4 runs micro-batch P - r - 1
   // (step 3 ran P - r - 1 of them) right after step 4's first F0: chunk 0 holds 2P - r, chunk 1
-  // r + 1 (the backward's own micro-batch is still alive); no later pass holds more. Interleaved VPP 2 on the same layout puts 15 + 8 = 23 on
-  // rank 0 and 9 on rank 7, so its largest stage peak is higher than DualPipeV's.
+  // r + 1 (the backward's own micro-batch is still alive); no later pass holds more. Interleaved
+  // VPP 2 on the same layout puts 15 + 8 = 23 on rank 0 and 9 on rank 7, so its largest stage peak
+  // is higher than DualPipeV's.
   const auto config = [](const char* extra) {
     const DecodedFragment d = decode_fragment(
         std::string("v=1&model=kimi-k3&pp=8&ep=28&world=224&gbs=896&optimizer=distributed-muon&") +

@@ -84,8 +84,9 @@ std::optional<Release> parse_release(std::string_view text) {
       continue;
     }
     if (end < text.size() && text[end] == '.') {
-      const bool letter = end + 1 < text.size() && ((text[end + 1] >= 'a' && text[end + 1] <= 'z') ||
-                                                    (text[end + 1] >= 'A' && text[end + 1] <= 'Z'));
+      const bool letter =
+          end + 1 < text.size() && ((text[end + 1] >= 'a' && text[end + 1] <= 'z') ||
+                                    (text[end + 1] >= 'A' && text[end + 1] <= 'Z'));
       if (!letter) return std::nullopt;
     }
     return r;

@@ -140,10 +140,12 @@ void check_stack(const TrainingConfig& training, bool model_has_kda, Diagnostics
                            "first exists in TE 2.2 (PR #1456)");
     }
     if (older(s.megatron_core, release(0, 12))) {
-      d.error("stack", named(StackComponent::megatron_core, s.megatron_core) +
-                           ": Megatron-core selects TE's cross-entropy (--cross-entropy-fusion-impl "
-                           "te, cross_entropy=te-fused) from 0.12.0 on");
-    } else if (s.megatron_core.given() && compare_releases(s.megatron_core, release(0, 18, 2)) >= 0) {
+      d.error("stack",
+              named(StackComponent::megatron_core, s.megatron_core) +
+                  ": Megatron-core selects TE's cross-entropy (--cross-entropy-fusion-impl "
+                  "te, cross_entropy=te-fused) from 0.12.0 on");
+    } else if (s.megatron_core.given() &&
+               compare_releases(s.megatron_core, release(0, 18, 2)) >= 0) {
       d.warn("stack", named(StackComponent::megatron_core, s.megatron_core) +
                           ": Megatron-core's training arguments refuse TE's cross-entropy fusion "
                           "from 0.18.2 on (PR #5115); cross_entropy=te-fused is what a library "

@@ -30,8 +30,8 @@ enum class VersionRule : std::uint8_t {
   moe_probs_in_activation,           // the router probabilities move into the expert activation
   fla_gate_in_kernel,                // fla's KDA applies the gate inside the kernel
   moe_layer_holds_dispatch_buffers,  // MoELayer.forward keeps the dispatch buffers referenced
-  native_cross_entropy_compiled_fp32_copy,  // compiled native cross-entropy: an extra fp32 copy
-  te_gemm_workspace_plus_1kib,              // TE's GEMM workspace is 32 MiB + 1 KiB at sm >= 9
+  native_cross_entropy_compiled_fp32_copy,   // compiled native cross-entropy: an extra fp32 copy
+  te_gemm_workspace_plus_1kib,               // TE's GEMM workspace is 32 MiB + 1 KiB at sm >= 9
   te_cp_a2a_saves_output_before_all_to_all,  // a2a CP saves the head-sharded attention output
   te_dummy_wgrad_cache,                      // TE keeps one dummy weight gradient per shape
   te_grouped_linear_dummy_wgrad_cache,       // so does its GroupedLinear (routed experts)

@@ -341,9 +341,8 @@ bool add_gap_terms(const EstimateStep& in, StageReport& stage, std::size_t slot)
   const bool grouped_gemm = in.cache.parameters[slot].per_rank_split.expert() > 0;
   if (in.peaks_only) {
     return add_bytes(stage.gap_bytes, gap_bytes(stage.index, config.gaps)) &&
-           add_bytes(
-               stage.resident_bytes,
-               library_workspace_bytes(stage.index, config.gaps, config.training, grouped_gemm));
+           add_bytes(stage.resident_bytes, library_workspace_bytes(stage.index, config.gaps,
+                                                                   config.training, grouped_gemm));
   }
   const StageGapTerms& kept = stage_gap_terms(in.cache, slot, stage.index, config, grouped_gemm);
   const std::size_t first = stage.terms.size();

@@ -822,8 +822,9 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
   }
   LayerPieceCache::SharedTransients& shared = cache.shared;
   if (held.moe) {
-    keep_transient(result, shared_once(shared.moe_dispatch,
-                                       [&] { return moe_dispatch_piece(model, shape, layout, training); }));
+    keep_transient(result, shared_once(shared.moe_dispatch, [&] {
+                     return moe_dispatch_piece(model, shape, layout, training);
+                   }));
   }
   if (held.attention[static_cast<std::size_t>(AttentionKind::kda)]) {
     const auto& p = shared_once(shared.kda_forward,

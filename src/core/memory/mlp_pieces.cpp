@@ -198,13 +198,12 @@ void add_routing_probabilities(std::vector<ActivationPiece>& out, const MoeShape
     // Megatron core <= 0.12: unpermute multiplies the all-to-all output by the probabilities and
     // autograd saves both operands, each in its own dtype: the bf16 expert outputs and the
     // probabilities (the fp32 product of an fp32 router dtype lives only in forward).
-    out.push_back(
-        routed.with_imbalance(make_piece(term_expert_outputs_before_probability_weighting_comb,
-                                         routed.formula()
-                                             .times(label_id("expert width"), width)
-                                             .bytes(bf16, label_id("bf16")),
-                                         whole),
-                              width * bf16));
+    out.push_back(routed.with_imbalance(
+        make_piece(
+            term_expert_outputs_before_probability_weighting_comb,
+            routed.formula().times(label_id("expert width"), width).bytes(bf16, label_id("bf16")),
+            whole),
+        width * bf16));
     out.push_back(make_piece(
         term_routing_probabilities_legacy,
         Formula(local_tokens(s)).times(label_id("top-k"), e.top_k).bytes(prob_bytes, prob_dtype),

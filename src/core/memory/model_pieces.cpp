@@ -165,9 +165,9 @@ std::vector<ActivationPiece> head_transients(const TokenShape& shape,
     // exp_logits as a new fp32 buffer while the .float() copy of the logits it mutates stays
     // referenced by the loss's forward until it returns: bf16 logits + fp32 copy + exp_logits
     // (stored) at the loss. Backward as vocab-parallel.
-    out.push_back(make_piece(term_logits_bf16_and_compiled_fp32_copy,
-                             vocabulary_tokens(shape, padded_vocab)
-                                 .bytes(bf16 + fp32, label_id("bf16 + fp32"))));
+    out.push_back(make_piece(
+        term_logits_bf16_and_compiled_fp32_copy,
+        vocabulary_tokens(shape, padded_vocab).bytes(bf16 + fp32, label_id("bf16 + fp32"))));
     out.push_back(make_piece(term_logits_gradient_bf16_output_layer_backward_input,
                              vocabulary_tokens(shape, padded_vocab).bytes(bf16, label_id("bf16"))));
   } else if (training.kernels.cross_entropy != CrossEntropyKernel::fused_chunked) {

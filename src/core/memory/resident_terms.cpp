@@ -1,5 +1,5 @@
-#include "config/version_rules.h"
 #include "memory/resident_terms.h"
+#include "config/version_rules.h"
 
 #include <algorithm>
 #include <array>
@@ -362,7 +362,8 @@ void append_dummy_wgrad_terms(const Model& m, const StageParameters& stage,
   const bool te_cache = rule_holds(stack, VersionRule::te_dummy_wgrad_cache);
   const bool grouped_cache =
       te_cache && rule_holds(stack, VersionRule::te_grouped_linear_dummy_wgrad_cache);
-  const bool head_cache = te_cache && rule_holds(stack, VersionRule::megatron_lm_head_dummy_wgrad_cache);
+  const bool head_cache =
+      te_cache && rule_holds(stack, VersionRule::megatron_lm_head_dummy_wgrad_cache);
   // Distinct [rows, cols] per-rank weight shapes: get_dummy_wgrad's dict key (one dtype here).
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
   // `kept`: whether this module's release keeps a buffer per shape (else a fresh one per backward).

@@ -331,9 +331,9 @@ std::string stack_summary_text(const TrainingConfig& training) {
     return k.origin == KernelOrigin::explicit_value;
   });
   if (training.stack.empty() && !any_explicit) return {};
-  std::string out = training.stack.empty() ? std::string("current releases")
-                                           : stack_text(training.stack) +
-                                                 " (the rest: current releases)";
+  std::string out = training.stack.empty()
+                        ? std::string("current releases")
+                        : stack_text(training.stack) + " (the rest: current releases)";
   std::string before;
   for (const VersionRuleInfo& r : version_rules()) {
     if (rule_holds(training.stack, r.rule)) continue;
