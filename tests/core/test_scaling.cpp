@@ -247,6 +247,12 @@ TEST_CASE("scaling: bad inputs each name the field", "[scaling]") {
                     {.axis = ScalingAxis::micro_batch, .value = 3, .measured_bytes = gib}};
   const auto invalid = first_error(bad_mbs);
   CHECK(invalid.field.starts_with("scaling.points[1] (mbs 3): "));
+  // An error of the base configuration itself is named once, at the first point.
+  const Config no_sp = from_link("v=1&model=mixtral-8x7b&tp=2&pp=4&ep=4&dp=4");
+  const ScalingCheck shared = scaling_cross_check(no_sp, seq_points({{4096, gib}, {8192, gib}}));
+  REQUIRE_FALSE(shared.diagnostics.ok());
+  CHECK(shared.diagnostics.errors.size() == estimate(no_sp).diagnostics.errors.size());
+  CHECK(shared.diagnostics.errors.front().field.starts_with("scaling.points[0] (seq 4096): "));
   ScalingPoints too_many;
   for (std::int64_t i = 1; i <= 17; ++i) too_many.points.push_back(seq_point(256 * i, gib));
   CHECK(first_error(too_many).field == "scaling.points");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "base/checked_math.h"
 #include "estimate/compare.h"
@@ -66,12 +67,18 @@ bool check_points(const ScalingPoints& scaling, Diagnostics& d) {
 bool estimate_points(const Config& base, const ScalingPoints& scaling, std::vector<Config>& configs,
                      std::vector<Report>& reports, std::vector<std::int64_t>& tokens,
                      Diagnostics& d) {
+  // An error every point shares (the base configuration's own) is named once, at its first point.
+  std::vector<std::pair<std::string, std::string>> named;
   for (std::size_t i = 0; i < scaling.points.size(); ++i) {
     configs.push_back(point_config(base, scaling.points[i]));
     reports.push_back(estimate(configs.back()));
     const std::string field = point_field(i) + " (" + point_name(scaling.points[i]) + ")";
-    for (const auto& e : reports.back().diagnostics.errors)
+    for (const auto& e : reports.back().diagnostics.errors) {
+      if (std::find(named.begin(), named.end(), std::pair(e.field, e.message)) != named.end())
+        continue;
+      named.emplace_back(e.field, e.message);
       d.error(field + ": " + e.field, e.message);
+    }
     const std::int64_t t = tokens_per_micro_batch(configs.back());
     if (reports.back().diagnostics.ok() && t <= 0) {
       d.error(field, "CP " + std::to_string(configs.back().parallel.context_parallel) +
