@@ -14,7 +14,7 @@
 # Lowest first: a header may include the app headers before it.
 set(app_header_order
     widget_rects.h frame_times.h heat_strip.h heat_map.h gl_quad.h embedded_fonts.h png_writer.h
-    report_labels.h sweep.h plan_tab.h fixes.h version.h state.h baseline.h actions.h platform.h link.h
+    report_labels.h sweep.h plan_tab.h fixes.h version.h state.h baseline.h scaling_check.h actions.h platform.h link.h
     share.h load_input.h edit_history.h frame.h widgets.h panels.h)
 set(panel_headers
     state.h actions.h widgets.h fixes.h version.h report_labels.h sweep.h plan_tab.h heat_strip.h
@@ -22,7 +22,7 @@ set(panel_headers
 set(panels_header_users frame.cpp refresh.cpp setup.cpp)
 set(web_headers
     state.h actions.h platform.h frame.h link.h share.h load_input.h version.h sweep.h
-    widget_rects.h baseline.h)
+    widget_rects.h baseline.h scaling_check.h)
 
 # The quoted and angled includes of `path`, as a list of header names.
 function(stagemem_includes_of path out_var)

@@ -9,6 +9,7 @@
 #include "link.h"
 #include "load_input.h"
 #include "platform.h"
+#include "scaling_check.h"
 #include "share.h"
 
 namespace {
@@ -86,6 +87,7 @@ struct Reducer {
   }
   void operator()(const SelectTimelineStage& a) const { state.timeline.stage = a.stage; }
   void operator()(const SetSnapshotStage& a) const { state.snapshot.stage = a.stage; }
+  void operator()(const SetScalingPoints& a) const { set_scaling_points(state, a.text, a.stage); }
   void operator()(const ApplyLink& a) const { apply_fragment(state, a.link); }
   void operator()(const LoadText& a) const {
     show_message(state, load_text(state, a.name, a.text, platform));
@@ -125,6 +127,7 @@ struct Reducer {
     state.report_labels = make_report_labels(state.report, a.unit);
     state.baseline.compared_report = 0;   // and the comparison's (baseline.h refresh_comparison)
     state.timeline.built_generation = 0;  // and the timeline's headline (refresh.cpp)
+    state.scaling.has_check = false;      // and the scaling cross-check's (scaling_check.h)
   }
 };
 

@@ -82,6 +82,10 @@ struct SetSnapshotStage {  // the stage a loaded snapshot is compared with
   std::int64_t stage = 0;
 };
 // ---- From the page or the window (src/web, platform_native.cpp) ----
+struct SetScalingPoints {  // the scaling points as typed: one AXIS=VALUE:PEAK per line
+  std::string text;
+  std::string stage;  // "" or a stage number
+};
 struct ApplyLink {  // the page's fragment changed (back, forward, an edited address)
   std::string link;
 };
@@ -112,9 +116,9 @@ using Action =
     std::variant<SetConfig, SetMeasuredValues, ApplyFix, Undo, Redo, CopyLink, CopyMarkdown,
                  DownloadJson, OpenFile, OpenSnapshot, DismissBanner, OpenTab, TabShown,
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
-                 StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage, ApplyLink,
-                 LoadText, LoadFile, RefuseFile, PinBaseline, UnpinBaseline, SwapBaseline,
-                 ResetToDefaults, DismissModelNotice, SetAmountUnit>;
+                 StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage,
+                 SetScalingPoints, ApplyLink, LoadText, LoadFile, RefuseFile, PinBaseline,
+                 UnpinBaseline, SwapBaseline, ResetToDefaults, DismissModelNotice, SetAmountUnit>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

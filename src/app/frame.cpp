@@ -57,7 +57,7 @@ void draw_tab(const AppState& state, MainTab tab, Views& views, Actions& out) {
     case MainTab::sweep:
       return draw_sweep(state, views.sweep, out);
     case MainTab::cross_checks:
-      return draw_cross_checks(state, out);
+      return draw_cross_checks(state, views.cross_checks, out);
     case MainTab::model:
       return draw_model(state, views.model, out);
     case MainTab::plan:

@@ -19,7 +19,8 @@ void run_frame(AppState& state, GLFWwindow* window, Platform& platform);
 // since the last call. run_frame calls it first; the bindings before they read the report.
 void refresh_report(AppState& state);
 // Brings the open tab's derived data up to date before it is drawn: a time slice of the sweep's
-// grid or of the plan search, the chosen stage's timeline, the snapshot's stage in range.
+// grid or of the plan search, the chosen stage's timeline, the snapshot's stage in range, the
+// scaling cross-check.
 void refresh_open_tab(AppState& state);
 
 // Whether this animation frame must draw (input settling, a changed config, a requested or timed

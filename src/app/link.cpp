@@ -9,6 +9,7 @@
 #include "config/url_fragment.h"
 #include "measured/snapshot_link.h"
 #include "plan_tab.h"
+#include "scaling_check.h"
 #include "sweep.h"
 
 namespace {
@@ -129,8 +130,12 @@ std::string view_fragment(const AppState& state) {
   // A pinned baseline (config/url_fragment.h encode_baseline); such a link opens on the Compare
   // tab unless it names another.
   if (state.baseline.pinned) out += "&" + state.baseline.link_pair;
+  // The scaling cross-check's points (scaling= keys: measured, not configuration).
+  out += stagemem::scaling_fragment(state.scaling.points);
   const MainTab tab = state.requested_tab != MainTab::count ? state.requested_tab : state.main_tab;
-  const MainTab link_default = state.baseline.pinned ? MainTab::compare : MainTab::stages;
+  const MainTab link_default = state.baseline.pinned                  ? MainTab::compare
+                               : !state.scaling.points.points.empty() ? MainTab::cross_checks
+                                                                      : MainTab::stages;
   if (tab != link_default) {
     out += "&view.tab=" + std::string(tab_keys[static_cast<std::size_t>(tab)]);
   }
@@ -179,6 +184,10 @@ void apply_fragment(AppState& state, std::string_view link) {
   }
   state.config = decoded.config;
   if (!refused_whole) apply_snapshot_link(state, split.config);
+  // Measured points at several sizes: such a link opens the Cross-checks tab (unless it has a
+  // baseline or names another tab).
+  if (!refused_whole && apply_scaling_link(state, split.config))
+    state.requested_tab = MainTab::cross_checks;
   // A link with a baseline opens the comparison (its view.tab, if any, is applied after this);
   // a link without one shows none.
   const stagemem::DecodedBaseline baseline =

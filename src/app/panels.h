@@ -18,7 +18,7 @@ void draw_measurements(const AppState& state, Actions& out);
 // The main view's tabs.
 void draw_stages(const AppState& state, StagesView& view, Actions& out);
 void draw_sweep(const AppState& state, SweepView& view, Actions& out);
-void draw_cross_checks(const AppState& state, Actions& out);
+void draw_cross_checks(const AppState& state, CrossChecksView& view, Actions& out);
 void draw_model(const AppState& state, ModelView& view, Actions& out);
 void draw_plan(const AppState& state, PlanView& view, Actions& out);
 void draw_timeline(const AppState& state, TimelineView& view, Actions& out);

@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "panels.h"
 #include "render/vocabulary.h"
+#include "scaling_check.h"
 #include "state.h"
 
 namespace {
@@ -94,6 +95,10 @@ void refresh_open_tab(AppState& state) {
       break;
     case MainTab::snapshot:
       refresh_snapshot_stage(state);
+      break;
+    case MainTab::cross_checks:
+      // The scaling check estimates every point again: only while its tab is open.
+      refresh_scaling(state);
       break;
     default:
       break;

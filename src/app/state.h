@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "config/repair.h"
+#include "estimate/scaling.h"
 #include "frame_times.h"
 #include "heat_map.h"
 #include "heat_strip.h"
@@ -104,6 +105,29 @@ struct SnapshotTab {
   std::int64_t file_bytes = 0;  // size of the file read (0 from a link)
   std::string error;            // the decoder's error for the last file that did not load
   std::string error_file;
+};
+
+// The scaling cross-check (estimate/scaling.h): measured peaks of the configuration on screen at
+// two or more sequence lengths or micro-batch sizes, from a link's scaling= keys or typed in the
+// Cross-checks tab, fitted as a + b x tokens beside the derived constant and slope. The refresh
+// rebuilds the check and its texts (render/scaling_text.h, the cells `stagemem scaling` prints)
+// when the points or the report change. The points never feed the model.
+struct ScalingState {
+  stagemem::ScalingPoints points;  // empty: no scaling cross-check
+  std::uint64_t generation = 0;    // counts the changes of `points`
+  std::string input_error;         // the last typed points that did not parse (points unchanged)
+  // What the refresh checked last: `generation` and AppState::report_generation.
+  std::uint64_t checked_points = 0;
+  std::uint64_t checked_report = 0;
+  bool has_check = false;  // `check` is of the current points and report (errors or not)
+  stagemem::ScalingCheck check;
+  std::string error;  // the check's errors, one per line ("" when it has none)
+  std::string headline;
+  std::string notes;
+  std::string subject;
+  stagemem::Table fit_table;
+  stagemem::Table points_table;
+  stagemem::Table not_linear_table;
 };
 
 // A pinned baseline and its comparison with the report on screen: the Compare tab, the baseline
@@ -252,6 +276,15 @@ struct CompareView {
   std::vector<WidgetRect> row_rects;  // the stage table's rows as drawn last frame (by stage)
 };
 
+// panel_cross_checks.cpp: the scaling points being typed, and the points they were last synced
+// from (a link or an applied edit replaces the text).
+struct CrossChecksView {
+  std::string points_text;
+  std::string stage_text;
+  std::uint64_t synced_generation = ~std::uint64_t{0};
+  bool scaling_drawn = false;  // the scaling section was drawn last frame (tests read it)
+};
+
 // panel_status.cpp.
 struct StatusView {
   bool show_frame_times = false;  // the debug toggle
@@ -267,6 +300,7 @@ struct Views {
   TimelineView timeline;
   StatusView status;
   CompareView compare;
+  CrossChecksView cross_checks;
 };
 
 // How amounts are shown: the toolbar's GiB/GB toggle (the link's view.units=gb). Every amount the
@@ -328,6 +362,7 @@ struct AppState {
   TimelineTab timeline;    // the "Timeline" tab's stage and timeline
   SnapshotTab snapshot;    // the "Snapshot" tab (and the measured curve on the timeline)
   BaselineState baseline;  // the pinned baseline and the "Compare" tab's comparison
+  ScalingState scaling;    // the scaling cross-check (the "Cross-checks" tab)
   FixIts fix_its;          // repairs of the errors; what the last model change kept or changed
 
   Views views;  // the panels' own (see the top of this file)

@@ -60,6 +60,8 @@ enum class Widget : std::uint8_t {
   main_panel,      // the tabs beside (or under) it
   sweep_x_values,  // the Sweep tab's values text of the columns axis
   sweep_y_values,  // and of the rows axis
+  scaling_points,  // the Cross-checks tab's scaling points text
+  scaling_apply,   // and its "Apply points" button
   count
 };
 
@@ -75,7 +77,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
         "tab_snapshot",   "snapshot_open",    "snapshot_stage", "plan_margin",    "pin_baseline",
         "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage",  "settings_line",
         "model_reset",    "model_dismiss",    "unit_gib",       "unit_gb",        "stages_chart",
-        "stages_summary", "config_panel",     "main_panel",     "sweep_x_values", "sweep_y_values"};
+        "stages_summary", "config_panel",     "main_panel",     "sweep_x_values", "sweep_y_values",
+        "scaling_points", "scaling_apply"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

@@ -155,6 +155,14 @@ std::optional<std::string> CommandLine::option(std::string_view name) const {
   return value;
 }
 
+std::vector<std::string> CommandLine::option_values(std::string_view name) const {
+  std::vector<std::string> values;
+  for (const auto& [given, text] : options) {
+    if (given == name) values.push_back(text);
+  }
+  return values;
+}
+
 std::string flag_key(std::string_view flag) {
   std::string out(flag.substr(2));
   for (char& c : out) c = c == '-' ? '_' : c;
@@ -363,7 +371,7 @@ bool Parser::read_command_option(std::string_view flag) {
   if (option->value_name.empty()) {
     if (given_once(&*option, flag, "")) line.options.emplace_back(option->name, "");
   } else if (const auto value = next_value(flag)) {
-    if (given_once(&*option, flag, *value))
+    if (option->repeatable || given_once(&*option, flag, *value))
       line.options.emplace_back(option->name, std::string(*value));
   }
   return true;

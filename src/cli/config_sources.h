@@ -33,6 +33,7 @@ struct CommandOption {
   std::string_view name;        // "--format"
   std::string_view value_name;  // "" for a switch, else e.g. "F"
   std::string_view help;
+  bool repeatable = false;  // may be given more than once (`scaling --point`), each kept in order
 };
 
 struct ParseRules {
@@ -56,6 +57,8 @@ struct CommandLine {
 
   // The last value given for a command option; "" for a switch that was given.
   std::optional<std::string> option(std::string_view name) const;
+  // Every value given for a repeatable command option, in order.
+  std::vector<std::string> option_values(std::string_view name) const;
 };
 
 CommandLine parse_command_line(std::span<const std::string_view> args, const ParseRules& rules);

@@ -1,11 +1,11 @@
 // stagemem — command-line front end of the estimator.
 //
 // Dispatches the commands; each lives in its own file (report_command, check_command,
-// sweep_command, params_command, plan_command, layout_command, url_command, snapshot_command);
-// all read the configuration through one parser (config_sources.h) and share the steps of
-// command_steps.h (help, output format, diagnostics and exit codes). Exit codes: 0 success,
-// 1 `check` found a stage that does not fit, 2 bad input (every error names the field and the
-// allowed range).
+// diff_command, scaling_command, sweep_command, params_command, plan_command, layout_command,
+// url_command, snapshot_command); all read the configuration through one parser (config_sources.h)
+// and share the steps of command_steps.h (help, output format, diagnostics and exit codes). Exit
+// codes: 0 success, 1 `check` found a stage that does not fit, 2 bad input (every error names the
+// field and the allowed range).
 #include <array>
 #include <cstdio>
 #include <string>
@@ -22,6 +22,7 @@
 #include "plan_command.h"
 #include "render/vocabulary.h"
 #include "report_command.h"
+#include "scaling_command.h"
 #include "snapshot_command.h"
 #include "sweep_command.h"
 #include "url_command.h"
@@ -37,6 +38,7 @@ constexpr const char* usage_text =
     "  report       print the per-stage memory table (`report --help` lists every option)\n"
     "  check        exit 0 when every stage fits the device, 1 when one does not (CI gate)\n"
     "  diff         two configurations side by side: per stage and term, B - A\n"
+    "  scaling      measured peaks at 2+ sizes fitted as a + b x tokens, next to derived a, b\n"
     "  sweep        per-stage peaks and fits over lists, e.g. --seq 4096,8192 --mbs 1,2\n"
     "  params       exact parameter counts per component, stage and rank\n"
     "  plan         the fewest GPUs that fit and the best layouts per GPU count (0 fits, 1 not)\n"
@@ -90,11 +92,12 @@ struct Command {
   std::string_view name;
   int (*run)(const Args& args);  // the arguments after the command's name
 };
-constexpr std::array<Command, 12> commands = {{
+constexpr std::array<Command, 13> commands = {{
     {"report", run_report},
     {"params", run_params},
     {"check", run_check},
     {"diff", run_diff},
+    {"scaling", run_scaling},
     {"sweep", run_sweep},
     {"plan", run_plan},
     {"layout", run_layout},
@@ -120,9 +123,10 @@ int main(int argc, char** argv) {
   for (const Command& command : commands) {
     if (command.name == args[0]) return command.run({args.begin() + 1, args.end()});
   }
-  std::fprintf(stderr,
-               "error: command: unknown command '%s'; expected one of: report, check, diff, sweep, "
-               "params, plan, layout, url, presets, devices, probe-check, snapshot\n",
-               std::string(args[0]).c_str());
+  std::fprintf(
+      stderr,
+      "error: command: unknown command '%s'; expected one of: report, check, diff, scaling, sweep, "
+      "params, plan, layout, url, presets, devices, probe-check, snapshot\n",
+      std::string(args[0]).c_str());
   return stagemem_cli::exit_bad_input;
 }

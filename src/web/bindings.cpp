@@ -49,6 +49,11 @@
 //   Module.getComparison()              the comparison with the pinned baseline: `stagemem diff
 //                                       --json`'s document (docs/report-schema.md "The diff")
 //                                       plus app {stage, changes, baselineLink}; null if none
+//   Module.getScaling()                 the scaling cross-check: `stagemem scaling --json`'s
+//                                       document (docs/report-schema.md "The scaling cross-check";
+//                                       {} without points or with errors) plus app {points (how
+//                                       many), stage, headline, notes, error, inputError, drawn
+//                                       (the Cross-checks tab drew it last frame), pointsText}
 //   Module.stagememPaste(text)          the page's paste event (browser.cpp)
 //   Module.stagememLoadFile(name, text) a dropped or picked file (browser.cpp)
 //   Module.stagememLoadBytes(name, bytes) a dropped or picked allocator snapshot (a Uint8Array)
@@ -104,6 +109,7 @@
 #include "parallel/layout.h"
 #include "render/term_text.h"
 #include "render/vocabulary.h"
+#include "scaling_check.h"
 #include "share.h"
 #include "state.h"
 #include "version.h"
@@ -679,6 +685,26 @@ val get_comparison() {
   return out;
 }
 
+val get_scaling() {
+  if (!app_state) return val::null();
+  refresh_report(*app_state);
+  refresh_scaling(*app_state);
+  const ScalingState& s = app_state->scaling;
+  const std::string text = scaling_json_text(*app_state);
+  val out = text.empty() ? val::object() : val::global("JSON").call<val>("parse", text);
+  val app = val::object();
+  app.set("points", static_cast<double>(s.points.points.size()));
+  app.set("stage", static_cast<double>(s.points.stage));
+  app.set("headline", s.headline);
+  app.set("notes", s.notes);
+  app.set("error", s.error);
+  app.set("inputError", s.input_error);
+  app.set("drawn", app_state->views.cross_checks.scaling_drawn);
+  app.set("pointsText", app_state->views.cross_checks.points_text);
+  out.set("app", app);
+  return out;
+}
+
 std::string get_report_json() {
   if (!app_state) return "";
   refresh_report(*app_state);
@@ -741,6 +767,7 @@ EMSCRIPTEN_BINDINGS(stagemem) {
   emscripten::function("getMarkdownTable", &get_markdown_table);
   emscripten::function("getReportJson", &get_report_json);
   emscripten::function("getComparison", &get_comparison);
+  emscripten::function("getScaling", &get_scaling);
   emscripten::function("getSweep", &get_sweep);
   emscripten::function("getSweepProgress", &get_sweep_progress);
   emscripten::function("getTimeline", &get_timeline);

@@ -103,7 +103,12 @@ describe("cold start", () => {
     // render/comparison +16 KB, the app's labels, bindings, share and baseline +43 KB; code +58.9
     // KB gzip). The budget is that size with 3 % room: growth past it is a decision, made with
     // scripts/size-report.sh, which says where the bytes are.
-    const wasmBudget = 600_000;
+    // Issue 23's scaling cross-check in the browser: 587,389 B at 70710c4, 609,949 B with it
+    // (+22.6 KB gzip, +61 KB raw; by object: app/scaling_check.cpp +33.5 KB (the check and its
+    // tables, inlined into refresh_scaling), bindings' getScaling +10.1 KB (its JSON),
+    // core/config/scaling_points.cpp +5.6 KB, link.cpp's scaling= keys +3.9 KB, the panel +2.5 KB,
+    // core/estimate/scaling.cpp and render/scaling_text.cpp +2.3 KB); again 3 % room.
+    const wasmBudget = 628_000;
     const jsBudget = 48_000;
     assert.ok(wasm <= wasmBudget, `stagemem.wasm is ${wasm} B gzip, over its budget of ${wasmBudget} B`);
     assert.ok(js <= jsBudget, `stagemem.js is ${js} B gzip, over its budget of ${jsBudget} B`);

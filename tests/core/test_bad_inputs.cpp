@@ -14,6 +14,7 @@
 #include "catch.h"
 #include "config/config_json.h"
 #include "config/measurement_text.h"
+#include "config/scaling_points.h"
 #include "config/url_fragment.h"
 #include "corpus.h"
 #include "estimate/estimate.h"
@@ -71,6 +72,14 @@ TEST_CASE("Bad-input corpus: measured values and gaps") {
   check_corpus("gap.txt", [](const std::string& text) {
     Diagnostics d;
     parse_gap_text(text, d, "g");
+    return d;
+  });
+}
+
+TEST_CASE("Bad-input corpus: scaling points") {
+  check_corpus("scaling.txt", [](const std::string& text) {
+    Diagnostics d;
+    parse_scaling_point_text(text, d, "p");
     return d;
   });
 }

@@ -3,6 +3,7 @@
 #include "catch.h"
 #include "config/config_fields.h"
 #include "config/config_json.h"
+#include "config/scaling_points.h"
 #include "config/url_fragment.h"
 #include "config/version_rules.h"
 #include "corpus.h"
@@ -521,4 +522,38 @@ TEST_CASE("A bad baseline is an error naming the field inside it") {
   const DecodedFragment twice = decode_fragment("#v=1&base=v=1&base=v=1%26tp=2");
   REQUIRE_FALSE(twice.diagnostics.errors.empty());
   CHECK(twice.diagnostics.errors.front().field == "url.base");
+}
+
+TEST_CASE("A scaling cross-check's points ride along as scaling= keys and round-trip") {
+  // Two points and a stage (config/scaling_points.h) after a configuration with a baseline: the
+  // configuration and the baseline decode as without them, the points as they were written.
+  ScalingPoints scaling;
+  scaling.points = {
+      {.axis = ScalingAxis::sequence_length,
+       .value = 4096,
+       .measured_bytes = 53'687'091'200,
+       .source = "max_memory_allocated & run #17 = 50%"},
+      {.axis = ScalingAxis::sequence_length, .value = 8192, .measured_bytes = 64'424'509'440}};
+  scaling.stage = 1;
+  Config config = default_config();
+  config.parallel.pipeline_parallel = 2;
+  Config baseline = default_config();
+  const std::string link =
+      "#" + encode_fragment(config) + "&" + encode_baseline(baseline) + scaling_fragment(scaling);
+  const DecodedFragment decoded = decode_fragment(link);
+  REQUIRE(decoded.diagnostics.ok());
+  CHECK(decoded.diagnostics.warnings.empty());
+  CHECK(decoded.config == config);
+  const DecodedBaseline base = decode_baseline(link);
+  REQUIRE(base.config);
+  CHECK(*base.config == baseline);
+  const DecodedScalingLink points = decode_scaling_link(link);
+  REQUIRE(points.diagnostics.ok());
+  REQUIRE(points.scaling);
+  CHECK(*points.scaling == scaling);
+  // Any order of the keys: the points keep theirs.
+  const DecodedScalingLink reordered =
+      decode_scaling_link("#scaling_stage=1&v=1&" + scaling_fragment(scaling).substr(1) + "&pp=2");
+  REQUIRE(reordered.scaling);
+  CHECK(*reordered.scaling == scaling);
 }

@@ -2,7 +2,8 @@
 //
 // The same bytes go to the URL fragment decoder, the JSON configuration decoder, the Hugging Face
 // config import, the model text parser, the measured-value / amount parsers and a link's
-// snapshot= entries (snapshot_link.h). Besides crashes,
+// snapshot= entries (snapshot_link.h), a scaling point and a link's scaling= points
+// (scaling_points.h). Besides crashes,
 // leaks, hangs and undefined behaviour (ASan + UBSan), it checks round trips: whatever a decoder
 // accepts must encode to text that decodes back to the same value. A broken round trip traps.
 // Build and run: scripts/fuzz.sh SECONDS (clang, -DSTAGEMEM_FUZZ=ON).
@@ -12,6 +13,7 @@
 
 #include "config/config_json.h"
 #include "config/measurement_text.h"
+#include "config/scaling_points.h"
 #include "config/url_fragment.h"
 #include "measured/snapshot_link.h"
 #include "model/hf_config.h"
@@ -61,6 +63,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (const auto bytes = stagemem::parse_byte_amount(text)) {
     require(stagemem::parse_byte_amount(stagemem::byte_amount_text(*bytes)) == *bytes);
+  }
+  if (const auto point = stagemem::parse_scaling_point_text(text, diagnostics, "p")) {
+    require(stagemem::parse_scaling_point_text(stagemem::scaling_point_text(*point), diagnostics,
+                                               "p") == *point);
+  }
+  if (const auto scaling = stagemem::decode_scaling_link(text); scaling.scaling) {
+    const auto again = stagemem::decode_scaling_link(stagemem::scaling_fragment(*scaling.scaling));
+    require(again.diagnostics.ok() && again.scaling == scaling.scaling);
   }
   // A snapshot's summary from a link: written back (names made printable, WHERE cut to fit),
   // it decodes again, and from then on decode -> encode is a fixed point.

@@ -132,7 +132,8 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       d.error(reported, "a '%' must be followed by two hexadecimal digits");
       continue;
     }
-    if (key != "measured" && key != "gap" && key != "snapshot" && key != "reading") {
+    if (key != "measured" && key != "gap" && key != "snapshot" && key != "reading" &&
+        key != "scaling") {
       const auto earlier = std::find_if(seen.begin(), seen.end(),
                                         [&](const auto& entry) { return entry.first == key; });
       if (earlier != seen.end()) {
@@ -197,6 +198,9 @@ DecodedFragment decode_fragment(std::string_view text, const Config& base) {
       }
     } else if (key == baseline_key) {
       // A comparison's baseline (decode_baseline reads it): not this link's configuration.
+    } else if (key == "scaling" || key == "scaling_stage") {
+      // Measured peaks at several sizes (scaling_points.h): the scaling cross-check's input,
+      // never configuration; decode_scaling_link reads them.
     } else if (key == "snapshot") {
       // An allocator snapshot's summary (snapshot_link.h): measured figures for the front end's
       // comparison, never configuration; decode_snapshot_link reads them.

@@ -26,12 +26,14 @@
 // configuration; tests/links/v1.txt is the corpus of version-1 links the tests hold us to.
 // An allocator snapshot's summary rides along as repeated snapshot= keys (snapshot_link.h): this
 // decoder skips them (they are not configuration).
+// A scaling cross-check's measured points ride along as repeated scaling= keys and one
+// scaling_stage= key (scaling_points.h): this decoder skips them too.
 // A comparison's baseline rides along as one `base=` key (below): decode_fragment skips it (the
 // configuration of the link is the compared one, B), decode_baseline reads it.
-// Bounds: a key other than measured=, reading=, gap= and snapshot= given twice is an error naming
-// both values; a fragment over 16 KiB is refused whole (its length and the limit named; `base` is
-// returned unchanged, so a front end keeps the configuration the user had). Limitations: at most 16
-// KiB of fragment is read; at most 64 measured values and 64 gaps.
+// Bounds: a key other than measured=, reading=, gap=, snapshot= and scaling= given twice is an
+// error naming both values; a fragment over 16 KiB is refused whole (its length and the limit
+// named; `base` is returned unchanged, so a front end keeps the configuration the user had).
+// Limitations: at most 16 KiB of fragment is read; at most 64 measured values and 64 gaps.
 #pragma once
 
 #include <optional>

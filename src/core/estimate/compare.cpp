@@ -8,20 +8,13 @@
 namespace stagemem {
 namespace {
 
-// What makes two terms the same term (compare.h): everything but the numbers and the name's
-// filled-in values.
-bool same_identity(const Term& a, const Term& b) {
-  return a.info == b.info && a.group == b.group && a.family == b.family && a.place == b.place &&
-         a.chunk == b.chunk;
-}
-
 // The k-th unmatched term of B with A's term's identity, where k counts A's earlier terms of
 // that identity: pairs the first of A with the first of B, the second with the second.
 std::int32_t match_in_b(const StageReport& a, std::size_t a_index, const StageReport& b,
                         const std::vector<bool>& b_taken) {
   const Term& term = a.terms[a_index];
   for (std::size_t j = 0; j < b.terms.size(); ++j) {
-    if (!b_taken[j] && same_identity(term, b.terms[j])) return static_cast<std::int32_t>(j);
+    if (!b_taken[j] && same_term_identity(term, b.terms[j])) return static_cast<std::int32_t>(j);
   }
   return -1;
 }
@@ -68,6 +61,13 @@ std::int64_t binding_peak(const Report& report) {
 }
 
 }  // namespace
+
+// What makes two terms the same term (compare.h): everything but the numbers and the name's
+// filled-in values.
+bool same_term_identity(const Term& a, const Term& b) {
+  return a.info == b.info && a.group == b.group && a.family == b.family && a.place == b.place &&
+         a.chunk == b.chunk;
+}
 
 Comparison compare_reports(const Report& a, const Report& b) {
   Comparison out;

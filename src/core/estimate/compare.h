@@ -57,6 +57,10 @@ struct Comparison {
   Diagnostics diagnostics;                    // errors: `stages` is empty
 };
 
+// Whether two terms are one term (its catalogue entry, group, family, place and chunk; the bytes
+// and the name's numbers may differ): how a comparison and the scaling cross-check match terms.
+bool same_term_identity(const Term& a, const Term& b);
+
 // B against A (deltas are B - A). Either report with errors gives a comparison with an error
 // naming which one ("a" or "b").
 Comparison compare_reports(const Report& a, const Report& b);
