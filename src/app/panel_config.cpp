@@ -346,12 +346,15 @@ void edit_name_set(Edit& e, FieldEditor& editor, const ConfigField& field) {
   ImGui::Unindent();
 }
 
-void edit_integer_list(Edit& e, FieldEditor& editor, const ConfigField& field) {
+// A field typed as text and parsed as it is typed: each parse that succeeds is applied (`apply`
+// copies what the field sets from the parsed scratch configuration), a failing one is shown.
+template <typename Apply>
+void edit_parsed_text(Edit& e, FieldEditor& editor, const ConfigField& field, Apply apply) {
   if (ImGui::InputText("##value", &editor.text)) {
     stagemem::Config scratch = e.config;
     stagemem::Diagnostics diagnostics;
     if (stagemem::parse_field_text(field, editor.text, scratch, diagnostics, field.path)) {
-      *field.integer_list(e.config) = *field.integer_list(scratch);
+      apply(scratch);
       editor.error.clear();
     } else {
       editor.error = diagnostics.errors.front().message;
@@ -363,22 +366,16 @@ void edit_integer_list(Edit& e, FieldEditor& editor, const ConfigField& field) {
   if (!editor.error.empty()) ImGui::TextColored(error_colour, "%s", editor.error.c_str());
 }
 
-// The stack is parsed as it is typed; the kernel options that follow it change with it.
+void edit_integer_list(Edit& e, FieldEditor& editor, const ConfigField& field) {
+  edit_parsed_text(e, editor, field, [&](stagemem::Config& parsed) {
+    *field.integer_list(e.config) = *field.integer_list(parsed);
+  });
+}
+
+// The stack: the kernel options that follow it change with it (parse_field_text derives them).
 void edit_stack(Edit& e, FieldEditor& editor, const ConfigField& field) {
-  if (ImGui::InputText("##value", &editor.text)) {
-    stagemem::Config scratch = e.config;
-    stagemem::Diagnostics diagnostics;
-    if (stagemem::parse_field_text(field, editor.text, scratch, diagnostics, field.path)) {
-      e.config.training = scratch.training;
-      editor.error.clear();
-    } else {
-      editor.error = diagnostics.errors.front().message;
-    }
-  }
-  record_field_rect(e, editor);
-  help_tooltip(field);
-  trailing_label(editor, field);
-  if (!editor.error.empty()) ImGui::TextWrapped("%s", editor.error.c_str());
+  edit_parsed_text(e, editor, field,
+                   [&](stagemem::Config& parsed) { e.config.training = parsed.training; });
 }
 
 void edit_text(Edit& e, FieldEditor& editor, const ConfigField& field) {
@@ -497,7 +494,8 @@ void edit_field(Edit& e, FieldEditor& editor, const ConfigField& field, float co
   ImGui::PushID(field.key.data(), field.key.data() + field.key.size());
   const float room = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 9.0f;
   const float own = label_width(editor);
-  editor.label_above = !draws_own_label(field) && own > room;
+  // The stack takes the whole width: its pairs are longer than a number.
+  editor.label_above = field.kind == FieldKind::stack || (!draws_own_label(field) && own > room);
   const float width = std::max(own, column);
   // A label that ends past the panel's edge is cut off: counted for the tests (never expected).
   const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x + 1.0f;

@@ -7,10 +7,8 @@
 //   STAGEMEM_CLI   the native CLI (its `diff` is the reference)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp as openAppIn, waitFrames, waitUntil, widgetRect }
+import { artifacts, clickWidget, launch, openApp as openAppIn, runCli, waitFrames, waitUntil, widgetRect, withoutApp }
   from "./harness.mjs";
 
 let harness;
@@ -32,17 +30,6 @@ after(async () => {
   await harness?.close();
 });
 
-function cli(args) {
-  const path = process.env.STAGEMEM_CLI;
-  assert.ok(path && existsSync(path), `STAGEMEM_CLI must name the native CLI (got ${path})`);
-  return execFileSync(path, args, { encoding: "utf8", maxBuffer: 1 << 28 });
-}
-
-// The comparison as the CLI writes it; the page's adds `app` (its own state), left out here.
-function withoutApp(comparison) {
-  const { app, ...document } = comparison;
-  return document;
-}
 
 // Types `text` into a field with the keyboard: a click into its input, select all, type, Enter.
 async function typeIntoField(page, key, text) {
@@ -81,11 +68,11 @@ describe("compare with a pinned baseline", () => {
     for (const stage of comparison.stages) assert.ok(stage.peak_delta_bytes > 0, `stage ${stage.index}`);
 
     // The same numbers and words as the CLI: two links, and the page's one link with both.
-    const fromCli = JSON.parse(cli(["diff", comparison.a.link, comparison.b.link, "--json"]));
+    const fromCli = JSON.parse(runCli(["diff", comparison.a.link, comparison.b.link, "--json"]));
     assert.deepEqual(withoutApp(comparison), fromCli);
     const pageLink = await page.evaluate(() => location.href);
     assert.match(pageLink, /&base=/);
-    assert.deepEqual(JSON.parse(cli(["diff", pageLink, "--json"])), fromCli);
+    assert.deepEqual(JSON.parse(runCli(["diff", pageLink, "--json"])), fromCli);
 
     // The stages chart marks each stage's baseline peak; the tooltip says the difference.
     await page.mouse.move(1200, 75);  // nothing under it: no tooltip
@@ -120,7 +107,7 @@ describe("compare with a pinned baseline", () => {
     const markdown = await readClipboard(page);
     assert.match(markdown, /^\*\*stagemem\*\* comparison of per-rank device memory/);
     assert.match(markdown, /- Settings changed: tp 8 → 4/);
-    const cliMarkdown = cli(["diff", comparison.a.link, comparison.b.link, "--format", "markdown"]);
+    const cliMarkdown = runCli(["diff", comparison.a.link, comparison.b.link, "--format", "markdown"]);
     for (const line of cliMarkdown.split("\n").filter((l) => l.startsWith("|"))) {
       assert.ok(markdown.includes(line), `the Markdown holds the CLI's row ${line}`);
     }

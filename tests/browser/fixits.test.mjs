@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp as openAppIn, waitFrames, waitUntil, widgetRect }
+import { artifacts, clickWidget, launch, openApp as openAppIn, visibleRect, waitFrames, waitUntil, widgetRect }
   from "./harness.mjs";
 
 let harness;
@@ -38,21 +38,6 @@ async function pressShortcut(page, key) {
   await waitFrames(page, 3);
 }
 
-// The widget's rectangle once it is well inside the configuration panel (scrolled there with the
-// mouse wheel over the panel).
-async function visibleRect(page, name) {
-  const bottom = page.viewportSize().height - 90;
-  for (let i = 0; i < 40; ++i) {
-    const rect = await page.evaluate((n) => Module.getWidgetRect(n), name);
-    if (rect && rect.y > 60 && rect.y + rect.height < bottom) return rect;
-    const model = await page.evaluate(() => Module.getWidgetRect("field_model"));
-    const x = model ? model.x + 4 : 60;
-    await page.mouse.move(x, 400);
-    await page.mouse.wheel(0, rect && rect.y <= 60 ? -100 : 100);
-    await waitFrames(page, 2);
-  }
-  return widgetRect(page, name);
-}
 
 // Types `text` into an integer field (its input part, left of the -/+ buttons) and presses Enter.
 async function typeInto(page, key, text) {

@@ -5,7 +5,8 @@
 //   STAGEMEM_WEB_DIR   folder holding index.html, stagemem.js, stagemem.wasm
 //   STAGEMEM_ARTIFACTS folder for screenshots
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { startServer } from "../../scripts/static-server.mjs";
 
@@ -95,4 +96,33 @@ export async function clickWidget(page, name) {
   await waitFrames(page, 3);
   await page.mouse.up();
   await waitFrames(page, 2);
+}
+
+// The widget's rectangle once it is well inside the configuration panel (scrolled there with the
+// mouse wheel over the panel).
+export async function visibleRect(page, name) {
+  const bottom = page.viewportSize().height - 90;
+  for (let i = 0; i < 60; ++i) {
+    const rect = await page.evaluate((n) => Module.getWidgetRect(n), name);
+    if (rect && rect.y > 60 && rect.y + rect.height < bottom) return rect;
+    const model = await page.evaluate(() => Module.getWidgetRect("field_model"));
+    const x = model ? model.x + 4 : 60;
+    await page.mouse.move(x, 400);
+    await page.mouse.wheel(0, rect && rect.y <= 60 ? -100 : 100);
+    await waitFrames(page, 2);
+  }
+  return widgetRect(page, name);
+}
+
+// Runs the native CLI (STAGEMEM_CLI) and returns its standard output.
+export function runCli(args) {
+  const path = process.env.STAGEMEM_CLI;
+  assert.ok(path && existsSync(path), `STAGEMEM_CLI must name the native CLI (got ${path})`);
+  return execFileSync(path, args, { encoding: "utf8", maxBuffer: 1 << 28 });
+}
+
+// A page's document without its own `app` part (what the CLI writes).
+export function withoutApp(document) {
+  const { app, ...rest } = document;
+  return rest;
 }

@@ -6,10 +6,8 @@
 //   STAGEMEM_CLI   the native CLI (its `scaling --json` is the reference)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp as openAppIn, waitFrames, waitUntil, widgetRect }
+import { artifacts, clickWidget, launch, openApp as openAppIn, runCli, waitFrames, waitUntil, widgetRect, withoutApp }
   from "./harness.mjs";
 
 let harness;
@@ -27,17 +25,6 @@ after(async () => {
   await harness?.close();
 });
 
-function cli(args) {
-  const path = process.env.STAGEMEM_CLI;
-  assert.ok(path && existsSync(path), `STAGEMEM_CLI must name the native CLI (got ${path})`);
-  return execFileSync(path, args, { encoding: "utf8", maxBuffer: 1 << 28 });
-}
-
-// The page's document without its own `app` part.
-function withoutApp(scaling) {
-  const { app, ...document } = scaling;
-  return document;
-}
 
 // Replaces the points text with `lines` (typed with the keyboard) and clicks "Apply points".
 async function typePoints(page, lines) {
@@ -80,7 +67,7 @@ describe("the scaling cross-check", () => {
     assert.match(scaling.app.pointsText, /^seq=4096:50GiB@run 4k\nseq=8192:60GiB@run 8k\n$/);
     // The same numbers as `stagemem scaling` of the page's own link.
     assert.match(scaling.link, /&scaling=seq=4096:50GiB@run%204k&scaling=seq=8192:60GiB@run%208k&scaling_stage=1$/);
-    const reference = JSON.parse(cli(["scaling", scaling.link, "--json"]));
+    const reference = JSON.parse(runCli(["scaling", scaling.link, "--json"]));
     assert.deepEqual(withoutApp(scaling), reference);
     // The page's address keeps the points (and opens on this tab without naming it).
     const hash = await page.evaluate(() => location.hash);
@@ -109,7 +96,7 @@ describe("the scaling cross-check", () => {
     assert.match(scaling.app.notes, /not linear in tokens/);
     await waitUntil(page, async () => /scaling=seq=2048:40GiB/.test(await page.evaluate(() => location.hash)),
                     { what: "the link carries the typed points" });
-    assert.deepEqual(withoutApp(scaling), JSON.parse(cli(["scaling", scaling.link, "--json"])));
+    assert.deepEqual(withoutApp(scaling), JSON.parse(runCli(["scaling", scaling.link, "--json"])));
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "scaling-three-points-not-linear.png") });
 

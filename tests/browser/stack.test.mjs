@@ -6,10 +6,9 @@
 //   STAGEMEM_CLI   the native CLI, for the answer the page must match
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp, waitFrames, waitUntil, widgetRect }
+import { artifacts, clickWidget, launch, openApp, runCli, visibleRect, waitFrames, waitUntil,
+  widgetRect }
   from "./harness.mjs";
 
 let harness;
@@ -23,21 +22,6 @@ after(async () => {
 // Qwen3-30B-A3B: 48 MoE layers, so the MoE unpermute option applies.
 const qwen = "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&gbs=64&device=h100-80gb";
 
-// The widget's rectangle once it is well inside the configuration panel (scrolled there with the
-// mouse wheel over the panel).
-async function visibleRect(page, name) {
-  const bottom = page.viewportSize().height - 90;
-  for (let i = 0; i < 60; ++i) {
-    const rect = await page.evaluate((n) => Module.getWidgetRect(n), name);
-    if (rect && rect.y > 60 && rect.y + rect.height < bottom) return rect;
-    const model = await page.evaluate(() => Module.getWidgetRect("field_model"));
-    const x = model ? model.x + 4 : 60;
-    await page.mouse.move(x, 400);
-    await page.mouse.wheel(0, rect && rect.y <= 60 ? -100 : 100);
-    await waitFrames(page, 2);
-  }
-  return widgetRect(page, name);
-}
 
 const kernel = (report, key) => report.stack.kernels.find((k) => k.key === key);
 
@@ -86,11 +70,8 @@ test("a typed stack moves the options that follow it; a picked one is the user's
     await waitFrames(page, 3);
     await page.screenshot({ path: join(artifacts, "stack-explicit-option.png") });
     // The CLI reads the page's link to the same stack section.
-    const cli = process.env.STAGEMEM_CLI;
-    assert.ok(cli && existsSync(cli), `STAGEMEM_CLI must name the native CLI (got ${cli})`);
-    const run = spawnSync(cli, ["report", "--url", link, "--format", "json"], { encoding: "utf8" });
-    assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(JSON.parse(run.stdout).stack, report.stack);
+    assert.deepEqual(JSON.parse(runCli(["report", "--url", link, "--format", "json"])).stack,
+                     report.stack);
     // "follow the stack" gives the option back to the stack.
     await visibleRect(page, "option_follow_stack_moe_unpermute");
     await clickWidget(page, "option_follow_stack_moe_unpermute");
