@@ -77,8 +77,7 @@ std::int64_t number_after(std::string_view text, std::string_view word) {
   if (at == std::string_view::npos) return -1;
   std::int64_t value = 0;
   bool digits = false;
-  for (std::size_t i = at + word.size(); i < text.size() && text[i] >= '0' && text[i] <= '9';
-       ++i) {
+  for (std::size_t i = at + word.size(); i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
     digits = true;
     if (value <= max_iteration) value = value * 10 + (text[i] - '0');
   }
