@@ -309,7 +309,10 @@ Diagnostics validate(const Config& config, const Model& model) {
 void validate_beyond_layout(const Config& config, const Model& model, Diagnostics& d) {
   validate_precision_device_and_readings(config, d);
   validate_activation_inputs(model, config, d);
+  // Only a given fla release can lack KDA: the layers are not walked otherwise (every estimate
+  // validates, a sweep thousands of times).
   const bool has_kda =
+      config.training.stack.fla.given() &&
       std::any_of(model.layers.begin(), model.layers.end(),
                   [](const LayerKind& k) { return k.attention == AttentionKind::kda; });
   check_stack(config.training, has_kda, d);
