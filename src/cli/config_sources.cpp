@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 #include "bounded_read.h"
 #include "config/config_json.h"
@@ -28,7 +29,10 @@ struct Alias {
   std::string_view key;
   std::string_view value = {};
 };
-constexpr std::array<Alias, 38> aliases = {{
+constexpr std::array<Alias, 40> aliases = {{
+    // Megatron's low-precision flags that are one field each (the others: megatron_precision).
+    {"fp4_recipe", "fp8_recipe"},
+    {"fp8_dot_product_attention", "fp8_attention", "1"},
     {"tensor_model_parallel_size", "tp"},
     {"pipeline_model_parallel_size", "pp"},
     {"virtual_pipeline_model_parallel_size", "vpp"},
@@ -93,7 +97,22 @@ constexpr const char* sources_help =
     "      steady-state-peak; reserved figures beside them\n"
     "  --gap KIND[/STAGE]=AMOUNT@SOURCE   a MEASURED named gap (every stage without /STAGE)\n"
     "      KIND: allocator-fragmentation | communication-buffers | runtime-context |\n"
-    "            math-library-workspaces\n";
+    "            math-library-workspaces\n"
+    "Megatron's low-precision flags (applied after every other flag, whatever their order):\n"
+    "  --fp8-format e4m3|hybrid   quantised compute: --fp8-recipe, or Megatron's default\n"
+    "                             recipe `delayed` when none is given\n"
+    "  --fp4-format e2m1          NVFP4 compute (--fp4-recipe nvfp4 is the default)\n"
+    "  --fp8-param-gather, --fp4-param-gather   primary weights stored in the recipe's\n"
+    "                             format (weights and expert_weights: fp8-tensor, fp8-block,\n"
+    "                             mxfp8 or nvfp4)\n"
+    "  --first-last-layers-bf16   the first and last layers compute in bf16: 1 each unless\n"
+    "      --num-layers-at-start-in-bf16 N / --num-layers-at-end-in-bf16 N say otherwise\n"
+    "      (ignored without --first-last-layers-bf16, as Megatron does)\n";
+
+bool whole_integer(std::string_view text, std::int64_t& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && error == std::errc() && end == text.data() + text.size();
+}
 
 std::string dashed(std::string_view key) {
   std::string out(key);
@@ -314,6 +333,26 @@ struct Parser {
   void add_memory_log(std::string_view flag);
   void add_measured(std::string_view flag);
   void add_gap(std::string_view flag);
+
+  // Megatron's low-precision flags, read as given and applied once every flag is known.
+  struct MegatronPrecision {
+    std::optional<std::string> fp8_format;
+    std::optional<std::string> fp4_format;
+    bool fp8_param_gather = false;
+    bool fp4_param_gather = false;
+    bool first_last_layers_bf16 = false;
+    std::optional<std::int64_t> layers_at_start;
+    std::optional<std::int64_t> layers_at_end;
+  };
+  MegatronPrecision megatron_precision{};
+  void read_fp8_format(std::string_view flag);
+  void read_fp4_format(std::string_view flag);
+  void read_fp8_param_gather(std::string_view flag);
+  void read_fp4_param_gather(std::string_view flag);
+  void read_first_last_layers_bf16(std::string_view flag);
+  void read_layers_at_start_in_bf16(std::string_view flag);
+  void read_layers_at_end_in_bf16(std::string_view flag);
+  void apply_megatron_precision();
 };
 
 // The source flags by key (flag_key), and the member that reads each.
@@ -321,7 +360,14 @@ struct SourceFlag {
   std::string_view name;
   void (Parser::*read)(std::string_view flag);
 };
-constexpr std::array<SourceFlag, 9> sources = {{
+constexpr std::array<SourceFlag, 16> sources = {{
+    {"fp8_format", &Parser::read_fp8_format},
+    {"fp4_format", &Parser::read_fp4_format},
+    {"fp8_param_gather", &Parser::read_fp8_param_gather},
+    {"fp4_param_gather", &Parser::read_fp4_param_gather},
+    {"first_last_layers_bf16", &Parser::read_first_last_layers_bf16},
+    {"num_layers_at_start_in_bf16", &Parser::read_layers_at_start_in_bf16},
+    {"num_layers_at_end_in_bf16", &Parser::read_layers_at_end_in_bf16},
     {"config", &Parser::read_config_file},
     {"url", &Parser::read_link},
     {"preset", &Parser::select_preset},
@@ -335,6 +381,7 @@ constexpr std::array<SourceFlag, 9> sources = {{
 
 CommandLine Parser::parse() {
   for (at = 0; at < args.size(); ++at) read_argument(args[at]);
+  apply_megatron_precision();
   if (!memory_logs.empty() && diagnostics().ok())
     add_memory_logs(memory_logs, config(), diagnostics());
   return std::move(line);
@@ -511,6 +558,132 @@ void Parser::use_distributed_optimizer(std::string_view /*flag*/) {
   OptimizerKind& kind = config().optimizer.kind;
   if (kind == OptimizerKind::adam) kind = OptimizerKind::distributed_adam;
   if (kind == OptimizerKind::muon) kind = OptimizerKind::distributed_muon;
+}
+
+void Parser::read_fp8_format(std::string_view flag) {
+  const auto value = next_value(flag);
+  if (!value || !given_once(&megatron_precision.fp8_format, flag, *value)) return;
+  if (*value != "e4m3" && *value != "hybrid") {
+    diagnostics().error(std::string(flag), "'" + std::string(value->substr(0, 40)) +
+                                               "' is not one of: e4m3, hybrid (Megatron's "
+                                               "--fp8-format; both store 1 B per value)");
+    return;
+  }
+  megatron_precision.fp8_format = std::string(*value);
+}
+
+void Parser::read_fp4_format(std::string_view flag) {
+  const auto value = next_value(flag);
+  if (!value || !given_once(&megatron_precision.fp4_format, flag, *value)) return;
+  if (*value != "e2m1") {
+    diagnostics().error(std::string(flag), "'" + std::string(value->substr(0, 40)) +
+                                               "' is not one of: e2m1 (Megatron's --fp4-format)");
+    return;
+  }
+  megatron_precision.fp4_format = std::string(*value);
+}
+
+void Parser::read_fp8_param_gather(std::string_view flag) {
+  if (given_once(&megatron_precision.fp8_param_gather, flag, "")) {
+    megatron_precision.fp8_param_gather = true;
+  }
+}
+
+void Parser::read_fp4_param_gather(std::string_view flag) {
+  if (given_once(&megatron_precision.fp4_param_gather, flag, "")) {
+    megatron_precision.fp4_param_gather = true;
+  }
+}
+
+void Parser::read_first_last_layers_bf16(std::string_view flag) {
+  if (given_once(&megatron_precision.first_last_layers_bf16, flag, "")) {
+    megatron_precision.first_last_layers_bf16 = true;
+  }
+}
+
+void Parser::read_layers_at_start_in_bf16(std::string_view flag) {
+  const auto value = next_value(flag);
+  std::int64_t n = 0;
+  if (!value || !given_once(&megatron_precision.layers_at_start, flag, *value)) return;
+  if (!whole_integer(*value, n) || n < 0 || n > (1 << 20)) {
+    diagnostics().error(std::string(flag), "must be an integer in [0, 1048576]");
+    return;
+  }
+  megatron_precision.layers_at_start = n;
+}
+
+void Parser::read_layers_at_end_in_bf16(std::string_view flag) {
+  const auto value = next_value(flag);
+  std::int64_t n = 0;
+  if (!value || !given_once(&megatron_precision.layers_at_end, flag, *value)) return;
+  if (!whole_integer(*value, n) || n < 0 || n > (1 << 20)) {
+    diagnostics().error(std::string(flag), "must be an integer in [0, 1048576]");
+    return;
+  }
+  megatron_precision.layers_at_end = n;
+}
+
+// Megatron's semantics: --fp8-format turns quantised compute on with --fp8-recipe's value
+// (default delayed); --fp4-format with --fp4-recipe's (default nvfp4); the param-gather flags
+// store the primary weights in the recipe's format; bf16 layer counts need the switch.
+void Parser::apply_megatron_precision() {
+  using stagemem::Fp8Recipe;
+  using stagemem::WeightDtype;
+  const MegatronPrecision& m = megatron_precision;
+  stagemem::LowPrecisionCompute& lp = config().training.low_precision;
+  const ConfigField* recipe_field = stagemem::find_field_by_key("fp8_recipe");
+  const bool recipe_given =
+      std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first == recipe_field; });
+  if (m.fp8_format && m.fp4_format) {
+    diagnostics().error("--fp4-format", "give --fp8-format or --fp4-format, not both");
+    return;
+  }
+  if (m.fp8_format && !recipe_given) lp.recipe = Fp8Recipe::delayed;
+  if (m.fp4_format && !recipe_given) lp.recipe = Fp8Recipe::nvfp4;
+  if (m.fp4_format && lp.recipe != Fp8Recipe::nvfp4) {
+    diagnostics().error("--fp4-format", "--fp4-format takes --fp4-recipe nvfp4");
+  }
+  if (m.fp8_format && lp.recipe == Fp8Recipe::nvfp4) {
+    diagnostics().error("--fp8-format", "nvfp4 is an fp4 recipe: give --fp4-format e2m1");
+  }
+  if (m.fp8_param_gather || m.fp4_param_gather) {
+    const char* flag = m.fp4_param_gather ? "--fp4-param-gather" : "--fp8-param-gather";
+    std::optional<WeightDtype> dtype;
+    switch (lp.recipe) {
+      case Fp8Recipe::delayed:
+      case Fp8Recipe::tensor:
+        dtype = WeightDtype::fp8_tensor_scaled;
+        break;
+      case Fp8Recipe::block:
+        dtype = WeightDtype::fp8_block_scaled;
+        break;
+      case Fp8Recipe::mxfp8:
+        dtype = WeightDtype::mxfp8;
+        break;
+      case Fp8Recipe::nvfp4:
+        dtype = WeightDtype::nvfp4;
+        break;
+      case Fp8Recipe::none:
+        break;
+    }
+    if (!dtype) {
+      diagnostics().error(flag, "needs quantised compute: give --fp8-format (or --fp8-recipe)");
+    } else if ((*dtype == WeightDtype::nvfp4) != m.fp4_param_gather) {
+      diagnostics().error(flag, m.fp4_param_gather
+                                    ? "--fp4-param-gather goes with the nvfp4 recipe"
+                                    : "the nvfp4 recipe's primary weights: --fp4-param-gather");
+    } else {
+      config().precision.dense_weights = *dtype;
+      config().precision.expert_weights = *dtype;
+    }
+  }
+  if (m.first_last_layers_bf16) {
+    lp.bf16_layers_at_start = m.layers_at_start.value_or(1);
+    lp.bf16_layers_at_end = m.layers_at_end.value_or(1);
+  } else if (m.layers_at_start || m.layers_at_end) {
+    diagnostics().warn("--num-layers-at-start-in-bf16",
+                       "ignored without --first-last-layers-bf16 (as Megatron does)");
+  }
 }
 
 void Parser::add_memory_log(std::string_view flag) {

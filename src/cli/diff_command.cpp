@@ -7,6 +7,7 @@
 #include <string>
 
 #include "command_steps.h"
+#include "config/low_precision_rules.h"
 #include "config/url_fragment.h"
 #include "estimate/compare.h"
 #include "estimate/estimate.h"
@@ -18,7 +19,10 @@ namespace {
 using stagemem::Diagnostics;
 using Args = std::vector<std::string_view>;
 
-constexpr std::array<stagemem_cli::CommandOption, 4> diff_options = {{
+constexpr std::array<stagemem_cli::CommandOption, 5> diff_options = {{
+    {"--versus-bf16", "",
+     "one configuration against itself computed in bf16 (A: no quantised recipe, bf16 "
+     "weights; B: as given): what fp8 / MX / NVFP4 changed, term by term"},
     {"--json", "", "JSON (the same as --format json): docs/report-schema.md, \"The diff\""},
     {"--format", "F",
      "text | markdown | csv | json (default text); csv: one row per stage and term with "
@@ -33,7 +37,8 @@ constexpr std::array<std::string_view, 4> diff_formats = {"text", "markdown", "c
 constexpr const char* diff_help =
     "usage: stagemem diff A B [options]            A, B: each a link or a JSON file\n"
     "       stagemem diff [A's flags] -- [B's flags]\n"
-    "       stagemem diff LINK [options]           LINK carries both (the app's base= key)\n\n"
+    "       stagemem diff LINK [options]           LINK carries both (the app's base= key)\n"
+    "       stagemem diff --versus-bf16 [flags]    the configuration (B) against its bf16 twin (A)\n\n"
     "Two configurations side by side: what settings differ, each side's verdict, every stage's\n"
     "peak in A and B with the difference (B - A), and the terms whose bytes changed, largest\n"
     "first, terms matched by what they are (\"weights (bf16)\" and \"weights (fp8 + bf16)\" are "
@@ -84,8 +89,36 @@ Side parse_side(std::string name, const std::vector<std::string_view>& words,
   return side;
 }
 
+// --versus-bf16: B is the one configuration given, A its bf16 twin (low_precision_rules.h).
+std::pair<Side, Side> parse_versus_bf16(const Args& args, Diagnostics& d) {
+  bool whole = false;
+  Side b = parse_side("B", spelled(args, whole), nullptr);
+  Side a = b;
+  a.name = "A";
+  if (b.line.diagnostics.ok()) {
+    if (!stagemem::uses_low_precision(b.line.config)) {
+      d.error("--versus-bf16",
+              "the configuration computes and stores nothing in low precision (give a recipe: "
+              "--fp8-recipe tensor | mxfp8 | block | delayed | nvfp4, or Megatron's "
+              "--fp8-format)");
+    }
+    a.line.config = stagemem::bf16_twin(b.line.config);
+  }
+  return {std::move(a), std::move(b)};
+}
+
 // A and B from the command line, in either form (diff_help).
 std::pair<Side, Side> parse_sides(const Args& args, Diagnostics& d) {
+  const auto versus = std::find(args.begin(), args.end(), std::string_view("--versus-bf16"));
+  if (versus != args.end()) {
+    Args rest(args.begin(), versus);
+    rest.insert(rest.end(), versus + 1, args.end());
+    if (std::find(rest.begin(), rest.end(), std::string_view("--")) != rest.end()) {
+      d.error("--versus-bf16", "takes one configuration: A is its bf16 twin (no `--`)");
+      return {};
+    }
+    return parse_versus_bf16(rest, d);
+  }
   const auto separator = std::find(args.begin(), args.end(), std::string_view("--"));
   if (separator != args.end()) {
     bool a_whole = false;

@@ -266,34 +266,91 @@ TEST_CASE("TE dummy weight gradients of an MoE stage: grouped experts share one 
   CHECK(old[0].bytes == 37'748'736LL);
 }
 
+namespace {
+LowPrecisionResident quantised(Fp8Recipe recipe, bool one_copy = false) {
+  return {.quantisation = {.recipe = recipe, .one_copy = one_copy}};
+}
+}  // namespace
+
 TEST_CASE("fp8 compute: TE's cached fp8 weight copies of bf16 weights, column-wise of fp8 ones") {
   const RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
   const OptimizerConfig adam = optimizer(OptimizerKind::adam);
   // bf16 compute: no cache.
   for (const Term& t : resident_terms(counts, {}, adam, {})) {
-    CHECK(!term_name(t).starts_with("TE cached fp8"));
+    CHECK(!term_name(t).starts_with("TE cached"));
   }
-  // Per-tensor scaling: row-wise + column-wise data of the 1,500,000 linear-layer elements (the
-  // router and the embedding are not TE linears): 2 B x 1,500,000 = 3,000,000 B.
-  auto terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::tensor}, adam, {});
-  const Term& cache = find(terms, "TE cached fp8 weight copies");
+  // Per-tensor scaling on Hopper: row-wise data and its transpose of the 1,500,000 linear-layer
+  // elements (the router and the embedding are not TE linears): 2 x 1 B x 1,500,000.
+  auto terms = resident_terms(counts, {}, adam, {}, quantised(Fp8Recipe::tensor));
+  const Term& cache = find(terms, "TE cached quantised weight copies");
   CHECK(cache.bytes == 3'000'000);
   CHECK(cache.allocated_at == AllocationPoint::first_step);
   CHECK(term_formula(cache) ==
-        "[linear-layer weight elements=1,500,000] x 2 B (fp8 row-wise + "
-        "column-wise)");
-  // MXFP8: + e8m0 scales, one per 32 values per copy: 2 x ceil(1,500,000 / 32) = 2 x 46,875.
-  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::mxfp8}, adam, {});
-  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 93'750);
-  // Block scaling: fp32 per 128 x 128 block per copy: 2 x ceil(1,500,000 / 16,384) x 4 = 2 x 92
-  // x 4.
-  terms = resident_terms(counts, {.fp8_recipe = Fp8Recipe::block}, adam, {});
-  CHECK(find(terms, "TE fp8 weight-copy scales").bytes == 736);
-  // fp8 primary dense weights: they are the row-wise copy; the column-wise data adds 1 B each.
-  // The bf16 routed experts still get a whole cached copy: 2 B x 500,000.
-  terms = resident_terms(
-      counts, {.dense_weights = WeightDtype::fp8_tensor_scaled, .fp8_recipe = Fp8Recipe::tensor},
-      adam, {});
+        "[linear-layer weight elements=1,500,000] x [usages (row-wise, column-wise)=2] x 1 B "
+        "(fp8 e4m3)");
+  // sm100 / sm103 (TE >= 2.0): one array serves both usages: 1 B x 1,500,000.
+  terms = resident_terms(counts, {}, adam, {}, quantised(Fp8Recipe::tensor, true));
+  CHECK(find(terms, "TE cached quantised weight copies").bytes == 1'500'000);
+  // MXFP8: + e8m0 scales, one per 32 values per usage: ceil(2 x 1,500,000 / 32) = 93,750.
+  terms = resident_terms(counts, {}, adam, {}, quantised(Fp8Recipe::mxfp8));
+  CHECK(find(terms, "TE quantised weight-copy scales").bytes == 93'750);
+  // Block scaling: fp32 per 128 x 128 block per usage: ceil(3,000,000 / 16,384) x 4 = 184 x 4.
+  terms = resident_terms(counts, {}, adam, {}, quantised(Fp8Recipe::block));
+  CHECK(find(terms, "TE quantised weight-copy scales").bytes == 736);
+  // NVFP4: 0.5 B per value per usage (1,500,000 B) and an e4m3 scale per 16 values per usage.
+  terms = resident_terms(counts, {}, adam, {}, quantised(Fp8Recipe::nvfp4));
+  CHECK(find(terms, "TE cached quantised weight copies").bytes == 1'500'000);
+  CHECK(find(terms, "TE quantised weight-copy scales").bytes == 187'500);
+  // fp8 primary dense weights: they are the row-wise copy; the transpose adds 1 B each on
+  // Hopper and nothing on sm100. The bf16 routed experts still get a whole cached copy.
+  const Precision fp8_dense{.dense_weights = WeightDtype::fp8_tensor_scaled};
+  terms = resident_terms(counts, fp8_dense, adam, {}, quantised(Fp8Recipe::tensor));
   CHECK(find(terms, "TE column-wise (transposed) copies").bytes == 1'000'000);
-  CHECK(find(terms, "TE cached fp8 weight copies").bytes == 1'000'000);
+  CHECK(find(terms, "TE cached quantised weight copies").bytes == 1'000'000);
+  terms = resident_terms(counts, fp8_dense, adam, {}, quantised(Fp8Recipe::tensor, true));
+  for (const Term& t : terms) CHECK(!term_name(t).starts_with("TE column-wise"));
+  // MXFP8 primary weights: the column-wise usage is a second quantisation with its own e8m0
+  // scales: 1 B x 1,000,000 data; scales ceil((2 x 500,000 + 1,000,000) / 32) = 62,500 (the
+  // bf16 experts' two usages and the primary weights' column-wise one).
+  const Precision mx_dense{.dense_weights = WeightDtype::mxfp8};
+  terms = resident_terms(counts, mx_dense, adam, {}, quantised(Fp8Recipe::mxfp8));
+  CHECK(find(terms, "TE column-wise (transposed) copies").bytes == 1'000'000);
+  CHECK(find(terms, "TE quantised weight-copy scales").bytes == 62'500);
+}
+
+TEST_CASE("Delayed scaling keeps an amax history and scales per quantised GEMM") {
+  // 10 hidden and 30 expert weight tensors: 40 GEMMs. Per GEMM fp32
+  // [L, 3] + [3] forward and [L, 2] + [2] backward: (5 L + 5) x 4 B.
+  RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
+  counts.weight_tensors[static_cast<int>(TensorRole::hidden_matrix)] = 10;
+  counts.weight_tensors[static_cast<int>(TensorRole::expert_matrix)] = 30;
+  const std::int64_t gemms = counts.tensors(TensorRole::hidden_matrix) +
+                             counts.tensors(TensorRole::expert_matrix);
+  LowPrecisionResident lp = quantised(Fp8Recipe::delayed);
+  lp.amax_history_len = 1024;
+  const auto terms = resident_terms(counts, {}, optimizer(OptimizerKind::adam), {}, lp);
+  CHECK(find(terms, "TE delayed-scaling amax histories").bytes == gemms * (5 * 1024 + 5) * 4);
+  for (const Term& t : resident_terms(counts, {}, optimizer(OptimizerKind::adam), {},
+                                      quantised(Fp8Recipe::tensor))) {
+    CHECK(!term_name(t).starts_with("TE delayed-scaling"));
+  }
+}
+
+TEST_CASE("bf16 first/last layers: no cached copies, bf16 matrices under quantised primaries") {
+  const RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
+  LowPrecisionResident lp = quantised(Fp8Recipe::tensor);
+  lp.bf16_layers.elements[static_cast<int>(TensorRole::hidden_matrix)] = 200'000;
+  lp.bf16_layers.weight_tensors[static_cast<int>(TensorRole::hidden_matrix)] = 2;
+  const Precision fp8_all{.dense_weights = WeightDtype::fp8_tensor_scaled,
+                          .expert_weights = WeightDtype::fp8_tensor_scaled};
+  const auto terms = resident_terms(counts, fp8_all, optimizer(OptimizerKind::adam), {}, lp);
+  // Transposes of the 1,300,000 quantised elements only.
+  CHECK(find(terms, "TE column-wise (transposed) copies").bytes == 1'300'000);
+  // Weights: 1,300,000 fp8 values; the bf16 group adds the 200,000 bf16-layer elements to the
+  // router, embedding, vectors and convolutions.
+  std::int64_t weights = 0;
+  for (const Term& t : terms) {
+    if (t.info->text == TermText::weights) weights += t.bytes;
+  }
+  CHECK(weights == 1'300'000 + 2 * (200'000 + 1'000 + 2'000'000 + 3'000));
 }

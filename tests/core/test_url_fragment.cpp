@@ -89,7 +89,11 @@ Config every_field_changed() {
   c.optimizer.muon_tp_mode = MuonTpMode::blockwise;
   c.precision.gradient_accumulation_fusion = false;
   c.training.kernels.gemm_workspaces = GemmWorkspaces::sm80;
-  c.precision.fp8_recipe = Fp8Recipe::mxfp8;
+  c.training.low_precision.recipe = Fp8Recipe::mxfp8;
+  c.training.low_precision.amax_history_len = 1024;
+  c.training.low_precision.bf16_layers_at_start = 1;
+  c.training.low_precision.bf16_layers_at_end = 2;
+  c.training.low_precision.fp8_attention = true;
   c.parallel.schedule = PipelineSchedule::dualpipev;
   c.training.stack.transformer_engine = release(2, 11);
   c.training.stack.compile = CompileMode::on;

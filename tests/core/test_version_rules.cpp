@@ -50,8 +50,12 @@ TEST_CASE("Every rule holds at its release and after, not before; a missing comp
     Release before = r.from;
     if (before.number[2] > 0) {
       before.number[2] -= 1;
-    } else {
+    } else if (before.number[1] > 0) {
       before.number[1] -= 1;
+      before.number[2] = 99;
+    } else {  // x.0: the last release of the major before
+      before.number[0] -= 1;
+      before.number[1] = 99;
       before.number[2] = 99;
     }
     before.parts = 3;

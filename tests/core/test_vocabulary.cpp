@@ -258,7 +258,7 @@ TEST_CASE("Vocabulary: every setting that changes memory, in one line") {
   c.optimizer.kind = OptimizerKind::distributed_adam;
   c.optimizer.moments = MomentDtype::bf16;
   c.precision.expert_weights = WeightDtype::fp8_block_scaled;
-  c.precision.fp8_recipe = Fp8Recipe::block;
+  c.training.low_precision.recipe = Fp8Recipe::block;
   c.parallel.virtual_stages = 2;
   CHECK(settings_text(c) ==
         "seq 8,192 | mbs 2, gbs 1,024 (128 micro-batches) | recompute full (uniform, 2 layers) | "

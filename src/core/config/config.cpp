@@ -5,6 +5,7 @@
 
 #include "config/devices.h"
 #include "config/version_rules.h"
+#include "config/low_precision_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 #include "parallel/schedule.h"
@@ -23,6 +24,39 @@ void check_source(Diagnostics& d, const std::string& field, const std::string& s
   }
 }
 
+// The recipe is in range, runs on the stack's architecture and TE release, and its options
+// apply (Megatron's and TE's own checks: arguments.py, transformer_engine/pytorch/quantization.py).
+void validate_low_precision(const Config& config, Diagnostics& d) {
+  const LowPrecisionCompute& lp = config.training.low_precision;
+  if (static_cast<std::size_t>(lp.recipe) >= enum_names<Fp8Recipe>.size()) {
+    d.error("precision.fp8_recipe", one_of(enum_names<Fp8Recipe>));
+    return;
+  }
+  if (!in_range(lp.amax_history_len, 1, std::int64_t{1} << 20)) {
+    d.error("precision.fp8_amax_history_len",
+            "must be an integer in [1, 1048576], got " + std::to_string(lp.amax_history_len));
+  }
+  for (const auto& [value, field] :
+       {std::pair{lp.bf16_layers_at_start, "precision.bf16_layers_at_start"},
+        std::pair{lp.bf16_layers_at_end, "precision.bf16_layers_at_end"}}) {
+    if (!in_range(value, 0, std::int64_t{1} << 20)) {
+      d.error(field, "must be an integer in [0, 1048576], got " + std::to_string(value));
+    }
+  }
+  for (const std::string& problem : low_precision_problems(config.training)) {
+    d.error("precision.fp8_recipe", problem);
+  }
+  if (!lp.quantised()) {
+    if (lp.fp8_attention) {
+      d.error("precision.fp8_attention", "fp8 attention needs a quantised recipe (fp8_recipe)");
+    }
+    if (lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0) {
+      d.warn("precision.bf16_layers_at_start",
+             "bf16 first/last layers have no effect without a quantised recipe");
+    }
+  }
+}
+
 // The precision and optimizer enums are in range; muon-group casting needs a Muon optimizer.
 void validate_precision_and_optimizer(const Config& config, Diagnostics& d) {
   const auto& p = config.precision;
@@ -35,9 +69,7 @@ void validate_precision_and_optimizer(const Config& config, Diagnostics& d) {
   if (static_cast<std::size_t>(p.grads) >= enum_names<GradDtype>.size()) {
     d.error("precision.grads", one_of(enum_names<GradDtype>));
   }
-  if (static_cast<std::size_t>(p.fp8_recipe) >= enum_names<Fp8Recipe>.size()) {
-    d.error("precision.fp8_recipe", one_of(enum_names<Fp8Recipe>));
-  }
+  validate_low_precision(config, d);
   const auto& o = config.optimizer;
   if (static_cast<std::size_t>(o.kind) >= enum_names<OptimizerKind>.size()) {
     d.error("optimizer.kind", one_of(enum_names<OptimizerKind>));

@@ -22,7 +22,7 @@
 //    parameter all-gather implementation, ParamGather).
 //  - optimizer.muon_tp_mode: duplicated | blockwise | distributed (MuonTpMode).
 //  - precision.gradient_accumulation_fusion: boolean.
-//  - precision.fp8_recipe: none | tensor | mxfp8 | block (Fp8Recipe).
+//  - precision.fp8_recipe and the other low-precision compute fields: training.h.
 //  - device.preset: "" (no device) or a name from devices.h; device.bytes: 0 (use the preset) or
 //    an integer in [1, 2^50] bytes, which overrides the preset (a custom device).
 //  - measurements[i]: point (MeasurementPoint), stage in [0, PP-1], bytes in [0, 2^50], source
@@ -54,13 +54,15 @@ enum class WeightDtype : std::uint8_t {
   fp8_block_scaled,   // fp8 e4m3 values, one fp32 scale per 128 x 128 block (DeepSeek-V3 recipe)
   mxfp8,              // fp8 e4m3 values, one e8m0 (1 B) scale per 32 values (OCP MX)
   mxfp4,              // fp4 e2m1 values (0.5 B), one e8m0 (1 B) scale per 32 values (OCP MX)
+  nvfp4,  // fp4 e2m1 values (0.5 B), one e4m3 (1 B) scale per 16 values and an fp32 tensor amax
+          // (TE NVFP4Tensor; Megatron --fp4-param-gather)
 };
 template <>
 struct EnumNames<WeightDtype> {
-  static constexpr std::array<std::string_view, 6> names = {"bf16",      "fp32",  "fp8-tensor",
-                                                            "fp8-block", "mxfp8", "mxfp4"};
+  static constexpr std::array<std::string_view, 7> names = {
+      "bf16", "fp32", "fp8-tensor", "fp8-block", "mxfp8", "mxfp4", "nvfp4"};
 };
-static_assert(names_end_at<WeightDtype::mxfp4>());
+static_assert(names_end_at<WeightDtype::nvfp4>());
 inline constexpr int weight_dtype_count = static_cast<int>(enum_count<WeightDtype>);
 
 enum class GradDtype : std::uint8_t { fp32, bf16 };
@@ -69,17 +71,6 @@ struct EnumNames<GradDtype> {
   static constexpr std::array<std::string_view, 2> names = {"fp32", "bf16"};
 };
 static_assert(names_end_at<GradDtype::bf16>());
-// TransformerEngine's fp8 compute recipe for the linear layers (none: bf16 compute):
-//  - tensor: per-tensor scaling (delayed or current), Hopper GEMM layouts: a weight is used
-//    row-wise in forward and column-wise (its transpose) in backward;
-//  - mxfp8: MXFP8 block scaling (e8m0 scale per 32 values), row- and column-wise copies;
-//  - block: fp8 block scaling (fp32 scale per 128 x 128 weight block), row- and column-wise.
-enum class Fp8Recipe : std::uint8_t { none, tensor, mxfp8, block };
-template <>
-struct EnumNames<Fp8Recipe> {
-  static constexpr std::array<std::string_view, 4> names = {"none", "tensor", "mxfp8", "block"};
-};
-static_assert(names_end_at<Fp8Recipe::block>());
 enum class OptimizerKind : std::uint8_t { adam, distributed_adam, muon, distributed_muon };
 template <>
 struct EnumNames<OptimizerKind> {
@@ -155,9 +146,6 @@ inline std::string_view cast_copy_name(CastCopy copy) {
 inline std::string_view param_gather_name(ParamGather gather) {
   return enum_name(gather);
 }
-inline std::string_view fp8_recipe_name(Fp8Recipe recipe) {
-  return enum_name(recipe);
-}
 inline std::string_view muon_tp_mode_name(MuonTpMode mode) {
   return enum_name(mode);
 }
@@ -195,7 +183,6 @@ struct Precision {
   // Megatron's own linear layers) hand autograd a dummy bf16 weight gradient instead, one
   // buffer per distinct weight shape, kept for the whole run (TE module/base.py get_dummy_wgrad).
   bool gradient_accumulation_fusion = true;
-  Fp8Recipe fp8_recipe = Fp8Recipe::none;
   friend bool operator==(const Precision&, const Precision&) = default;
 };
 

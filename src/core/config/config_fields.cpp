@@ -42,8 +42,14 @@ std::vector<std::string_view> device_names() {
       },                                                                    \
   .stack_kernel = static_cast<int>(kernel)
 
+// Megatron's --fp8-recipe spellings of the recipes stagemem named first.
+constexpr std::array<ChoiceAlias, 2> recipe_aliases = {{
+    {"tensorwise", static_cast<int>(Fp8Recipe::tensor)},
+    {"blockwise", static_cast<int>(Fp8Recipe::block)},
+}};
+
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 56> fields = {{
+const std::array<ConfigField, 60> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -380,11 +386,13 @@ const std::array<ConfigField, 56> fields = {{
                            StackKernel::gemm_workspaces)},
     {.key = "fp8_recipe",
      .path = "precision.fp8_recipe",
-     .help = "TE fp8 compute recipe of the linear layers (none: bf16): tensor, mxfp8 or block; "
-             "adds TE's cached fp8 weight copies",
+     .help = "TE quantised compute recipe of the linear layers (none: bf16): tensor (Megatron "
+             "tensorwise), mxfp8, block (blockwise), delayed or nvfp4: saved inputs, output "
+             "gradients and cached weight copies in the recipe's format",
      .kind = FieldKind::choice,
      .choices = enum_names<Fp8Recipe>,
-     STAGEMEM_CHOICE(precision.fp8_recipe, Fp8Recipe)},
+     STAGEMEM_CHOICE(training.low_precision.recipe, Fp8Recipe),
+     .choice_aliases = recipe_aliases},
     {.key = "schedule",
      .path = "parallel.schedule",
      .help = "pipeline schedule: 1f1b (Megatron's; interleaved when vpp > 1) or dualpipev "
@@ -398,6 +406,34 @@ const std::array<ConfigField, 56> fields = {{
              "torch=2.7,compile=on,arch=sm90); left out: the current releases",
      .kind = FieldKind::stack,
      .stack = [](Config& c) { return &c.training.stack; }},
+    // Issue 24: low-precision compute.
+    {.key = "fp8_amax_history_len",
+     .path = "precision.fp8_amax_history_len",
+     .help = "delayed scaling's amax history length per quantised tensor (Megatron "
+             "--fp8-amax-history-len; default 1)",
+     .min = 1,
+     .max = std::int64_t{1} << 20,
+     STAGEMEM_INTEGER(training.low_precision.amax_history_len)},
+    {.key = "bf16_layers_at_start",
+     .path = "precision.bf16_layers_at_start",
+     .help = "the model's first decoder layers that compute in bf16 under a quantised recipe "
+             "(Megatron --first-last-layers-bf16 --num-layers-at-start-in-bf16)",
+     .min = 0,
+     .max = 1 << 20,
+     STAGEMEM_INTEGER(training.low_precision.bf16_layers_at_start)},
+    {.key = "bf16_layers_at_end",
+     .path = "precision.bf16_layers_at_end",
+     .help = "the model's last decoder layers that compute in bf16 under a quantised recipe "
+             "(Megatron --num-layers-at-end-in-bf16)",
+     .min = 0,
+     .max = 1 << 20,
+     STAGEMEM_INTEGER(training.low_precision.bf16_layers_at_end)},
+    {.key = "fp8_attention",
+     .path = "precision.fp8_attention",
+     .help = "TE's fp8 dot-product attention (Megatron --fp8-dot-product-attention): q, k, v "
+             "saved in fp8",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.low_precision.fp8_attention)},
 }};
 
 #undef STAGEMEM_INTEGER
@@ -521,6 +557,10 @@ std::string allowed_values(const ConfigField& field) {
       std::string names;
       for (std::string_view c : field.choices)
         names += (names.empty() ? "" : ", ") + std::string(c);
+      for (const ChoiceAlias& alias : field.choice_aliases) {
+        names += ", " + std::string(alias.name) + " (= " +
+                 std::string(field.choices[static_cast<std::size_t>(alias.index)]) + ")";
+      }
       return "one of: " + names;
     }
     case FieldKind::integer_list:
@@ -578,6 +618,12 @@ bool parse_field_text(const ConfigField& field, std::string_view text, Config& c
       for (std::size_t i = 0; i < field.choices.size(); ++i) {
         if (field.choices[i] == text) {
           field.set_choice(config, static_cast<int>(i));
+          return true;
+        }
+      }
+      for (const ChoiceAlias& alias : field.choice_aliases) {
+        if (alias.name == text) {
+          field.set_choice(config, alias.index);
           return true;
         }
       }

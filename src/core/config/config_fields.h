@@ -34,6 +34,12 @@ enum class FieldKind : std::uint8_t {
   stack  // a software stack (software_stack.h), written as name=version pairs
 };
 
+// Another spelling a choice field accepts on input (its own name is always written).
+struct ChoiceAlias {
+  std::string_view name;
+  int index = 0;
+};
+
 struct ConfigField {
   std::string_view key;   // "tp": URL key, CLI flag --tp
   std::string_view path;  // "parallel.tensor_parallel": JSON path (dotted)
@@ -64,6 +70,8 @@ struct ConfigField {
   // names one item rather than being free text. parse_field_text does not check it (a link may
   // name a preset of another build); check_references and the estimate do. nullptr: free text.
   std::vector<std::string_view> (*names)() = nullptr;
+  // choice only: other accepted spellings (Megatron's), read but never written.
+  std::span<const ChoiceAlias> choice_aliases{};
 };
 
 // A configuration read from untrusted text (URL fragment, JSON, CLI flags): use `config` only

@@ -135,6 +135,46 @@ struct EnumNames<GemmWorkspaces> {
 };
 static_assert(names_end_at<GemmWorkspaces::none>());
 
+// TransformerEngine's quantised compute recipe for the linear layers (none: bf16 compute), as
+// Megatron's --fp8-recipe / --fp4-recipe select it (transformer_engine/common/recipe):
+//  - tensor: Float8CurrentScaling (Megatron `tensorwise`), one fp32 scale per tensor;
+//  - mxfp8: MXFP8BlockScaling, one e8m0 scale per 32 values, row- and column-wise quantisations;
+//  - block: Float8BlockScaling (Megatron `blockwise`, DeepSeek-V3's), fp32 scales per 1 x 128
+//    (activations, gradients) and 128 x 128 (weights) blocks;
+//  - delayed: DelayedScaling (Megatron's default recipe), per-tensor scales from an amax history;
+//  - nvfp4: NVFP4BlockScaling (Megatron --fp4-recipe nvfp4), e2m1 values with one e4m3 scale per
+//    16 values and an fp32 amax per tensor.
+// The names `tensor` and `block` predate Megatron's spellings, which are accepted as aliases.
+enum class Fp8Recipe : std::uint8_t { none, tensor, mxfp8, block, delayed, nvfp4 };
+template <>
+struct EnumNames<Fp8Recipe> {
+  static constexpr std::array<std::string_view, 6> names = {"none",  "tensor",  "mxfp8",
+                                                            "block", "delayed", "nvfp4"};
+};
+static_assert(names_end_at<Fp8Recipe::nvfp4>());
+inline std::string_view fp8_recipe_name(Fp8Recipe recipe) {
+  return enum_name(recipe);
+}
+
+// Low-precision compute of the linear layers (memory/low_precision.h has what each keeps):
+//  - recipe: the quantised recipe (Megatron --fp8-recipe, --fp4-recipe);
+//  - amax_history_len: DelayedScaling's amax history per quantised tensor (Megatron
+//    --fp8-amax-history-len, default 1; TE's own default is 1024), [1, 2^20];
+//  - bf16_layers_at_start / _at_end: Megatron --first-last-layers-bf16 with
+//    --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16: the first and last decoder
+//    layers of the model (global indices) compute in bf16, [0, layers];
+//  - fp8_attention: TE's fp8 dot-product attention (Megatron --fp8-dot-product-attention): q, k,
+//    v (and O under delayed scaling) saved in fp8.
+struct LowPrecisionCompute {
+  Fp8Recipe recipe = Fp8Recipe::none;
+  std::int64_t amax_history_len = 1;
+  std::int64_t bf16_layers_at_start = 0;
+  std::int64_t bf16_layers_at_end = 0;
+  bool fp8_attention = false;
+  bool quantised() const { return recipe != Fp8Recipe::none; }
+  friend bool operator==(const LowPrecisionCompute&, const LowPrecisionCompute&) = default;
+};
+
 // The spelling of each option value is its enum's EnumNames list above (base/enum_names.h).
 
 constexpr std::uint32_t module_bit(RecomputeModule module) {
@@ -184,6 +224,7 @@ struct TrainingConfig {
   double routing_imbalance = 1.0;
   RecomputeConfig recompute{};
   KernelAssumptions kernels{};
+  LowPrecisionCompute low_precision{};
   // The library releases of the run (software_stack.h): the version rules' input, and what the
   // kernel options that are version questions are derived from (version_rules.h).
   SoftwareStack stack{};

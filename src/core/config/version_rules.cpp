@@ -93,6 +93,31 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
      .before = "a fresh torch.empty per backward (a backward transient, not counted)",
      .change = "Megatron-LM commit e7c55de99e (MR !3473), megatron/core/tensor_parallel/"
                "layers.py"},
+    {.rule = VersionRule::te_per_tensor_fp8_one_copy_on_blackwell,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 0),
+     .behaviour = "per-tensor fp8 (delayed, tensor) on sm100/sm103 keeps one data array for the "
+                  "row- and column-wise usages (non-TN GEMMs): 1 B per element",
+     .before = "a row-wise array and its transpose on every architecture: 2 B per element",
+     .change = "TransformerEngine 2.0 (main commit 544dd14b4), tensor/storage/"
+               "float8_tensor_storage.py update_usage and utils.py is_non_tn_fp8_gemm_supported"},
+    {.rule = VersionRule::te_linear_save_original_input,
+     .component = StackComponent::transformer_engine,
+     .from = release(2, 6),
+     .behaviour = "TE Linear and GroupedLinear can save their bf16 input instead of a quantised "
+                  "copy (save_original_input)",
+     .before = "a quantised linear always saves its quantised input",
+     .change = "TransformerEngine PR #1865 (commit 07afda985), pytorch/module/linear.py and "
+               "grouped_linear.py"},
+    {.rule = VersionRule::megatron_proj_saves_original_input,
+     .component = StackComponent::megatron_core,
+     .from = release(0, 15),
+     .behaviour = "the attention output projection saves its bf16 input (already kept by the "
+                  "attention kernel) under non-delayed recipes: no quantised copy (with TE >= "
+                  "2.6)",
+     .before = "the output projection saves a quantised copy of the attention output",
+     .change = "Megatron-LM commit 781e765818 (MR !3465), megatron/core/transformer/"
+               "attention.py set_save_original_input"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

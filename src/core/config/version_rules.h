@@ -36,10 +36,13 @@ enum class VersionRule : std::uint8_t {
   te_dummy_wgrad_cache,                      // TE keeps one dummy weight gradient per shape
   te_grouped_linear_dummy_wgrad_cache,       // so does its GroupedLinear (routed experts)
   megatron_lm_head_dummy_wgrad_cache,        // and Megatron's own linear layers (output layer)
+  te_per_tensor_fp8_one_copy_on_blackwell,   // per-tensor fp8: one data array on sm100/sm103
+  te_linear_save_original_input,             // TE's Linear can save its bf16 input instead
+  megatron_proj_saves_original_input,        // Megatron sets it on the attention projection
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 10> names = {
+  static constexpr std::array<std::string_view, 13> names = {
       "te-cross-entropy-fp32-gradient",
       "moe-probs-in-activation",
       "fla-gate-in-kernel",
@@ -49,9 +52,12 @@ struct EnumNames<VersionRule> {
       "te-cp-a2a-saves-output-before-all-to-all",
       "te-dummy-wgrad-cache",
       "te-grouped-linear-dummy-wgrad-cache",
-      "megatron-lm-head-dummy-wgrad-cache"};
+      "megatron-lm-head-dummy-wgrad-cache",
+      "te-per-tensor-fp8-one-copy-on-blackwell",
+      "te-linear-save-original-input",
+      "megatron-proj-saves-original-input"};
 };
-static_assert(names_end_at<VersionRule::megatron_lm_head_dummy_wgrad_cache>());
+static_assert(names_end_at<VersionRule::megatron_proj_saves_original_input>());
 
 struct VersionRuleInfo {
   VersionRule rule;

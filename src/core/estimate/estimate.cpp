@@ -126,7 +126,10 @@ FieldMessage overflow_error(const StageReport& stage) {
     const Formula& f = culprit->formula;
     for (int i = 0; i < f.size(); ++i) {
       const std::string_view label = label_text(f.label(i));
-      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes || label.empty()) continue;
+      if (f.op(i) == FactorOp::value || f.op(i) == FactorOp::bytes || f.op(i) == FactorOp::plus ||
+          label.empty()) {
+        continue;
+      }
       if (label == "S/CP" || label == "S") {
         seq = true;
       } else if (label == "B") {

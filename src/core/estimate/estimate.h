@@ -80,6 +80,7 @@ struct EstimateCache {
   Precision precision{};
   OptimizerConfig optimizer{};
   SoftwareStack state_stack{};  // the releases decide which dummy weight gradients are kept
+  LowPrecisionCompute state_low_precision{};  // the recipe, history and bf16 layers
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
   // Their sums per stage (what a sweep of peaks reads); -1: the terms do not fit in int64 bytes.

@@ -95,9 +95,11 @@ void refresh_layout(EstimateCache& cache, const Model& model, const ParallelLayo
 
 void refresh_state_terms(EstimateCache& cache, const Model& model, const Config& config) {
   if (cache.state_terms_valid && cache.precision == config.precision &&
-      cache.optimizer == config.optimizer && cache.state_stack == config.training.stack) {
+      cache.optimizer == config.optimizer && cache.state_stack == config.training.stack &&
+      cache.state_low_precision == config.training.low_precision) {
     return;
   }
+  cache.state_low_precision = config.training.low_precision;
   const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
   cache.precision = config.precision;
   cache.optimizer = config.optimizer;
@@ -111,8 +113,9 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
     std::vector<Term>& optimizer_step = cache.optimizer_step_terms[i];
     resident.reserve(12);
     optimizer_step.reserve(2);
-    append_resident_terms(cache.parameters[i].per_rank_roles, config.precision, config.optimizer,
-                          shards, resident);
+    append_resident_terms(
+        cache.parameters[i].per_rank_roles, config.precision, config.optimizer, shards, resident,
+        low_precision_resident(config.training, model, cache.parameters[i], config.parallel));
     append_dummy_wgrad_terms(model, cache.parameters[i], config.parallel, config.precision,
                              config.training.stack, resident);
     append_optimizer_step_transients(model, cache.parameters[i], config.parallel, config.optimizer,

@@ -125,6 +125,14 @@ ActivationPiece attention_backward_piece(const Model& model, AttentionKind kind,
                                          const TokenShape& shape, const TrainingConfig& training);
 ActivationPiece mlp_backward_piece(const Model& model, MlpKind kind, const TokenShape& shape,
                                    const TrainingConfig& training, const ParallelLayout& layout);
+// Under a quantised recipe: the row-wise quantisation of the widest linear input on a rank with
+// dense and/or MoE layers, alive during that layer's forward GEMM beside the column-wise copy it
+// saves (none without a recipe, and for per-tensor fp8 keeping one array).
+std::optional<ActivationPiece> quantised_forward_transient(const Model& model,
+                                                           const TokenShape& shape,
+                                                           const TrainingConfig& training,
+                                                           const ParallelLayout& layout,
+                                                           bool dense, bool moe);
 // chunk_kda's forward intermediates of one KDA layer (fused backend; none for the others).
 std::optional<ActivationPiece> kda_forward_transient(const Model& model, const TokenShape& shape,
                                                      const TrainingConfig& training);

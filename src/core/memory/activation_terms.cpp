@@ -831,6 +831,11 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
                                 [&] { return kda_forward_transient(model, shape, training); });
     if (p) keep_transient(result, *p);
   }
+  if (const auto p = quantised_forward_transient(
+          model, shape, training, layout, held.mlp[static_cast<std::size_t>(MlpKind::dense)],
+          held.moe)) {
+    keep_transient(result, *p);
+  }
   if (attn_res) {
     keep_transient(result, attn_res_internal_piece(model, shape, training, largest_slots));
   }

@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "config/version_rules.h"
 #include "memory/activation_pieces.h"
+#include "memory/low_precision.h"
 
 namespace stagemem {
 namespace {
@@ -82,6 +83,10 @@ constexpr TermInfo term_attention_output_before_the_output_all_to_all{
 constexpr TermInfo term_attention_backward_flash{
     "attention backward working set of one layer (dq, dk, dv and flash-attention's fp32 dq_accum)",
     "S/CP, B, heads/TP", TermText::generic, true};
+constexpr TermInfo term_attention_projection_backward_quantised{
+    "attention backward working set of one layer at its widest projection's backward (the "
+    "output gradient in bf16 and quantised row- and column-wise)",
+    "S/CP, B, projection width/TP", TermText::generic, true};
 constexpr TermInfo term_attention_backward_materialized{
     "attention backward working set of one layer (score gradient of the unfused attention)",
     "S/CP x S, B, heads/TP", TermText::generic, true};
@@ -105,20 +110,46 @@ constexpr TermInfo term_chunk_kda_output_and_output_gate_gated_rmsnorm_i{
 constexpr TermInfo term_gated_rmsnorm_output_output_projection_input{
     "gated RMSNorm output (output projection input)", "S/CP, B, heads/TP"};
 
+constexpr TermInfo term_output_projection_quantised_input{
+    "output projection's quantised copy of the attention output (its saved input)",
+    "S/CP, B, heads x v_dim/TP"};
+
 constexpr std::int64_t bf16 = 2;
 constexpr std::int64_t fp32 = 4;
 
 // Megatron's `layernorm` recompute reaches only a stand-alone norm module; a norm fused into
 // TE's LayerNormColumnParallelLinear saves its output inside that module.
 void add_attention_norm(std::vector<ActivationPiece>& out, const Model& m, const TokenShape& s,
-                        AttentionKind kind) {
+                        AttentionKind kind, const LinearQuantisation& quantisation) {
   out.push_back(
       make_piece(term_layer_input_residual_stream_saved_by_the_attenti,
                  hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
-  out.push_back(
-      make_piece(term_attention_norm_output_input_of_the_attention_pro,
-                 hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
-                 attention_norm_fused(kind) ? 0u : module_bits({RecomputeModule::layernorm})));
+  // Under a quantised recipe GQA's fused LayerNormLinear saves the quantised norm output in
+  // place of the bf16 one; MLA's stand-alone norm feeds two down-projections (q and kv), each a
+  // TE Linear saving its own quantised copy. The users' KDA port's projections are not known to
+  // be TE linears: its norm output stays one bf16 tensor.
+  const std::uint32_t dropped =
+      attention_norm_fused(kind) ? 0u : module_bits({RecomputeModule::layernorm});
+  const LinearQuantisation q = kind == AttentionKind::kda ? LinearQuantisation{} : quantisation;
+  out.push_back(saved_linear_input(term_attention_norm_output_input_of_the_attention_pro,
+                                   hidden_tokens(s, m.hidden, label_id("h")), m.hidden, dropped, q,
+                                   1.0, kind == AttentionKind::mla && q.quantised() ? 2 : 1));
+}
+
+// The attention kernel's saved inputs: bf16, or fp8 with fp8 attention (TE FusedAttnFunc
+// quantises q, k and v; per-tensor scales, or MXFP8's row-wise blocks).
+ActivationPiece attention_inputs(const TermInfo& info, Formula elements, std::int64_t cols,
+                                 const LinearQuantisation& q, std::uint32_t dropped) {
+  if (!q.fp8_attention || !q.quantised()) {
+    return make_piece(info, elements.bytes(bf16, label_id("bf16")), dropped);
+  }
+  const std::int64_t rows = cols > 0 ? elements.value() / cols : 0;
+  const QuantisedBytes b = quantised_bytes(q, QuantisedKind::activation, QuantisedUse::rowwise,
+                                           rows, cols);
+  // q, k and v are quantised separately: three per-tensor scales.
+  const std::int64_t scales = q.recipe == Fp8Recipe::mxfp8 ? b.scales : 3 * b.scales;
+  elements.bytes(1, label_id("fp8 e4m3")).plus(label_id("fp8 attention scales"), scales);
+  return make_piece(info, elements, dropped);
 }
 
 // Token-wise tensors whose token dimension is the sequence-parallel shard (outputs of duplicated
@@ -134,7 +165,8 @@ Formula sp_tokens(const TokenShape& s, std::int64_t width, Label width_label) {
 // Flash attention keeps its output and the per-row log-sum-exp; a materialised kernel keeps the
 // softmax output (and, with dropout, its mask and the dropped-out probabilities) instead.
 void add_attention_core(std::vector<ActivationPiece>& out, const TokenShape& s,
-                        const TrainingConfig& t, std::int64_t heads, std::int64_t value_width) {
+                        const TrainingConfig& t, std::int64_t heads, std::int64_t value_width,
+                        bool output_gate = false) {
   const std::uint32_t core = module_bits({RecomputeModule::core_attn});
   if (t.kernels.attention == AttentionKernel::flash) {
     Formula lse;
@@ -162,9 +194,21 @@ void add_attention_core(std::vector<ActivationPiece>& out, const TokenShape& s,
                                scores().bytes(bf16, label_id("bf16")), core));
     }
   }
-  out.push_back(make_piece(
-      term_attention_output_also_the_output_projection_s_in,
-      split_tokens(s, value_width, label_id("heads x v_dim")).bytes(bf16, label_id("bf16"))));
+  // fp8 attention under delayed scaling saves its fp8 output instead of the bf16 one (TE
+  // FusedAttnFunc: out_fp8; current scaling and MXFP8 keep the bf16 output by default).
+  const LinearQuantisation q = linear_quantisation(t);
+  const bool fp8_output = q.fp8_attention && q.recipe == Fp8Recipe::delayed;
+  out.push_back(make_piece(term_attention_output_also_the_output_projection_s_in,
+                           split_tokens(s, value_width, label_id("heads x v_dim"))
+                               .bytes(fp8_output ? 1 : bf16, fp8_output ? label_id("fp8 e4m3")
+                                                                        : label_id("bf16"))));
+  if (q.quantised() && !q.projection_saves_original && !output_gate) {
+    // The output projection (a TE Linear) saves its own quantised copy of that output: delayed
+    // scaling, or releases before Megatron set save_original_input on it.
+    out.push_back(saved_linear_input(term_output_projection_quantised_input,
+                                     split_tokens(s, value_width, label_id("heads x v_dim")),
+                                     value_width / s.tensor_parallel, 0, q));
+  }
   if (s.context_parallel > 1 && t.kernels.cp_comm_type != CpCommType::p2p &&
       rule_holds(t.stack, VersionRule::te_cp_a2a_saves_output_before_all_to_all)) {
     // AttnFuncWithCPAndQKVOA2A saves out_part (full sequence, heads/CP: the same bytes as the
@@ -188,9 +232,10 @@ void add_gqa(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
              const TrainingConfig& t) {
   const GqaShape& a = m.gqa;
   const std::int64_t qkv_width = (a.heads + 2 * a.kv_heads) * a.head_dim;
-  out.push_back(make_piece(term_q_k_v_attention_inputs_after_rope,
-                           split_tokens(s, qkv_width, label_id("(heads + 2 kv_heads) x head_dim"))
-                               .bytes(bf16, label_id("bf16"))));
+  out.push_back(attention_inputs(
+      term_q_k_v_attention_inputs_after_rope,
+      split_tokens(s, qkv_width, label_id("(heads + 2 kv_heads) x head_dim")),
+      qkv_width / s.tensor_parallel, linear_quantisation(t), 0));
   if (a.qk_norm) {
     // TE's RMSNorm on q and on k saves a contiguous copy of its input and the per-row rstd; RoPE
     // then makes the new q, k the attention keeps.
@@ -209,6 +254,7 @@ void add_mla(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
              const TrainingConfig& t) {
   const MlaShape& a = m.mla;
   const std::uint32_t up = module_bits({RecomputeModule::mla_up_proj});
+  const LinearQuantisation q = linear_quantisation(t);
   const std::int64_t q_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
   // The down-projections are duplicated TELinear layers on the SP-sharded input, so the latents
   // are [S/(CP TP), B, r] under SP. The latent norms are fused into the up-projections
@@ -218,30 +264,31 @@ void add_mla(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
     out.push_back(make_piece(
         term_q_latent_q_down_projection_output_its_norm_s_inp,
         sp_tokens(s, a.q_lora_rank, label_id("q_lora_rank")).bytes(bf16, label_id("bf16"))));
-    out.push_back(make_piece(
-        term_q_latent_after_its_norm_q_up_projection_input,
-        sp_tokens(s, a.q_lora_rank, label_id("q_lora_rank")).bytes(bf16, label_id("bf16")), up));
+    out.push_back(saved_linear_input(term_q_latent_after_its_norm_q_up_projection_input,
+                                     sp_tokens(s, a.q_lora_rank, label_id("q_lora_rank")),
+                                     a.q_lora_rank, up, q));
   }
   out.push_back(make_piece(
       term_kv_latent_and_rope_key_kv_down_projection_output,
       sp_tokens(s, a.kv_lora_rank + a.qk_rope_head_dim, label_id("kv_lora_rank + rope_dim"))
           .bytes(bf16, label_id("bf16"))));
-  out.push_back(make_piece(
-      term_kv_latent_after_its_norm_kv_up_projection_input,
-      sp_tokens(s, a.kv_lora_rank, label_id("kv_lora_rank")).bytes(bf16, label_id("bf16")), up));
-  out.push_back(make_piece(term_up_projected_q_k_v_attention_inputs,
-                           split_tokens(s, a.heads * (2 * q_head + a.v_head_dim),
-                                        label_id("heads x (2 (nope + rope) + v_dim)"))
-                               .bytes(bf16, label_id("bf16")),
-                           up));
-  add_attention_core(out, s, t, a.heads, a.heads * a.v_head_dim);
+  out.push_back(saved_linear_input(term_kv_latent_after_its_norm_kv_up_projection_input,
+                                   sp_tokens(s, a.kv_lora_rank, label_id("kv_lora_rank")),
+                                   a.kv_lora_rank, up, q));
+  out.push_back(attention_inputs(term_up_projected_q_k_v_attention_inputs,
+                                 split_tokens(s, a.heads * (2 * q_head + a.v_head_dim),
+                                              label_id("heads x (2 (nope + rope) + v_dim)")),
+                                 a.heads * (2 * q_head + a.v_head_dim) / s.tensor_parallel, q,
+                                 up));
+  add_attention_core(out, s, t, a.heads, a.heads * a.v_head_dim, a.output_gate);
   if (a.output_gate) {
     out.push_back(make_piece(term_output_gate_sigmoid_of_the_gate_projection,
                              split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim"))
                                  .bytes(bf16, label_id("bf16"))));
-    out.push_back(make_piece(term_gated_attention_output_output_projection_input,
-                             split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim"))
-                                 .bytes(bf16, label_id("bf16"))));
+    out.push_back(saved_linear_input(term_gated_attention_output_output_projection_input,
+                                     split_tokens(s, a.heads * a.v_head_dim,
+                                                  label_id("heads x v_dim")),
+                                     a.heads * a.v_head_dim / s.tensor_parallel, 0, q));
   }
 }
 
@@ -394,6 +441,40 @@ std::optional<ActivationPiece> kda_forward_transient(const Model& model, const T
           .bytes(1, label_id("bf16 / fp32 bytes")));
 }
 
+namespace {
+
+ActivationPiece larger(const ActivationPiece& a, const ActivationPiece& b) {
+  return b.bytes > a.bytes ? b : a;
+}
+
+// Under a quantised recipe, the backward of the widest attention projection (GQA's linear_qkv,
+// MLA's q or kv up-projection): its output gradient in bf16 and quantised row- and column-wise,
+// alive across its two GEMMs after the attention kernel's working set is freed. Empty without a
+// recipe (and for KDA, whose projections stay bf16 here).
+ActivationPiece quantised_projection_backward(const Model& model, AttentionKind kind,
+                                              const TokenShape& s, const TrainingConfig& t) {
+  const LinearQuantisation q = linear_quantisation(t);
+  if (!q.quantised() || kind == AttentionKind::kda) return {};
+  std::int64_t width = 0;
+  Label label = label_id("(heads + 2 kv_heads) x head_dim");
+  if (kind == AttentionKind::gqa) {
+    width = (model.gqa.heads + 2 * model.gqa.kv_heads) * model.gqa.head_dim;
+  } else {
+    const MlaShape& a = model.mla;
+    width = std::max(a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim),
+                     a.heads * (a.qk_nope_head_dim + a.v_head_dim));
+    label = label_id("widest up-projection output");
+  }
+  Formula f = split_tokens(s, width, label);
+  const std::int64_t rows = s.sequence * s.micro_batch;
+  const QuantisedBytes dy = quantised_output_gradient(q, rows, width / s.tensor_parallel);
+  f.bytes(bf16, label_id("bf16"))
+      .plus(label_id("quantised output gradient (row- and column-wise)"), dy.total());
+  return make_piece(term_attention_projection_backward_quantised, f);
+}
+
+}  // namespace
+
 ActivationPiece attention_backward_piece(const Model& model, AttentionKind kind,
                                          const TokenShape& s, const TrainingConfig& t) {
   if (kind == AttentionKind::kda) {
@@ -422,12 +503,14 @@ ActivationPiece attention_backward_piece(const Model& model, AttentionKind kind,
     heads = model.mla.heads;
     qkv_width = heads * (2 * qk_dim + model.mla.v_head_dim);
   }
+  ActivationPiece kernel;
   if (t.kernels.attention == AttentionKernel::flash) {
     // flash-attention's mha_bwd: dq, dk, dv (bf16) and dq_accum [b, s, h, d] fp32.
-    return make_piece(term_attention_backward_flash,
-                      split_tokens(s, qkv_width * bf16 + heads * qk_dim * fp32,
-                                   label_id("(q, k, v width x 2 B + heads x qk head_dim x 4 B)"))
-                          .bytes(1, label_id("bf16 / fp32 bytes")));
+    kernel = make_piece(term_attention_backward_flash,
+                        split_tokens(s, qkv_width * bf16 + heads * qk_dim * fp32,
+                                     label_id("(q, k, v width x 2 B + heads x qk head_dim x 4 B)"))
+                            .bytes(1, label_id("bf16 / fp32 bytes")));
+    return larger(kernel, quantised_projection_backward(model, kind, s, t));
   }
   // Unfused attention: the gradient of the [B, heads, S/CP, S] scores (bf16) dominates dq, dk, dv.
   Formula f;
@@ -436,7 +519,8 @@ ActivationPiece attention_backward_piece(const Model& model, AttentionKind kind,
       .times(label_id("S/CP"), s.sequence)
       .times(label_id("S"), s.full_sequence)
       .bytes(bf16, label_id("bf16"));
-  return make_piece(term_attention_backward_materialized, f);
+  return larger(make_piece(term_attention_backward_materialized, f),
+                quantised_projection_backward(model, kind, s, t));
 }
 
 std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind kind,
@@ -452,7 +536,7 @@ void attention_pieces_into(std::vector<ActivationPiece>& out, const Model& model
                            const TrainingConfig& training) {
   out.clear();
   out.reserve(20);
-  add_attention_norm(out, model, shape, kind);
+  add_attention_norm(out, model, shape, kind, linear_quantisation(training));
   switch (kind) {
     case AttentionKind::gqa:
       add_gqa(out, model, shape, training);

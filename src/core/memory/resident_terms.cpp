@@ -41,16 +41,21 @@ constexpr TermInfo term_dummy_wgrad{
     "sequence and micro-batch",
     TermText::generic};
 
+constexpr TermInfo term_amax_history{
+    "TE delayed-scaling amax histories and scales",
+    "quantised weight tensors on this rank (one GEMM each) x the amax history length",
+    TermText::generic};
 constexpr TermInfo term_fp8_weight_cache{
-    "TE cached fp8 weight copies (row-wise + column-wise, fp8 compute of bf16 weights)",
+    "TE cached quantised weight copies (row-wise + column-wise, quantised compute of bf16 "
+    "weights)",
     "linear-layer weights on this rank (not the LM head, router or embedding); quantised once per "
     "step, kept across micro-batches and steps",
     TermText::generic};
 constexpr TermInfo term_fp8_columnwise{
-    "TE column-wise (transposed) copies of the fp8 primary weights",
+    "TE column-wise (transposed) copies of the quantised primary weights",
     "fp8-stored linear-layer weights on this rank; made for the backward GEMMs and kept",
     TermText::generic};
-constexpr TermInfo term_fp8_cache_scales{"TE fp8 weight-copy scales",
+constexpr TermInfo term_fp8_cache_scales{"TE quantised weight-copy scales",
                                          "linear-layer weights on this rank", TermText::generic};
 
 constexpr std::array<TensorRole, tensor_role_count> all_roles = {
@@ -84,31 +89,59 @@ Term resident_term(const TermInfo& info, AllocationPoint at, std::int64_t bytes,
               .allocated_at = at};
 }
 
+// Megatron's bf16 first/last layers keep their linear matrices in bf16 under quantised primary
+// weights (fp8_model_init is skipped for them): those elements move to the bf16 group.
+bool quantised_storage(WeightDtype dtype) {
+  return dtype != WeightDtype::bf16 && dtype != WeightDtype::fp32;
+}
+WeightDtype dtype_of(const Precision& precision, TensorRole role, bool bf16_layer) {
+  const WeightDtype dtype = storage_dtype(precision, role);
+  return bf16_layer && quantised_storage(dtype) ? WeightDtype::bf16 : dtype;
+}
+
 void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
-                      const Precision& precision) {
-  // One term per storage dtype, so the common all-bf16 case is a single "weights (bf16)" row.
-  std::array<WeightDtype, tensor_role_count> dtypes{};
-  std::size_t dtype_count = 0;
+                      const Precision& precision, const RoleCounts& bf16_layers) {
+  // Each role's elements outside and inside the bf16 layers, with the dtype each is stored in.
+  struct Part {
+    TensorRole role;
+    WeightDtype dtype;
+    std::int64_t elements;
+    std::int64_t tensors;
+  };
+  std::vector<Part> parts;
   for (TensorRole role : all_roles) {
-    if (elements_of(counts, role) == 0) continue;
-    const WeightDtype dtype = storage_dtype(precision, role);
+    const std::int64_t in_bf16 = std::min(bf16_layers[role], elements_of(counts, role));
+    const std::int64_t bf16_tensors = std::min(bf16_layers.tensors(role), counts.tensors(role));
+    if (elements_of(counts, role) - in_bf16 > 0) {
+      parts.push_back({role, dtype_of(precision, role, false), elements_of(counts, role) - in_bf16,
+                       counts.tensors(role) - bf16_tensors});
+    }
+    if (in_bf16 > 0) parts.push_back({role, dtype_of(precision, role, true), in_bf16, bf16_tensors});
+  }
+  // One term per storage dtype, so the common all-bf16 case is a single "weights (bf16)" row.
+  std::array<WeightDtype, tensor_role_count + 2> dtypes{};
+  std::size_t dtype_count = 0;
+  for (const Part& part : parts) {
     bool seen = false;
-    for (std::size_t i = 0; i < dtype_count; ++i) seen = seen || dtypes[i] == dtype;
-    if (!seen) dtypes[dtype_count++] = dtype;
+    for (std::size_t i = 0; i < dtype_count; ++i) seen = seen || dtypes[i] == part.dtype;
+    if (!seen) dtypes[dtype_count++] = part.dtype;
   }
   for (std::size_t d = 0; d < dtype_count; ++d) {
     const WeightDtype dtype = dtypes[d];
-    const auto [elements, roles] =
-        select(counts, [&](TensorRole r) { return storage_dtype(precision, r) == dtype; });
+    std::int64_t elements = 0;
+    std::int64_t roles = 0;
     std::int64_t tensors = 0;
-    for (TensorRole role : all_roles) {
-      if (storage_dtype(precision, role) == dtype) tensors += counts.tensors(role);
+    for (const Part& part : parts) {
+      if (part.dtype != dtype) continue;
+      elements += part.elements;
+      tensors += part.tensors;
+      roles |= std::int64_t{1} << static_cast<int>(part.role);
     }
     const double value_bytes = weight_value_bytes(dtype);
     const std::int64_t named_roles = dtype_count == 1 ? 0 : roles;
     const auto dtype_id = static_cast<std::int64_t>(dtype);
     terms.push_back(resident_term(term_weights, AllocationPoint::model_init,
-                                  dtype == WeightDtype::mxfp4
+                                  dtype == WeightDtype::mxfp4 || dtype == WeightDtype::nvfp4
                                       ? ceil_div(elements, 2)
                                       : static_cast<std::int64_t>(value_bytes) * elements,
                                   Formula().number(dtype_id).number(elements).number(named_roles)));
@@ -124,6 +157,9 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
       case WeightDtype::mxfp4:
         scale_bytes = ceil_div(elements, mx_block_values);
         break;
+      case WeightDtype::nvfp4:  // e4m3 per 16 values and an fp32 amax per tensor
+        scale_bytes = ceil_div(elements, 16) + 4 * tensors;
+        break;
       case WeightDtype::bf16:
       case WeightDtype::fp32:
         break;
@@ -136,58 +172,85 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
   }
 }
 
-// TE's fp8 compute (Megatron passes is_first_microbatch, so TE Linear/GroupedLinear cache the
-// quantised weight in `_fp8_workspaces`, transformer_engine/pytorch/module/base.py
-// quantize_weight): row-wise data for forward and column-wise data for the backward dgrad GEMM,
-// each with its scales. fp8 primary weights are the row-wise copy already; their column-wise
-// data is made by update_usage(columnwise_usage=True) and kept with the parameter.
-void add_fp8_weight_cache_terms(std::vector<Term>& terms, const RoleCounts& counts,
-                                const Precision& precision) {
-  if (precision.fp8_recipe == Fp8Recipe::none) return;
+// TE's quantised compute (Megatron passes is_first_microbatch, so TE Linear/GroupedLinear cache
+// the quantised weight in `_fp8_workspaces`, transformer_engine/pytorch/module/base.py
+// quantize_weight): the row-wise usage for forward and the column-wise usage for the backward
+// dgrad GEMM, each with its scales (low_precision.h has the layouts per recipe and arch).
+// Quantised primary weights are the row-wise usage already; their column-wise usage is made by
+// update_usage(columnwise_usage=True) and kept with the parameter (nothing for per-tensor fp8 on
+// sm100/sm103, whose one array serves both). Elements are the rank's aggregate: scale padding
+// per tensor (rows to 128, blocks to 4) is not added.
+void add_quantised_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
+                                const Precision& precision, const LowPrecisionResident& lp) {
+  const Fp8Recipe recipe = lp.quantisation.recipe;
+  if (recipe == Fp8Recipe::none) return;
   std::int64_t high = 0;     // linear-layer elements stored in bf16 / fp32: a whole cached copy
-  std::int64_t primary = 0;  // stored in fp8 already: the column-wise copy only
-  std::int64_t high_tensors = 0;
+  std::int64_t primary = 0;  // stored quantised already: the column-wise usage only
+  std::int64_t gemms = 0;    // quantised weight tensors: one GEMM each
   for (const TensorRole role : {TensorRole::hidden_matrix, TensorRole::expert_matrix}) {
+    const std::int64_t elements = elements_of(counts, role) - lp.bf16_layers[role];
+    const std::int64_t tensors = counts.tensors(role) - lp.bf16_layers.tensors(role);
+    if (elements <= 0) continue;
+    gemms += tensors;
     const WeightDtype dtype = storage_dtype(precision, role);
     if (dtype == WeightDtype::bf16 || dtype == WeightDtype::fp32) {
-      high += elements_of(counts, role);
-      high_tensors += counts.tensors(role);
+      high += elements;
     } else if (dtype != WeightDtype::mxfp4) {
-      primary += elements_of(counts, role);
+      primary += elements;
     }
   }
-  const auto copies = [&](const TermInfo& info, std::int64_t elements, std::int64_t bytes,
-                          Label dtype) {
-    if (elements == 0) return;
-    const Formula f =
-        Formula().times(label_id("linear-layer weight elements"), elements).bytes(bytes, dtype);
+  const bool per_tensor = recipe == Fp8Recipe::tensor || recipe == Fp8Recipe::delayed;
+  const bool nvfp4 = recipe == Fp8Recipe::nvfp4;
+  const auto data = [&](const TermInfo& info, std::int64_t elements, std::int64_t usages,
+                        Label dtype) {
+    if (elements == 0 || usages == 0) return;
+    Formula f = Formula().times(label_id("linear-layer weight elements"), elements);
+    if (usages > 1) f.times(label_id("usages (row-wise, column-wise)"), usages);
+    if (nvfp4) f.per(label_id("2 (e2m1 values per byte)"), 2);
+    f.bytes(1, dtype);
     terms.push_back(resident_term(info, AllocationPoint::first_step, f.value(), f));
   };
-  copies(term_fp8_weight_cache, high, 2, label_id("fp8 row-wise + column-wise"));
-  copies(term_fp8_columnwise, primary, 1, label_id("fp8 column-wise"));
-  // Scales of the cached copies (the primary weights' own scales are a "weight scales" term).
+  const Label fp8 = nvfp4 ? label_id("e2m1 pair") : label_id("fp8 e4m3");
+  data(term_fp8_weight_cache, high, per_tensor && lp.quantisation.one_copy ? 1 : 2, fp8);
+  data(term_fp8_columnwise, primary, per_tensor && lp.quantisation.one_copy ? 0 : 1, fp8);
+  // Scales of the cached copies and of the primary weights' column-wise usage (the primary
+  // weights' row-wise scales are a "weight scales" term).
+  const std::int64_t scaled = 2 * high + (per_tensor ? 0 : primary);
   Formula scales;
-  switch (precision.fp8_recipe) {
-    case Fp8Recipe::tensor:  // one fp32 scale_inv per tensor, shared by both layouts
-      if (high_tensors > 0) {
-        scales =
-            Formula().times(label_id("weight tensors"), high_tensors).bytes(4, label_id("fp32"));
+  switch (recipe) {
+    case Fp8Recipe::tensor:
+    case Fp8Recipe::delayed:  // one fp32 scale_inv per cached tensor, shared by both layouts
+      if (high > 0) {
+        std::int64_t tensors = 0;
+        for (const TensorRole role : {TensorRole::hidden_matrix, TensorRole::expert_matrix}) {
+          const WeightDtype dtype = storage_dtype(precision, role);
+          if (dtype == WeightDtype::bf16 || dtype == WeightDtype::fp32) {
+            tensors += counts.tensors(role) - lp.bf16_layers.tensors(role);
+          }
+        }
+        scales = Formula().times(label_id("weight tensors"), tensors).bytes(4, label_id("fp32"));
       }
       break;
     case Fp8Recipe::mxfp8:
-      if (high > 0) {
-        scales =
-            Formula()
-                .times(label_id("32-value blocks x 2 copies"), 2 * ceil_div(high, mx_block_values))
-                .bytes(1, label_id("e8m0"));
+      if (scaled > 0) {
+        scales = Formula()
+                     .times(label_id("32-value blocks x usages"), ceil_div(scaled, mx_block_values))
+                     .bytes(1, label_id("e8m0"));
       }
       break;
     case Fp8Recipe::block:
-      if (high > 0) {
+      if (scaled > 0) {
         scales = Formula()
-                     .times(label_id("128 x 128 blocks x 2 copies"),
-                            2 * ceil_div(high, fp8_block_values))
+                     .times(label_id("128 x 128 blocks x usages"),
+                            ceil_div(scaled, fp8_block_values))
                      .bytes(4, label_id("fp32"));
+      }
+      break;
+    case Fp8Recipe::nvfp4:
+      if (scaled > 0) {
+        scales = Formula()
+                     .times(label_id("16-value blocks x usages"), ceil_div(scaled, 16))
+                     .bytes(1, label_id("e4m3"));
       }
       break;
     case Fp8Recipe::none:
@@ -196,6 +259,18 @@ void add_fp8_weight_cache_terms(std::vector<Term>& terms, const RoleCounts& coun
   if (scales.size() > 0) {
     terms.push_back(
         resident_term(term_fp8_cache_scales, AllocationPoint::first_step, scales.value(), scales));
+  }
+  // Delayed scaling: per quantised GEMM an fp32 amax history [L, 3] and scale [3] for its
+  // forward tensors (input, weight, output) and [L, 2] and [2] for its backward ones (TE
+  // DelayedScalingRecipeState, quantization.py), from the first fp8 forward.
+  if (recipe == Fp8Recipe::delayed && gemms > 0) {
+    const Formula f =
+        Formula()
+            .times(label_id("quantised GEMMs"), gemms)
+            .times(label_id("5 x amax history + 5 values"), 5 * lp.amax_history_len + 5)
+            .bytes(4, label_id("fp32"));
+    terms.push_back(
+        resident_term(term_amax_history, AllocationPoint::first_step, f.value(), f));
   }
 }
 
@@ -212,6 +287,7 @@ double weight_value_bytes(WeightDtype dtype) {
     case WeightDtype::mxfp8:
       return 1.0;
     case WeightDtype::mxfp4:
+    case WeightDtype::nvfp4:
       return 0.5;
   }
   return 0.0;
@@ -274,6 +350,29 @@ WeightDtype storage_dtype(const Precision& precision, TensorRole role) {
   return precision.dense_weights == WeightDtype::fp32 ? WeightDtype::fp32 : WeightDtype::bf16;
 }
 
+LowPrecisionResident low_precision_resident(const TrainingConfig& training, const Model& model,
+                                            const StageParameters& stage,
+                                            const ParallelLayout& layout) {
+  LowPrecisionResident out{.quantisation = linear_quantisation(training),
+                           .amax_history_len = training.low_precision.amax_history_len};
+  if (!out.quantisation.quantised()) return out;
+  const auto layers = static_cast<std::int64_t>(model.layers.size());
+  const std::int64_t start = training.low_precision.bf16_layers_at_start;
+  const std::int64_t end = layers - training.low_precision.bf16_layers_at_end;
+  for (const VirtualStage& chunk : stage.chunks) {
+    for (std::int64_t i = chunk.first_layer; i < chunk.first_layer + chunk.layer_count; ++i) {
+      if (i >= start && i < end) continue;
+      const RoleCounts one =
+          layer_role_counts(model, model.layers[static_cast<std::size_t>(i)], layout);
+      for (std::size_t r = 0; r < one.elements.size(); ++r) {
+        out.bf16_layers.elements[r] += one.elements[r];
+        out.bf16_layers.weight_tensors[r] += one.weight_tensors[r];
+      }
+    }
+  }
+  return out;
+}
+
 StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout) {
   if (!is_distributed(kind)) return {};
   return {.dense = data_parallel_size(layout) * layout.context_parallel,
@@ -281,17 +380,18 @@ StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout)
 }
 
 std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& precision,
-                                 const OptimizerConfig& optimizer, const StateShards& shards) {
+                                 const OptimizerConfig& optimizer, const StateShards& shards,
+                                 const LowPrecisionResident& low_precision) {
   std::vector<Term> terms;
-  append_resident_terms(counts, precision, optimizer, shards, terms);
+  append_resident_terms(counts, precision, optimizer, shards, terms, low_precision);
   return terms;
 }
 
 void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
-                           std::vector<Term>& terms) {
-  add_weight_terms(terms, counts, precision);
-  add_fp8_weight_cache_terms(terms, counts, precision);
+                           std::vector<Term>& terms, const LowPrecisionResident& low_precision) {
+  add_weight_terms(terms, counts, precision, low_precision.bf16_layers);
+  add_quantised_weight_terms(terms, counts, precision, low_precision);
 
   const std::int64_t all = counts.total();
   const std::int64_t grad = grad_bytes(precision.grads);

@@ -29,12 +29,12 @@
 //  - each shard is assumed to hold the Muon and AdamW groups in proportion; the real split follows
 //    the buffer order (layer-wise distributed Muon assigns whole tensors), so one rank can hold
 //    more AdamW state (4 B/elem more) than the average shown.
-//  - fp8 compute (precision.fp8_recipe): TE's cached fp8 weight copies are counted (bf16/fp32
-//    weights: row-wise + column-wise data, 2 B per linear-layer element, and their scales; fp8
-//    primary weights: the column-wise data, 1 B per element); the column-wise scales of fp8
-//    primary weights (<= 1/32 B per element), fp8 amax histories and scales of fp8 moments are
-//    not. The activation side of fp8 (1-byte saved inputs of the linear layers) is not modelled:
-//    docs/physics-notes.md, F14.
+//  - quantised compute (precision.fp8_recipe, low_precision.h): TE's cached weight copies
+//    (bf16/fp32 weights: row- and column-wise usages, one array for per-tensor fp8 on sm100/
+//    sm103) and the column-wise usage of quantised primary weights, with their scales; delayed
+//    scaling's amax histories. The scales are counted on the rank's aggregate elements (per-tensor
+//    padding of scale rows to 128 and columns to 4 is not added); scales of fp8 moments are not
+//    counted. Megatron's bf16 first/last layers get no cached copies and keep bf16 matrices.
 //
 // Library buffers kept for the whole run (append_dummy_wgrad_terms):
 //  - with gradient-accumulation fusion (Megatron's default), every TE linear (and Megatron's own
@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "memory/low_precision.h"
 #include "model/model.h"
 #include "parallel/layout.h"
 #include "report/report.h"
@@ -87,14 +88,27 @@ struct StateShards {
 };
 StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout);
 
-// Every resident term of one rank of a stage, in a stable order: weights, scales, gradients,
-// master weights, moments, cast copies. Terms with zero bytes are left out.
+// What the resident terms need of the low-precision compute: the recipe and layouts, the amax
+// history length (delayed scaling) and the elements of the rank's bf16 first/last layers (no
+// cached quantised copies; bf16 storage where the other linear matrices are quantised).
+struct LowPrecisionResident {
+  LinearQuantisation quantisation{};
+  std::int64_t amax_history_len = 1;
+  RoleCounts bf16_layers{};
+};
+LowPrecisionResident low_precision_resident(const TrainingConfig& training, const Model& model,
+                                            const StageParameters& stage,
+                                            const ParallelLayout& layout);
+
+// Every resident term of one rank of a stage, in a stable order: weights, scales, quantised weight
+// copies, gradients, master weights, moments, cast copies. Terms with zero bytes are left out.
 std::vector<Term> resident_terms(const RoleCounts& per_rank, const Precision& precision,
-                                 const OptimizerConfig& optimizer, const StateShards& shards);
+                                 const OptimizerConfig& optimizer, const StateShards& shards,
+                                 const LowPrecisionResident& low_precision = {});
 // The same, appended to `out`.
 void append_resident_terms(const RoleCounts& per_rank, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
-                           std::vector<Term>& out);
+                           std::vector<Term>& out, const LowPrecisionResident& low_precision = {});
 
 // The dummy weight-gradient buffers TE keeps under gradient-accumulation fusion (see above), as
 // one resident term (allocated in the first step's backward); nothing without the fusion. Which

@@ -726,4 +726,10 @@ std::vector<StageParameters> stage_parameters(const Model& model, const Parallel
   return stage_parameters(model, layout, plan);
 }
 
+RoleCounts layer_role_counts(const Model& model, LayerKind kind, const ParallelLayout& layout) {
+  StageParameters one;
+  add_tensors(one, layer_tensors(model, kind), model, layout);
+  return one.per_rank_roles;
+}
+
 }  // namespace stagemem

@@ -167,6 +167,9 @@ struct StageParameters {
   RoleCounts per_rank_roles;
 };
 
+// One decoder layer's per-rank elements by role (its shards on one rank of its stage).
+RoleCounts layer_role_counts(const Model& model, LayerKind kind, const ParallelLayout& layout);
+
 // Requires a plan from plan_stages (or a layout that passed validate_layout).
 std::vector<StageParameters> stage_parameters(const Model& model, const ParallelLayout& layout,
                                               const StagePlan& plan);

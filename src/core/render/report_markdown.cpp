@@ -112,7 +112,7 @@ std::string settings_lines(const Report& report, const Config& config) {
   out += "- Precision: weights " + std::string(enum_name(pr.dense_weights)) + ", expert weights " +
          std::string(enum_name(pr.expert_weights)) + ", gradients " +
          std::string(enum_name(pr.grads)) + ", FP8 recipe " +
-         std::string(enum_name(pr.fp8_recipe)) + "\n";
+         std::string(enum_name(config.training.low_precision.recipe)) + "\n";
   out += "- Optimizer: " + markdown_cell(std::string(optimizer_kind_name(o.kind))) +
          " (master weights " + std::string(enum_name(o.master_weights)) + ", moments " +
          std::string(enum_name(o.moments)) + ")\n";

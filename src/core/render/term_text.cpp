@@ -78,6 +78,13 @@ std::string generic_formula(const Formula& f) {
                 " (rounded up to whole tokens)";
         break;
       }
+      case FactorOp::plus:
+        text += " + [";
+        text += label;
+        text += '=';
+        text += group_digits(v);
+        text += "] B";
+        break;
       case FactorOp::value:
         break;
     }

@@ -388,8 +388,18 @@ std::string settings_text(const Config& config) {
     out += ", " + std::string(weight_dtype_name(pr.expert_weights)) + " expert weights";
   }
   out += ", " + std::string(grad_dtype_name(pr.grads)) + " grads";
-  if (pr.fp8_recipe != Fp8Recipe::none) {
-    out += ", fp8 " + std::string(fp8_recipe_name(pr.fp8_recipe));
+  const LowPrecisionCompute& lp = config.training.low_precision;
+  if (lp.recipe != Fp8Recipe::none) {
+    out += std::string(lp.recipe == Fp8Recipe::nvfp4 ? ", " : ", fp8 ") +
+           std::string(fp8_recipe_name(lp.recipe));
+    if (lp.recipe == Fp8Recipe::delayed) {
+      out += " (amax history " + group_digits(lp.amax_history_len) + ")";
+    }
+    if (lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0) {
+      out += ", bf16 layers " + group_digits(lp.bf16_layers_at_start) + " first + " +
+             group_digits(lp.bf16_layers_at_end) + " last";
+    }
+    if (lp.fp8_attention) out += ", fp8 attention";
   }
   out += " | ";
   if (p.schedule == PipelineSchedule::dualpipev) {

@@ -12,6 +12,15 @@ Formula& Formula::per(Label label, std::int64_t divisor) {
   return *this;
 }
 
+Formula& Formula::plus(Label label, std::int64_t bytes) {
+  push(FactorOp::plus, label, bytes);
+  if (bytes < 0 || !checked_add(value_, bytes, &value_)) {
+    overflowed_ = true;
+    value_ = saturated;
+  }
+  return *this;
+}
+
 Formula& Formula::imbalance(double factor, std::int64_t per_token_bytes) {
   std::int64_t bits = 0;
   static_assert(sizeof bits == sizeof factor);

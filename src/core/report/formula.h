@@ -132,6 +132,30 @@ inline constexpr std::string_view formula_labels[] = {
     "top-k x buffers (permuted, received, un-sorted, combine received) x expert width",
     "top-k x buffers (permuted, received, un-sorted, combine received) x expert width + h "
     "(shared experts' output)",
+    // low-precision compute (low_precision.cpp, resident_terms.cpp)
+    "quantised copies (one per linear layer)",
+    "2 (e2m1 values per byte)",
+    "e2m1, column-wise",
+    "fp8 transpose (column-wise)",
+    "fp8, column-wise",
+    "fp32 scale_inv",
+    "fp32 scales per 128 tokens",
+    "e8m0 scales per 32 tokens",
+    "e4m3 scales per 16 tokens + fp32 amax",
+    "fp8 e4m3",
+    "usages (row-wise, column-wise)",
+    "32-value blocks x usages",
+    "128 x 128 blocks x usages",
+    "16-value blocks x usages",
+    "e4m3",
+    "quantised GEMMs",
+    "5 x amax history + 5 values",
+    "e2m1 pair",
+    "row-wise scales",
+    "widest up-projection output",
+    "2 x expert intermediate/ETP + expert width",
+    "fp8 attention scales",
+    "quantised output gradient (row- and column-wise)",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);
@@ -158,6 +182,7 @@ enum class FactorOp : std::uint8_t {
   bytes,        // " x value B (label)"
   imbalance,    // " x imbalance scenario 1.2500 (rounded up to whole tokens)"; value: double bits
   value,        // a plain number for a kind-specific template (term_info.h); not multiplied
+  plus,         // " + [label=value] B": bytes added to the product (a quantised tensor's scales)
 };
 
 inline constexpr int max_factors = 8;
@@ -179,6 +204,9 @@ class Formula {
   }
   // Multiplies the token count by `factor`, rounded up to whole tokens of `per_token_bytes`.
   Formula& imbalance(double factor, std::int64_t per_token_bytes);
+  // Bytes added to the product so far (the scales beside a quantised tensor's data); factors
+  // after it multiply the sum.
+  Formula& plus(Label label, std::int64_t bytes);
   // A kind-specific number that does not multiply into the value.
   Formula& number(std::int64_t value) { return push(FactorOp::value, 0, value); }
 

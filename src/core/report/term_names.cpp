@@ -63,6 +63,8 @@ std::string_view weight_dtype_label(WeightDtype dtype) {
       return "mxfp8";
     case WeightDtype::mxfp4:
       return "mxfp4";
+    case WeightDtype::nvfp4:
+      return "nvfp4";
   }
   return "unknown";
 }
