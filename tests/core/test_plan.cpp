@@ -56,12 +56,15 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
             for (std::int64_t etp : b.etp)
               for (bool sp_value : b.sp.empty() ? sp_auto : b.sp)
                 for (OptimizerKind opt : b.optimizer)
+                  for (Fp8Recipe recipe : b.recipe.empty()
+                                              ? std::vector<Fp8Recipe>{base.training.low_precision.recipe}
+                                              : b.recipe)
                   for (std::int64_t dp : divisors_of(base.training.global_batch))
                     for (std::int64_t mbs : b.mbs)
                       for (RecomputePolicy rc : b.recompute) {
                         ++ordinal;
                         const bool sp = b.sp.empty() ? tp > 1 : sp_value;
-                        PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt};
+                        PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt, recipe};
                         const std::int64_t gpus = tp * pp * cp * dp;
                         if (base.training.global_batch % (mbs * dp) != 0) continue;
                         const std::int64_t m = base.training.global_batch / (mbs * dp);
@@ -94,7 +97,7 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
 }
 
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t, int, bool, int>;
+                       std::int64_t, std::int64_t, std::int64_t, int, bool, int, int>;
 Key key(const PlanCandidate& c) {
   return {c.tp,
           c.pp,
@@ -106,7 +109,8 @@ Key key(const PlanCandidate& c) {
           c.mbs,
           static_cast<int>(c.recompute),
           c.sp,
-          static_cast<int>(c.optimizer)};
+          static_cast<int>(c.optimizer),
+          static_cast<int>(c.recipe)};
 }
 
 // The frontier by its definition, written out plainly: per GPU count, the `top` best fitting
@@ -269,6 +273,43 @@ TEST_CASE("plan: a MoE space with EP, SP and interleaving equals a brute force")
   const PlanResult every = plan(base, model, b);
   CHECK(every.configurations_valid == static_cast<std::int64_t>(all.size()));
   CHECK(frontier_of(every) == brute_frontier(all, 1));
+}
+
+TEST_CASE("plan: the quantised-recipe axis equals a brute force; none is the bf16 twin") {
+  // Llama-3.1-8B with fp8 primary weights: the recipe axis searches bf16 (the twin: bf16
+  // weights), per-tensor and block scaling, each with the recipe's primary-weight format.
+  const Model model = preset("llama-3.1-8b");
+  Config base = base_config("llama-3.1-8b", "h100-80gb", 8192, 32);
+  base.precision.dense_weights = WeightDtype::fp8_tensor_scaled;
+  base.training.low_precision.recipe = Fp8Recipe::tensor;
+  PlanBounds b;
+  b.tp = {1, 2};
+  b.pp = {1, 2, 4};
+  b.vpp = {1};
+  b.cp = {1};
+  b.ep = {1};
+  b.etp = {1};
+  b.mbs = {1, 2};
+  b.recompute = {RecomputePolicy::none, RecomputePolicy::full};
+  b.recipe = {Fp8Recipe::none, Fp8Recipe::tensor, Fp8Recipe::block};
+  b.optimizer = {OptimizerKind::adam};
+  b.max_gpus = 32;
+  b.top = 2;
+  const PlanResult r = plan(base, model, b);
+  REQUIRE(r.diagnostics.ok());
+  const std::vector<PlanEntry> all = brute_force(base, model, b);
+  PlanBounds every = b;
+  every.exhaustive = true;
+  CHECK(plan(base, model, every).configurations_valid == static_cast<std::int64_t>(all.size()));
+  CHECK(frontier_of(r) == brute_frontier(all, 2));
+  // The candidates' configurations: none stores bf16 weights; block its own primary format.
+  PlanCandidate c;
+  c.recipe = Fp8Recipe::none;
+  CHECK(candidate_config(base, c).precision.dense_weights == WeightDtype::bf16);
+  c.recipe = Fp8Recipe::block;
+  CHECK(candidate_config(base, c).precision.dense_weights == WeightDtype::fp8_block_scaled);
+  CHECK(megatron_arguments(candidate_config(base, c), model).find("--fp8-recipe blockwise") !=
+        std::string::npos);
 }
 
 TEST_CASE("plan: a search split over shards merges into the same result") {

@@ -24,6 +24,20 @@ Config bf16_twin(const Config& config) {
   return twin;
 }
 
+Config with_recipe(const Config& config, Fp8Recipe recipe) {
+  if (recipe == Fp8Recipe::none) return bf16_twin(config);
+  Config out = config;
+  out.training.low_precision.recipe = recipe;
+  WeightDtype primary = WeightDtype::fp8_tensor_scaled;
+  if (recipe == Fp8Recipe::block) primary = WeightDtype::fp8_block_scaled;
+  if (recipe == Fp8Recipe::mxfp8) primary = WeightDtype::mxfp8;
+  if (recipe == Fp8Recipe::nvfp4) primary = WeightDtype::nvfp4;
+  for (WeightDtype* dtype : {&out.precision.dense_weights, &out.precision.expert_weights}) {
+    if (*dtype != WeightDtype::bf16 && *dtype != WeightDtype::fp32) *dtype = primary;
+  }
+  return out;
+}
+
 bool uses_low_precision(const Config& config) {
   return bf16_twin(config).training.low_precision != config.training.low_precision ||
          bf16_twin(config).precision != config.precision;

@@ -41,6 +41,10 @@ bool projection_saves_original_input(const TrainingConfig& training);
 // quantised primary weights stored in bf16 (Megatron without --fp8-param-gather/--fp4-param-gather).
 // Everything else, measurements included, is kept: "what did fp8 change?" compares the two.
 Config bf16_twin(const Config& config);
+// The configuration under another recipe (the planner's recipe axis): none is bf16_twin; a
+// recipe keeps the base's options, and quantised primary weights take the recipe's format
+// (fp8-tensor, fp8-block, mxfp8, nvfp4), as Megatron's --fp8-param-gather would.
+Config with_recipe(const Config& config, Fp8Recipe recipe);
 // Whether the configuration computes or stores anything in a low-precision format.
 bool uses_low_precision(const Config& config);
 

@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "config/low_precision_rules.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -225,6 +227,7 @@ Config candidate_config(const Config& base, const PlanCandidate& c) {
   config.training.micro_batch = c.mbs;
   config.training.recompute.policy = c.recompute;
   config.optimizer.kind = c.optimizer;
+  config = with_recipe(config, c.recipe);
   config.measurements.clear();
   std::erase_if(config.gaps, [](const GapEntry& g) { return g.stage != -1; });
   return config;
@@ -238,7 +241,7 @@ namespace {
 // Outer dimensions, in enumeration order (the last varies fastest). The inner loops are DP, then
 // micro-batch, then recompute: the resident set does not depend on the last two, so one estimate
 // whose resident set alone exceeds the device rules out the rest of its DP (see PlanBounds).
-enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, dim_count };
+enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, d_recipe, dim_count };
 
 // The bounds, the global batch, the model and the schedule a plan can search; errors name the
 // field.
@@ -320,6 +323,7 @@ void fill_default_lists(PlanBounds& b, const Config& base, const Model& model,
   if (b.recompute.empty())
     b.recompute = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
   if (b.optimizer.empty()) b.optimizer = {base.optimizer.kind};
+  if (b.recipe.empty()) b.recipe = {base.training.low_precision.recipe};
 }
 
 // Drops the TP, EP and ETP values the model does not allow at all, by the layout's own
@@ -355,7 +359,11 @@ void drop_values_the_model_refuses(PlanBounds& b, const Model& model) {
 
 PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds& bounds,
                        std::int64_t shard, std::int64_t shards)
-    : model_(&model), bounds_(bounds), shard_(shard), shards_(std::max<std::int64_t>(1, shards)) {
+    : model_(&model),
+      base_(base),
+      bounds_(bounds),
+      shard_(shard),
+      shards_(std::max<std::int64_t>(1, shards)) {
   layers_ = static_cast<std::int64_t>(model.layers.size());
   moe_ = uses_moe(model);
   PlanBounds& b = bounds_;
@@ -379,7 +387,7 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
   index_.assign(dim_count, 0);
   outer_total_ = static_cast<std::int64_t>(
       b.tp.size() * b.pp.size() * b.vpp.size() * b.cp.size() * b.ep.size() * b.etp.size() *
-      std::max<std::size_t>(1, b.sp.size()) * b.optimizer.size());
+      std::max<std::size_t>(1, b.sp.size()) * b.optimizer.size() * b.recipe.size());
   gbs_divisors_ = divisors(base.training.global_batch);
   dp_values_ = gbs_divisors_;
   if (!b.dp.empty()) {
@@ -417,7 +425,8 @@ bool PlanSearch::next_outer() {
                                                     b.ep.size(),
                                                     b.etp.size(),
                                                     std::max<std::size_t>(1, b.sp.size()),
-                                                    b.optimizer.size()};
+                                                    b.optimizer.size(),
+                                                    b.recipe.size()};
   do {
     if (!started_) {
       started_ = true;
@@ -505,6 +514,12 @@ bool PlanSearch::next_outer() {
   p.expert_tensor_parallel = etp;
   p.sequence_parallel = sp;
   work_.optimizer.kind = b.optimizer[index_[d_opt]];
+  const Fp8Recipe recipe = b.recipe[index_[d_recipe]];
+  if (recipe != work_.training.low_precision.recipe) {
+    const Config quantised = with_recipe(base_, recipe);
+    work_.training.low_precision = quantised.training.low_precision;
+    work_.precision = quantised.precision;
+  }
   return true;
 }
 
@@ -550,7 +565,8 @@ void PlanSearch::visit(const InnerPoint& point) {
                  .mbs = work_.training.micro_batch,
                  .recompute = work_.training.recompute.policy,
                  .sp = p.sequence_parallel,
-                 .optimizer = work_.optimizer.kind};
+                 .optimizer = work_.optimizer.kind,
+                 .recipe = work_.training.low_precision.recipe};
   e.ordinal = point.ordinal;
   e.gpus = p.tensor_parallel * p.pipeline_parallel * p.context_parallel * point.dp;
   e.micro_batches = report.micro_batches;
@@ -800,6 +816,25 @@ std::string megatron_arguments(const Config& config, const Model& model) {
     out += " --optimizer muon";
   if (kind == OptimizerKind::distributed_adam || kind == OptimizerKind::distributed_muon)
     out += " --use-distributed-optimizer";
+  switch (config.training.low_precision.recipe) {
+    case Fp8Recipe::none:
+      break;
+    case Fp8Recipe::nvfp4:
+      out += " --fp4-format e2m1 --fp4-recipe nvfp4";
+      break;
+    case Fp8Recipe::tensor:
+      out += " --fp8-format e4m3 --fp8-recipe tensorwise";
+      break;
+    case Fp8Recipe::block:
+      out += " --fp8-format e4m3 --fp8-recipe blockwise";
+      break;
+    case Fp8Recipe::mxfp8:
+      out += " --fp8-format e4m3 --fp8-recipe mxfp8";
+      break;
+    case Fp8Recipe::delayed:
+      out += " --fp8-format hybrid --fp8-recipe delayed";
+      break;
+  }
   return out;
 }
 

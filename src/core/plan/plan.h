@@ -2,8 +2,8 @@
 // and rank what fits at each GPU count by derived cost factors.
 //
 // Purpose: `stagemem plan` and the app's Plan tab. The space is the cartesian product of the
-// allowed values of TP, PP, VPP, CP, EP, ETP, SP, optimizer, DP, micro-batch and recompute
-// policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
+// allowed values of TP, PP, VPP, CP, EP, ETP, SP, optimizer, quantised compute recipe, DP,
+// micro-batch and recompute policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
 // number M of micro-batches per step), and configurations_searched counts those. Each is checked
 // for what is cheap first (divisibility, GPU bounds, Megatron's interleaved rule, TP within a
 // node), skipped when earlier estimates prove it cannot fit (the resident set alone exceeds the
@@ -87,6 +87,9 @@ struct PlanBounds {
   std::vector<RecomputePolicy> recompute;
   std::vector<bool> sp;                  // [on when TP > 1, off at TP 1]
   std::vector<OptimizerKind> optimizer;  // [the base configuration's]
+  // Quantised compute recipes (config/low_precision_rules.h with_recipe: none is the bf16 twin;
+  // quantised primary weights follow the recipe). [the base configuration's]
+  std::vector<Fp8Recipe> recipe;
   std::int64_t top = 2;                  // frontier entries per factor per GPU count, [1, 100]
   // Fits means peak <= device bytes - margin on every stage; the margin must leave some bytes.
   PlanMargin margin{};
@@ -109,6 +112,7 @@ struct PlanCandidate {
   RecomputePolicy recompute = RecomputePolicy::none;
   bool sp = false;
   OptimizerKind optimizer = OptimizerKind::adam;
+  Fp8Recipe recipe = Fp8Recipe::none;
   friend bool operator==(const PlanCandidate&, const PlanCandidate&) = default;
 };
 
@@ -205,6 +209,7 @@ class PlanSearch {
   void visit(const InnerPoint& point);
 
   const Model* model_;
+  Config base_;          // the searched configuration (the recipe axis starts from it)
   Config work_;          // the candidate being estimated, edited in place (no copy per point)
   EstimateCache cache_;  // what estimates of one parallel layout share (report.h)
   Report report_;        // every point's estimate, into the same storage (estimate_into)
