@@ -94,6 +94,7 @@ Config every_field_changed() {
   c.training.low_precision.bf16_layers_at_start = 1;
   c.training.low_precision.bf16_layers_at_end = 2;
   c.training.low_precision.fp8_attention = true;
+  c.training.kernels.tp_comm_overlap = true;
   c.parallel.schedule = PipelineSchedule::dualpipev;
   c.training.stack.transformer_engine = release(2, 11);
   c.training.stack.compile = CompileMode::on;

@@ -271,6 +271,11 @@ void validate_activation_inputs(const Model& model, const Config& config, Diagno
     d.error("parallel.sequence_parallel",
             "MoE layers with TP > 1 need sequence parallelism (as Megatron-core requires)");
   }
+  if (t.kernels.tp_comm_overlap && (layout.tensor_parallel < 2 || !layout.sequence_parallel)) {
+    d.error("training.kernels.tp_comm_overlap",
+            "tensor-parallel communication overlap needs TP > 1 with sequence parallelism (as "
+            "Megatron's arguments require)");
+  }
   if (d.ok()) {
     Diagnostics batch;
     const std::int64_t m =

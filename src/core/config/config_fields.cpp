@@ -49,7 +49,7 @@ constexpr std::array<ChoiceAlias, 2> recipe_aliases = {{
 }};
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 60> fields = {{
+const std::array<ConfigField, 61> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -434,6 +434,12 @@ const std::array<ConfigField, 60> fields = {{
              "saved in fp8",
      .kind = FieldKind::boolean,
      STAGEMEM_BOOLEAN(training.low_precision.fp8_attention)},
+    {.key = "tp_comm_overlap",
+     .path = "training.kernels.tp_comm_overlap",
+     .help = "Megatron's --tp-comm-overlap (TE userbuffers, needs TP > 1 with sequence "
+             "parallelism): the userbuffer GEMMs' own 3-stream TE workspace",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.kernels.tp_comm_overlap)},
 }};
 
 #undef STAGEMEM_INTEGER

@@ -213,6 +213,9 @@ struct KernelAssumptions {
   RouterDtype router_dtype = RouterDtype::activation;
   CpCommType cp_comm_type = CpCommType::p2p;
   GemmWorkspaces gemm_workspaces = GemmWorkspaces::sm90;
+  // Megatron's --tp-comm-overlap (TE userbuffers): the userbuffer GEMMs take their own cached
+  // workspace of 3 streams (gaps.h); the userbuffers themselves are outside PyTorch's allocator.
+  bool tp_comm_overlap = false;
   friend bool operator==(const KernelAssumptions&, const KernelAssumptions&) = default;
 };
 

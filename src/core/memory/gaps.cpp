@@ -13,6 +13,9 @@ constexpr TermInfo term_te_grouped_workspaces{
     "TransformerEngine GEMM workspaces (1 + 4 grouped-GEMM compute streams, MoE)",
     "one per device and one per compute stream of the grouped GEMM, for the run",
     TermText::generic};
+constexpr TermInfo term_te_userbuffer_workspace{
+    "TransformerEngine userbuffer GEMM workspace (tp-comm-overlap, 3 streams)",
+    "one per device for the run, shared by every userbuffer GEMM", TermText::generic};
 constexpr TermInfo term_cublas_workspace{
     "PyTorch cuBLAS workspaces (forward and autograd-backward threads)",
     "one per cuBLAS handle and stream: 2 (forward thread, autograd's backward thread)",
@@ -23,6 +26,11 @@ constexpr std::string_view te_workspace_source =
     "gemm.py get_cublas_workspace_size_bytes (32 MiB + 1 KiB at sm >= 9 from TE 2.8, 32 MiB "
     "before; else 4 MiB); 4 "
     "streams: common/util/multi_stream.cpp";
+constexpr std::string_view te_userbuffer_workspace_source =
+    "documented constant: NVIDIA/TransformerEngine transformer_engine/pytorch/cpp_extensions/"
+    "gemm.py get_cublas_workspace(ub=True): torch.empty of _NUM_MAX_UB_STREAMS = 3 workspaces, "
+    "cached (read at TE 2.16, b9d690e0); the userbuffers are cudaMalloc/cuMemCreate memory "
+    "(userbuffers-host.cpp), not PyTorch's";
 constexpr std::string_view cublas_workspace_source =
     "documented constant: PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp "
     "getChosenWorkspaceSize (CUBLAS_WORKSPACE_CONFIG :4096:8 = 32 MiB; sm80 default "
@@ -50,6 +58,7 @@ WorkspaceSizes workspace_sizes(const TrainingConfig& training) {
 }
 
 constexpr std::int64_t te_grouped_streams = 4;
+constexpr std::int64_t te_userbuffer_streams = 3;
 constexpr std::int64_t cublas_threads = 2;
 
 // The reading for this stage: its own, else the last one entered for every stage.
@@ -113,6 +122,20 @@ void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEnt
       .tag = Tag::documented,
       .allocated_at = AllocationPoint::first_step,
   });
+  if (training.kernels.tp_comm_overlap) {
+    out.push_back(Term{
+        .info = &term_te_userbuffer_workspace,
+        .bytes = te_userbuffer_streams * sizes.te,
+        .formula = Formula()
+                       .times(label_id("workspaces"), te_userbuffer_streams)
+                       .times(label_id("bytes per workspace"), sizes.te)
+                       .bytes(1, label_id("uint8")),
+        .source = te_userbuffer_workspace_source,
+        .family = Family::resident,
+        .tag = Tag::documented,
+        .allocated_at = AllocationPoint::first_step,
+    });
+  }
   out.push_back(Term{
       .info = &term_cublas_workspace,
       .bytes = cublas_threads * sizes.cublas,
@@ -131,7 +154,8 @@ std::int64_t library_workspace_bytes(std::int64_t stage, const std::vector<GapEn
                                      const TrainingConfig& training, bool grouped_gemm) {
   if (chosen_entry(stage, GapKind::math_library_workspaces, entries) != nullptr) return 0;
   const WorkspaceSizes sizes = workspace_sizes(training);
-  return (grouped_gemm ? 1 + te_grouped_streams : 1) * sizes.te + cublas_threads * sizes.cublas;
+  return (grouped_gemm ? 1 + te_grouped_streams : 1) * sizes.te + cublas_threads * sizes.cublas +
+         (training.kernels.tp_comm_overlap ? te_userbuffer_streams * sizes.te : 0);
 }
 
 std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries) {

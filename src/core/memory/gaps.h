@@ -21,6 +21,10 @@
 //    CUBLAS_WORKSPACE_CONFIG (:4096:8 = 32 MiB, the sm90 default and Megatron's
 //    --deterministic-mode setting; sm80 default :4096:2:16:8 = 8 MiB + 128 KiB). cuBLASLt shares it
 //    (TORCH_CUBLASLT_UNIFIED_WORKSPACE, on by default).
+//  - with Megatron's --tp-comm-overlap (training.kernels.tp_comm_overlap), every userbuffer GEMM
+//    shares one more cached TE workspace of 3 streams (gemm.py get_cublas_workspace with ub);
+//    the userbuffers themselves are allocated outside PyTorch's caching allocator (the
+//    communication-library gap row, not derived here).
 // A MEASURED "math-library workspaces" row for the stage replaces all of these there (the
 // measurement is the whole of it); cuDNN's and NCCL's own allocations stay in their gap rows.
 // Limitations: one value per kind per stage (the last entry for a stage wins over an every-stage
