@@ -154,3 +154,28 @@ TEST_CASE("Per-tensor fp8 primary weights: the transpose exists on Hopper only (
   CHECK(derived == 12 * 12 * 512 * 512 / 4);
   CHECK(9'438'208 - derived == 1'024);  // the measured difference's unexplained rest
 }
+
+TEST_CASE("Megatron's bf16 first/last layers keep bf16 inputs and no cached weight copies",
+          "[fp8]") {
+  // Llama-3.1-8B, PP 2 (16 layers a stage), block scaling with the first 2 and the last layer in
+  // bf16: stage 0 holds 2 bf16 and 14 block-scaled layers, stage 1 15 and 1.
+  const std::string base = "v=1&model=llama-3.1-8b&pp=2&gbs=1024&fp8_recipe=block";
+  const Report all = estimate(link(base));
+  const Report some = estimate(link(base + "&bf16_layers_at_start=2&bf16_layers_at_end=1"));
+  REQUIRE(some.diagnostics.ok());
+  // 1F1B: stage 0 keeps 2 micro-batches in flight, stage 1 one.
+  // SwiGLU output per layer and micro-batch: bf16 4096 x 14336 x 2 B; block: 4096 x 14336 x 1 B +
+  // fp32 scales [ceil(4096/128) = 32, 14336] x 4 B = 1,835,008 B.
+  const std::int64_t bf16 = 4096LL * 14336 * 2;
+  const std::int64_t block = 4096LL * 14336 + 32LL * 14336 * 4;
+  CHECK(term_bytes(all.stages[0], "dense MLP: SwiGLU output") == 2 * 16 * block);
+  CHECK(term_bytes(some.stages[0], "dense MLP: SwiGLU output") == 2 * (14 * block + 2 * bf16));
+  CHECK(term_bytes(some.stages[1], "dense MLP: SwiGLU output") == 1 * (15 * block + 1 * bf16));
+  // The cached copies leave out the bf16 layers' matrices: 13 / 16 and 15 / 16 of the layers
+  // (each layer has 218,103,808 linear-layer elements: 2 usages x 1 B, plus block scales).
+  const std::int64_t layer_elements = 4096LL * 6144 + 4096LL * 4096 + 2 * 4096LL * 14336 * 2 -
+                                      4096LL * 14336;
+  CHECK(layer_elements == 218'103'808);
+  CHECK(term_bytes(some.stages[0], "TE cached quantised weight copies") == 14 * layer_elements * 2);
+  CHECK(term_bytes(some.stages[1], "TE cached quantised weight copies") == 15 * layer_elements * 2);
+}

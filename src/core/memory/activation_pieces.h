@@ -166,27 +166,29 @@ struct StoredBlock {
 
 // How one virtual chunk's layers split under a recompute policy: layer counts only, no bytes
 // (they depend on the layout and the recompute setting, not on sequence or batch).
-// `count` layers of the layer kind in table slot `slot` (3 attention x 2 MLP kinds).
+// `count` layers of the layer kind in table slot `slot` (3 attention x 2 MLP kinds, and the same
+// again for Megatron's bf16 first/last layers under a quantised recipe: layer_slots).
+inline constexpr int layer_slots = 12;
 struct SlotCount {
   std::int32_t slot = 0;
   std::int64_t count = 0;
 };
 // The non-zero entries of a per-slot count table, in slot order.
 struct SlotCounts {
-  std::array<SlotCount, 6> entries{};
+  std::array<SlotCount, layer_slots> entries{};
   std::int32_t size = 0;
   const SlotCount* begin() const { return entries.data(); }
   const SlotCount* end() const { return entries.data() + size; }
 };
 struct ChunkLayers {
   const VirtualStage* stage = nullptr;        // in the StagePlan the cache was built for
-  std::array<std::int64_t, 6> full_layers{};  // layers keeping every piece, per layer kind slot
+  std::array<std::int64_t, layer_slots> full_layers{};  // layers keeping every piece, per slot
   SlotCounts full;                            // the same, non-zero slots only
   std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
   // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
   // in the order they first occur, with the first occurrence's layer range.
   struct Group {
-    std::array<std::int64_t, 6> layers{};
+    std::array<std::int64_t, layer_slots> layers{};
     SlotCounts kinds;  // `layers`, non-zero slots only
     std::int64_t count = 0;
     std::int64_t first = 0;
@@ -197,6 +199,10 @@ struct ChunkLayers {
 // A rank's chunks under one recompute setting (policy none and selective share one structure).
 struct RankLayers {
   std::uint32_t used_slots = 0;  // bit per layer kind slot that any chunk's layers use
+  // The global layer range [bf16_before, bf16_from) computes in the recipe; the layers before
+  // and from it compute in bf16 (the whole model when no recipe: bf16_before = 0, bf16_from = L).
+  std::int64_t bf16_before = 0;
+  std::int64_t bf16_from = 0;
   bool full = false;
   FullRecomputeMethod method = FullRecomputeMethod::uniform;
   std::int64_t group_layers = 0;
@@ -261,13 +267,14 @@ struct LayerPieceCache {
   // fields no piece depends on: global batch, recompute, flat headroom). The layout and model
   // are EstimateCache's keys.
   std::optional<TrainingConfig> built_for;
-  std::array<LayerPieces, 6> kinds;  // rebuilt in place when their generation is old
+  std::array<LayerPieces, layer_slots> kinds;  // rebuilt in place when their generation is old
   struct PieceList {
     std::vector<ActivationPiece> pieces;
     std::uint64_t generation = 0;  // 0: never built
   };
-  std::array<PieceList, 3> attention_lists;                     // per AttentionKind
-  std::array<PieceList, 2> mlp_lists;                           // per MlpKind
+  // Per AttentionKind and MlpKind, then the same for the bf16 layers of a quantised run.
+  std::array<PieceList, 6> attention_lists;
+  std::array<PieceList, 4> mlp_lists;
   std::optional<std::vector<ActivationPiece>> head;             // final norm, logits, loss
   std::optional<std::vector<ActivationPiece>> head_transients;  // logits and their gradient
   std::optional<std::vector<ActivationPiece>> mtp_extra;        // MTP norms and eh_proj input
@@ -284,6 +291,7 @@ struct LayerPieceCache {
     std::array<std::optional<std::optional<ActivationPiece>>, 3> cp_backward;
   };
   SharedTransients shared;
+  SharedTransients shared_bf16;  // for ranks holding only bf16 layers of a quantised run
   // Counts the training inputs the cache has been built for: a rank's pieces from an older
   // generation are rebuilt in place (their lists keep their storage).
   std::uint64_t generation = 1;

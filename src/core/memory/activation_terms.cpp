@@ -97,7 +97,7 @@ class StoredSums {
       return;
     }
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      if (blocks_[b].group == group && blocks_[b].pieces != nullptr) {
+      if (blocks_[b].group == group && blocks_[b].pieces == &pieces) {
         unit(b, chunk) += count;
         return;
       }
@@ -262,13 +262,36 @@ std::int64_t layer_bytes(const LayerPieces& p, std::uint32_t dropped) {
   return sum;
 }
 
-// Layer kinds index a small table: 3 attention kinds x 2 MLP kinds.
-constexpr int kind_slots = 6;
-int slot_of(LayerKind kind) {
-  return static_cast<int>(kind.attention) * 2 + static_cast<int>(kind.mlp);
+// Layer kinds index a small table: 3 attention kinds x 2 MLP kinds, and again for the layers
+// Megatron computes in bf16 under a quantised recipe (--first-last-layers-bf16).
+constexpr int kind_slots = layer_slots;
+constexpr int bf16_slot_offset = 6;
+int slot_of(LayerKind kind, bool bf16_layer = false) {
+  return static_cast<int>(kind.attention) * 2 + static_cast<int>(kind.mlp) +
+         (bf16_layer ? bf16_slot_offset : 0);
 }
 LayerKind kind_of(int slot) {
-  return {static_cast<AttentionKind>(slot / 2), static_cast<MlpKind>(slot % 2)};
+  const int base = slot % bf16_slot_offset;
+  return {static_cast<AttentionKind>(base / 2), static_cast<MlpKind>(base % 2)};
+}
+bool bf16_slot(int slot) {
+  return slot >= bf16_slot_offset;
+}
+// The training inputs of a bf16 layer: no quantised compute.
+TrainingConfig bf16_training(const TrainingConfig& training) {
+  TrainingConfig out = training;
+  out.low_precision = LowPrecisionCompute{};
+  return out;
+}
+// The recipe's global layer range [first, end): Megatron's is_first_last_bf16_layer keeps the
+// layers before and after it in bf16; everything computes in the recipe's range without them.
+std::pair<std::int64_t, std::int64_t> quantised_layers(const Model& model,
+                                                       const TrainingConfig& training) {
+  const auto layers = static_cast<std::int64_t>(model.layers.size());
+  const LowPrecisionCompute& lp = training.low_precision;
+  if (!lp.quantised()) return {0, layers};
+  return {std::min(lp.bf16_layers_at_start, layers),
+          std::max<std::int64_t>(0, layers - lp.bf16_layers_at_end)};
 }
 
 ActivationPiece checkpoint_input_piece(const Model& m, const TokenShape& s) {
@@ -514,6 +537,7 @@ void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training)
   cache.embedding_dropout.reset();
   cache.mtp_checkpoint_inputs.reset();
   cache.shared = {};
+  cache.shared_bf16 = {};
 }
 
 namespace {
@@ -521,8 +545,11 @@ namespace {
 // The rank's chunks split into layers that keep everything and checkpointed groups (with their
 // distinct compositions), per layer kind: the part of the recompute policy that has no bytes.
 RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t rank,
-                       const RecomputeConfig& recompute) {
+                       const RecomputeConfig& recompute,
+                       std::pair<std::int64_t, std::int64_t> quantised) {
   RankLayers result;
+  result.bf16_before = quantised.first;
+  result.bf16_from = quantised.second;
   result.full = recompute.policy == RecomputePolicy::full;
   result.method = recompute.method;
   result.group_layers = recompute.layers;
@@ -546,8 +573,9 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
     }
     ChunkLayers::Group group;
     for (std::int64_t i = chunk.first_layer; i < end; ++i) {
-      const auto slot =
-          static_cast<std::size_t>(slot_of(model.layers[static_cast<std::size_t>(i)]));
+      const bool bf16_layer = i < result.bf16_before || i >= result.bf16_from;
+      const auto slot = static_cast<std::size_t>(
+          slot_of(model.layers[static_cast<std::size_t>(i)], bf16_layer));
       if (i >= first_full_layer) {
         ++out.full_layers[slot];
         continue;
@@ -565,7 +593,8 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
       }
     }
   }
-  const auto compact = [&](const std::array<std::int64_t, 6>& per_slot, SlotCounts& out) {
+  const auto compact = [&](const std::array<std::int64_t, kind_slots>& per_slot,
+                           SlotCounts& out) {
     for (std::int32_t slot = 0; slot < kind_slots; ++slot) {
       const std::int64_t count = per_slot[static_cast<std::size_t>(slot)];
       if (count == 0) continue;
@@ -582,15 +611,18 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
 
 const RankLayers& cached_rank_layers(LayerPieceCache& cache, const Model& model,
                                      const StagePlan& plan, std::int64_t rank,
-                                     const RecomputeConfig& recompute) {
+                                     const RecomputeConfig& recompute,
+                                     const TrainingConfig& training) {
+  const auto quantised = quantised_layers(model, training);
   const bool full = recompute.policy == RecomputePolicy::full;
   auto& slots = full ? cache.full_layers : cache.plain_layers;
   if (slots.size() < static_cast<std::size_t>(plan.pipeline_ranks))
     slots.resize(static_cast<std::size_t>(plan.pipeline_ranks));
   auto& entry = slots[static_cast<std::size_t>(rank)];
   if (!entry ||
-      (full && (entry->method != recompute.method || entry->group_layers != recompute.layers))) {
-    entry = rank_layers(model, plan, rank, recompute);
+      (full && (entry->method != recompute.method || entry->group_layers != recompute.layers)) ||
+      entry->bf16_before != quantised.first || entry->bf16_from != quantised.second) {
+    entry = rank_layers(model, plan, rank, recompute, quantised);
   }
   return *entry;
 }
@@ -613,7 +645,9 @@ struct KindsHeld {
   std::array<bool, 3> attention{};  // per AttentionKind
   std::array<bool, 2> mlp{};        // per MlpKind
   bool moe = false;
-  void add(LayerKind kind) {
+  bool quantised = false;  // a layer computing in the recipe (else every layer is bf16)
+  void add(LayerKind kind, bool in_recipe = true) {
+    quantised |= in_recipe;
     attention[static_cast<std::size_t>(kind.attention)] = true;
     mlp[static_cast<std::size_t>(kind.mlp)] = true;
     moe |= kind.mlp == MlpKind::moe;
@@ -624,7 +658,7 @@ KindsHeld kinds_held(const Model& model, const RankLayers& layers) {
   KindsHeld held;
   // Every layer is in `layers`, kept or checkpointed.
   for (int slot = 0; slot < kind_slots; ++slot) {
-    if ((layers.used_slots >> slot & 1u) != 0) held.add(kind_of(slot));
+    if ((layers.used_slots >> slot & 1u) != 0) held.add(kind_of(slot), !bf16_slot(slot));
   }
   for (const ChunkLayers& split : layers.chunks) {
     if (split.stage->mtp_layers > 0) held.add(model.mtp_layer);
@@ -820,19 +854,23 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     }
     result.fits = offer_pipeline_buffers(model, shape, plan, rank, chunk, buffers) && result.fits;
   }
-  LayerPieceCache::SharedTransients& shared = cache.shared;
+  // A rank holding only bf16 layers of a quantised run has their transients.
+  const bool all_bf16 = training.low_precision.quantised() && !held.quantised;
+  const TrainingConfig bf16_inputs = all_bf16 ? bf16_training(training) : TrainingConfig{};
+  const TrainingConfig& layer_training = all_bf16 ? bf16_inputs : training;
+  LayerPieceCache::SharedTransients& shared = all_bf16 ? cache.shared_bf16 : cache.shared;
   if (held.moe) {
     keep_transient(result, shared_once(shared.moe_dispatch, [&] {
-                     return moe_dispatch_piece(model, shape, layout, training);
+                     return moe_dispatch_piece(model, shape, layout, layer_training);
                    }));
   }
   if (held.attention[static_cast<std::size_t>(AttentionKind::kda)]) {
     const auto& p = shared_once(shared.kda_forward,
-                                [&] { return kda_forward_transient(model, shape, training); });
+                                [&] { return kda_forward_transient(model, shape, layer_training); });
     if (p) keep_transient(result, *p);
   }
   if (const auto p = quantised_forward_transient(
-          model, shape, training, layout, held.mlp[static_cast<std::size_t>(MlpKind::dense)],
+          model, shape, layer_training, layout, held.mlp[static_cast<std::size_t>(MlpKind::dense)],
           held.moe)) {
     keep_transient(result, *p);
   }
@@ -841,9 +879,9 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
   }
   keep_pipeline_buffer_transients(buffers, attn_res, result);
   if (shape.context_parallel > 1) {
-    keep_context_parallel_transients(model, shape, training, held, shared, result);
+    keep_context_parallel_transients(model, shape, layer_training, held, shared, result);
   }
-  keep_backward_working_set(model, layout, shape, training, held, shared, result);
+  keep_backward_working_set(model, layout, shape, layer_training, held, shared, result);
   for (const ActivationPiece& p : result.transients) {
     result.fits = result.fits && !p.formula.overflowed();
     result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
@@ -855,21 +893,27 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
 
 // The pieces of one layer kind for the cache's generation (built on first use), with the bytes
 // the pieces `dropped` leaves are summed once per recompute setting.
-const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, LayerKind kind,
+const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, int slot,
                                const TokenShape& shape, const TrainingConfig& training,
                                const ParallelLayout& layout, std::uint32_t dropped) {
-  LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot_of(kind))];
-  auto& attention = cache.attention_lists[static_cast<std::size_t>(kind.attention)];
-  auto& mlp = cache.mlp_lists[static_cast<std::size_t>(kind.mlp)];
+  const LayerKind kind = kind_of(slot);
+  const bool bf16_layer = bf16_slot(slot);
+  LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot)];
+  auto& attention = cache.attention_lists[static_cast<std::size_t>(kind.attention) +
+                                          (bf16_layer ? 3 : 0)];
+  auto& mlp = cache.mlp_lists[static_cast<std::size_t>(kind.mlp) + (bf16_layer ? 2 : 0)];
   entry.attention = &attention.pieces;
   entry.mlp = &mlp.pieces;
   if (entry.generation != cache.generation) {
+    const bool stale = attention.generation != cache.generation || mlp.generation != cache.generation;
+    const TrainingConfig bf16_inputs = bf16_layer && stale ? bf16_training(training) : TrainingConfig{};
+    const TrainingConfig& inputs = bf16_layer ? bf16_inputs : training;
     if (attention.generation != cache.generation) {
-      attention_pieces_into(attention.pieces, model, kind.attention, shape, training);
+      attention_pieces_into(attention.pieces, model, kind.attention, shape, inputs);
       attention.generation = cache.generation;
     }
     if (mlp.generation != cache.generation) {
-      mlp_pieces_into(mlp.pieces, model, kind.mlp, shape, training, layout);
+      mlp_pieces_into(mlp.pieces, model, kind.mlp, shape, inputs, layout);
       mlp.generation = cache.generation;
     }
     entry.all_bytes = layer_bytes(entry, 0);
@@ -998,7 +1042,7 @@ void add_mtp_layers(ChunkWalk& w, std::int64_t mtp_layers, std::int64_t c) {
   LayerPieceCache& cache = w.cache;
   if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(w.model, w.shape);
   const LayerPieces& pieces =
-      kind_pieces(cache, w.model, w.model.mtp_layer, w.shape, w.training, w.layout, w.dropped);
+      kind_pieces(cache, w.model, slot_of(w.model.mtp_layer), w.shape, w.training, w.layout, w.dropped);
   const RecomputeConfig& recompute = w.training.recompute;
   if (recompute.policy == RecomputePolicy::full &&
       recompute.method == FullRecomputeMethod::uniform) {
@@ -1135,7 +1179,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
 
   // The rank's layers per chunk and its pieces that do not depend on the micro-batches in
   // flight (AttnRes, pipeline buffers, the transients), built once per piece generation.
-  const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute);
+  const RankLayers& layers = cached_rank_layers(cache, model, plan, rank, recompute, training);
   if (cache.ranks.size() < ranks) cache.ranks.resize(ranks);
   RankPieces& pieces_of_rank = cache.ranks[static_cast<std::size_t>(rank)];
   if (pieces_of_rank.generation != cache.generation) {
@@ -1160,7 +1204,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
   for (int slot = 0; slot < kind_slots; ++slot) {
     if ((layers.used_slots >> slot & 1u) != 0) {
       walk.kinds[static_cast<std::size_t>(slot)] =
-          &kind_pieces(cache, model, kind_of(slot), shape, training, layout, dropped);
+          &kind_pieces(cache, model, slot, shape, training, layout, dropped);
     }
   }
   for (std::size_t chunk_slot = 0; chunk_slot < layers.chunks.size(); ++chunk_slot) {

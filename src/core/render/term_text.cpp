@@ -101,6 +101,9 @@ std::int64_t n(const Term& t, int i) {
 // Each factor as [label=value], the copies alive and a DOCUMENTED source.
 std::string generic_term_formula(const Term& t) {
   std::string text = generic_formula(t.formula);
+  bool sum = false;  // a quantised tensor's data + scales: the copies multiply both
+  for (int i = 0; i < t.formula.size(); ++i) sum = sum || t.formula.op(i) == FactorOp::plus;
+  if (sum && t.copies > 0) text = "(" + text + ")";
   if (t.copies > 0) text += " x [layer-micro-batches alive=" + group_digits(t.copies) + "]";
   if (t.tag == Tag::documented && !t.source.empty()) text += " (" + std::string(t.source) + ")";
   return text;
