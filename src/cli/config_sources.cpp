@@ -632,8 +632,8 @@ void Parser::apply_megatron_precision() {
   const MegatronPrecision& m = megatron_precision;
   stagemem::LowPrecisionCompute& lp = config().training.low_precision;
   const ConfigField* recipe_field = stagemem::find_field_by_key("fp8_recipe");
-  const bool recipe_given =
-      std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first == recipe_field; });
+  const bool recipe_given = std::any_of(given.begin(), given.end(),
+                                        [&](const auto& g) { return g.first == recipe_field; });
   if (m.fp8_format && m.fp4_format) {
     diagnostics().error("--fp4-format", "give --fp8-format or --fp4-format, not both");
     return;

@@ -589,8 +589,8 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
 // counts, fractions and amounts are numbers (written as they are in CSV), the link and the
 // Megatron arguments code (in Markdown), the rest text. Left-aligned, as the text always was.
 stagemem::Table plan_table(const std::vector<std::string>& header) {
-  constexpr std::array<std::string_view, 7> text = {
-      "entry", "sp", "recompute", "optimizer", "fp8_recipe", "fits", "ranked_by"};
+  constexpr std::array<std::string_view, 7> text = {"entry",      "sp",   "recompute", "optimizer",
+                                                    "fp8_recipe", "fits", "ranked_by"};
   stagemem::Table table;
   for (const std::string& h : header) {
     const bool code = h == "link" || h == "megatron_args";

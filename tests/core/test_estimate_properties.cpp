@@ -354,8 +354,7 @@ void check_one(Sweep& sweep, std::uint64_t seed) {
   // Megatron's bf16 first/last layers under a quantised recipe keep more per layer than the
   // others: more PP concentrates them on fewer stages (physics, as the embedding's activations).
   const LowPrecisionCompute& lp = config.training.low_precision;
-  const bool bf16_layers =
-      lp.quantised() && lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
+  const bool bf16_layers = lp.quantised() && lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
   if (config.parallel.assignment == StageAssignment::even && config.parallel.virtual_stages == 1 &&
       layers % more_stages == 0 && !bf16_layers) {
     Report report;

@@ -91,10 +91,8 @@ TEST_CASE("Quantised compute halves the linear layers' saved inputs, not the oth
   REQUIRE(a.diagnostics.ok());
   REQUIRE(b.diagnostics.ok());
   const std::int64_t layers_alive = 32;  // PP 1: every layer's micro-batch in flight once
-  CHECK(term_bytes(a.stages[0], "dense MLP: SwiGLU output") ==
-        layers_alive * 4096 * 14336 * 2);
-  CHECK(term_bytes(b.stages[0], "dense MLP: SwiGLU output") ==
-        layers_alive * (4096 * 14336 + 4));
+  CHECK(term_bytes(a.stages[0], "dense MLP: SwiGLU output") == layers_alive * 4096 * 14336 * 2);
+  CHECK(term_bytes(b.stages[0], "dense MLP: SwiGLU output") == layers_alive * (4096 * 14336 + 4));
   // The fc1 output (SwiGLU's own saved input) and the residual stream stay bf16.
   CHECK(term_bytes(a.stages[0], "dense MLP: fc1 output") ==
         term_bytes(b.stages[0], "dense MLP: fc1 output"));
@@ -173,8 +171,8 @@ TEST_CASE("Megatron's bf16 first/last layers keep bf16 inputs and no cached weig
   CHECK(term_bytes(some.stages[1], "dense MLP: SwiGLU output") == 1 * (15 * block + 1 * bf16));
   // The cached copies leave out the bf16 layers' matrices: 13 / 16 and 15 / 16 of the layers
   // (each layer has 218,103,808 linear-layer elements: 2 usages x 1 B, plus block scales).
-  const std::int64_t layer_elements = 4096LL * 6144 + 4096LL * 4096 + 2 * 4096LL * 14336 * 2 -
-                                      4096LL * 14336;
+  const std::int64_t layer_elements =
+      4096LL * 6144 + 4096LL * 4096 + 2 * 4096LL * 14336 * 2 - 4096LL * 14336;
   CHECK(layer_elements == 218'103'808);
   CHECK(term_bytes(some.stages[0], "TE cached quantised weight copies") == 14 * layer_elements * 2);
   CHECK(term_bytes(some.stages[1], "TE cached quantised weight copies") == 15 * layer_elements * 2);

@@ -56,43 +56,43 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
             for (std::int64_t etp : b.etp)
               for (bool sp_value : b.sp.empty() ? sp_auto : b.sp)
                 for (OptimizerKind opt : b.optimizer)
-                  for (Fp8Recipe recipe : b.recipe.empty()
-                                              ? std::vector<Fp8Recipe>{base.training.low_precision.recipe}
-                                              : b.recipe)
-                  for (std::int64_t dp : divisors_of(base.training.global_batch))
-                    for (std::int64_t mbs : b.mbs)
-                      for (RecomputePolicy rc : b.recompute) {
-                        ++ordinal;
-                        const bool sp = b.sp.empty() ? tp > 1 : sp_value;
-                        PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt, recipe};
-                        const std::int64_t gpus = tp * pp * cp * dp;
-                        if (base.training.global_batch % (mbs * dp) != 0) continue;
-                        const std::int64_t m = base.training.global_batch / (mbs * dp);
-                        if (gpus < b.min_gpus || (b.max_gpus > 0 && gpus > b.max_gpus)) continue;
-                        if (gpus % b.gpus_per_node != 0 && b.gpus_per_node % gpus != 0) continue;
-                        if (b.gpus_per_node % tp != 0) continue;
-                        if (vpp > 1 && (pp == 1 || m % pp != 0)) continue;
-                        const Config config = candidate_config(base, c);
-                        const Report r = estimate(config, model);
-                        if (!r.diagnostics.ok()) continue;
-                        PlanEntry e;
-                        e.candidate = c;
-                        e.ordinal = ordinal;
-                        e.gpus = gpus;
-                        e.micro_batches = r.micro_batches;
-                        std::int64_t peak = 0;
-                        for (const StageReport& s : r.stages) {
-                          if (s.peak_bytes > peak) {
-                            peak = s.peak_bytes;
-                            e.binding_stage = s.index;
+                  for (Fp8Recipe recipe :
+                       b.recipe.empty() ? std::vector<Fp8Recipe>{base.training.low_precision.recipe}
+                                        : b.recipe)
+                    for (std::int64_t dp : divisors_of(base.training.global_batch))
+                      for (std::int64_t mbs : b.mbs)
+                        for (RecomputePolicy rc : b.recompute) {
+                          ++ordinal;
+                          const bool sp = b.sp.empty() ? tp > 1 : sp_value;
+                          PlanCandidate c{tp, pp, vpp, cp, ep, etp, dp, mbs, rc, sp, opt, recipe};
+                          const std::int64_t gpus = tp * pp * cp * dp;
+                          if (base.training.global_batch % (mbs * dp) != 0) continue;
+                          const std::int64_t m = base.training.global_batch / (mbs * dp);
+                          if (gpus < b.min_gpus || (b.max_gpus > 0 && gpus > b.max_gpus)) continue;
+                          if (gpus % b.gpus_per_node != 0 && b.gpus_per_node % gpus != 0) continue;
+                          if (b.gpus_per_node % tp != 0) continue;
+                          if (vpp > 1 && (pp == 1 || m % pp != 0)) continue;
+                          const Config config = candidate_config(base, c);
+                          const Report r = estimate(config, model);
+                          if (!r.diagnostics.ok()) continue;
+                          PlanEntry e;
+                          e.candidate = c;
+                          e.ordinal = ordinal;
+                          e.gpus = gpus;
+                          e.micro_batches = r.micro_batches;
+                          std::int64_t peak = 0;
+                          for (const StageReport& s : r.stages) {
+                            if (s.peak_bytes > peak) {
+                              peak = s.peak_bytes;
+                              e.binding_stage = s.index;
+                            }
                           }
+                          e.peak_bytes = peak;
+                          e.headroom_bytes = device - peak;
+                          e.bubble_fraction = bubble_fraction(pp, vpp, r.micro_batches);
+                          e.recompute_overhead = step_flops(config, model).overhead();
+                          out.push_back(e);
                         }
-                        e.peak_bytes = peak;
-                        e.headroom_bytes = device - peak;
-                        e.bubble_fraction = bubble_fraction(pp, vpp, r.micro_batches);
-                        e.recompute_overhead = step_flops(config, model).overhead();
-                        out.push_back(e);
-                      }
   return out;
 }
 

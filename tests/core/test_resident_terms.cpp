@@ -324,8 +324,8 @@ TEST_CASE("Delayed scaling keeps an amax history and scales per quantised GEMM")
   RoleCounts counts = roles(1'000'000, 500'000, 1'000, 2'000'000, 3'000);
   counts.weight_tensors[static_cast<int>(TensorRole::hidden_matrix)] = 10;
   counts.weight_tensors[static_cast<int>(TensorRole::expert_matrix)] = 30;
-  const std::int64_t gemms = counts.tensors(TensorRole::hidden_matrix) +
-                             counts.tensors(TensorRole::expert_matrix);
+  const std::int64_t gemms =
+      counts.tensors(TensorRole::hidden_matrix) + counts.tensors(TensorRole::expert_matrix);
   LowPrecisionResident lp = quantised(Fp8Recipe::delayed);
   lp.amax_history_len = 1024;
   const auto terms = resident_terms(counts, {}, optimizer(OptimizerKind::adam), {}, lp);

@@ -4,8 +4,8 @@
 #include <array>
 
 #include "config/devices.h"
-#include "config/version_rules.h"
 #include "config/low_precision_rules.h"
+#include "config/version_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
 #include "parallel/schedule.h"

@@ -564,8 +564,8 @@ std::string allowed_values(const ConfigField& field) {
       for (std::string_view c : field.choices)
         names += (names.empty() ? "" : ", ") + std::string(c);
       for (const ChoiceAlias& alias : field.choice_aliases) {
-        names += ", " + std::string(alias.name) + " (= " +
-                 std::string(field.choices[static_cast<std::size_t>(alias.index)]) + ")";
+        names += ", " + std::string(alias.name) +
+                 " (= " + std::string(field.choices[static_cast<std::size_t>(alias.index)]) + ")";
       }
       return "one of: " + names;
     }

@@ -68,8 +68,7 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
   const auto needs_te = [&](Release from, std::string_view what) {
     if (!te_at_least(stack, from)) {
       problems.push_back(std::string(what) + " needs TransformerEngine " + release_text(from) +
-                         " or newer; the stack names te=" +
-                         release_text(stack.transformer_engine));
+                         " or newer; the stack names te=" + release_text(stack.transformer_engine));
     }
   };
   switch (lp.recipe) {
@@ -78,8 +77,10 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
     case Fp8Recipe::delayed:
     case Fp8Recipe::tensor:
       if (arch == Architecture::sm80 || arch == Architecture::sm86) {
-        problems.push_back(recipe_text(lp.recipe) + " needs fp8 tensor cores (sm89 or newer); "
-                           "the stack names arch=" + arch_name);
+        problems.push_back(recipe_text(lp.recipe) +
+                           " needs fp8 tensor cores (sm89 or newer); "
+                           "the stack names arch=" +
+                           arch_name);
       }
       if (lp.recipe == Fp8Recipe::tensor) needs_te(release(2, 2), recipe_text(lp.recipe));
       break;
@@ -87,15 +88,18 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
       if (arch != Architecture::current && !blackwell_datacenter(arch)) {
         problems.push_back(recipe_text(lp.recipe) +
                            " needs sm100 or sm103 (TE refuses MXFP8 elsewhere); the stack "
-                           "names arch=" + arch_name);
+                           "names arch=" +
+                           arch_name);
       }
       needs_te(release(2, 0), recipe_text(lp.recipe));
       break;
     case Fp8Recipe::block:
-      if (arch == Architecture::sm80 || arch == Architecture::sm86 ||
-          arch == Architecture::sm89 || arch == Architecture::sm120) {
-        problems.push_back(recipe_text(lp.recipe) + " runs on sm90 (and on sm100/sm103 from TE "
-                           "2.9); the stack names arch=" + arch_name);
+      if (arch == Architecture::sm80 || arch == Architecture::sm86 || arch == Architecture::sm89 ||
+          arch == Architecture::sm120) {
+        problems.push_back(recipe_text(lp.recipe) +
+                           " runs on sm90 (and on sm100/sm103 from TE "
+                           "2.9); the stack names arch=" +
+                           arch_name);
       }
       needs_te(release(2, 3), recipe_text(lp.recipe));
       if (blackwell_datacenter(arch)) {
@@ -105,8 +109,10 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
     case Fp8Recipe::nvfp4:
       if (arch != Architecture::current && !blackwell_datacenter(arch) &&
           arch != Architecture::sm120) {
-        problems.push_back(recipe_text(lp.recipe) + " needs sm100 or newer; the stack names "
-                           "arch=" + arch_name);
+        problems.push_back(recipe_text(lp.recipe) +
+                           " needs sm100 or newer; the stack names "
+                           "arch=" +
+                           arch_name);
       }
       needs_te(release(2, 8), recipe_text(lp.recipe));
       break;
@@ -126,8 +132,10 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
       problems.push_back("bf16 first/last layers: Megatron refuses them with delayed scaling");
     }
     if (stack.megatron_core.given() && compare_releases(stack.megatron_core, release(0, 12)) < 0) {
-      problems.push_back("bf16 first/last layers need megatron-core 0.12 or newer; the stack "
-                         "names megatron-core=" + release_text(stack.megatron_core));
+      problems.push_back(
+          "bf16 first/last layers need megatron-core 0.12 or newer; the stack "
+          "names megatron-core=" +
+          release_text(stack.megatron_core));
     }
   }
   return problems;

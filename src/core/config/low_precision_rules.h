@@ -38,8 +38,9 @@ bool per_tensor_one_copy(const SoftwareStack& stack);
 bool projection_saves_original_input(const TrainingConfig& training);
 
 // The same configuration computed in bf16: no quantised recipe (and none of its options), and
-// quantised primary weights stored in bf16 (Megatron without --fp8-param-gather/--fp4-param-gather).
-// Everything else, measurements included, is kept: "what did fp8 change?" compares the two.
+// quantised primary weights stored in bf16 (Megatron without
+// --fp8-param-gather/--fp4-param-gather). Everything else, measurements included, is kept: "what
+// did fp8 change?" compares the two.
 Config bf16_twin(const Config& config);
 // The configuration under another recipe (the planner's recipe axis): none is bf16_twin; a
 // recipe keeps the base's options, and quantised primary weights take the recipe's format

@@ -131,8 +131,8 @@ ActivationPiece mlp_backward_piece(const Model& model, MlpKind kind, const Token
 std::optional<ActivationPiece> quantised_forward_transient(const Model& model,
                                                            const TokenShape& shape,
                                                            const TrainingConfig& training,
-                                                           const ParallelLayout& layout,
-                                                           bool dense, bool moe);
+                                                           const ParallelLayout& layout, bool dense,
+                                                           bool moe);
 // chunk_kda's forward intermediates of one KDA layer (fused backend; none for the others).
 std::optional<ActivationPiece> kda_forward_transient(const Model& model, const TokenShape& shape,
                                                      const TrainingConfig& training);
@@ -181,10 +181,10 @@ struct SlotCounts {
   const SlotCount* end() const { return entries.data() + size; }
 };
 struct ChunkLayers {
-  const VirtualStage* stage = nullptr;        // in the StagePlan the cache was built for
+  const VirtualStage* stage = nullptr;                  // in the StagePlan the cache was built for
   std::array<std::int64_t, layer_slots> full_layers{};  // layers keeping every piece, per slot
-  SlotCounts full;                            // the same, non-zero slots only
-  std::int64_t checkpointed_groups = 0;       // full recompute: groups keeping only their input
+  SlotCounts full;                                      // the same, non-zero slots only
+  std::int64_t checkpointed_groups = 0;  // full recompute: groups keeping only their input
   // Full recompute: the distinct compositions of its checkpointed groups (layers per kind slot),
   // in the order they first occur, with the first occurrence's layer range.
   struct Group {

@@ -574,8 +574,8 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
     ChunkLayers::Group group;
     for (std::int64_t i = chunk.first_layer; i < end; ++i) {
       const bool bf16_layer = i < result.bf16_before || i >= result.bf16_from;
-      const auto slot = static_cast<std::size_t>(
-          slot_of(model.layers[static_cast<std::size_t>(i)], bf16_layer));
+      const auto slot =
+          static_cast<std::size_t>(slot_of(model.layers[static_cast<std::size_t>(i)], bf16_layer));
       if (i >= first_full_layer) {
         ++out.full_layers[slot];
         continue;
@@ -593,8 +593,7 @@ RankLayers rank_layers(const Model& model, const StagePlan& plan, std::int64_t r
       }
     }
   }
-  const auto compact = [&](const std::array<std::int64_t, kind_slots>& per_slot,
-                           SlotCounts& out) {
+  const auto compact = [&](const std::array<std::int64_t, kind_slots>& per_slot, SlotCounts& out) {
     for (std::int32_t slot = 0; slot < kind_slots; ++slot) {
       const std::int64_t count = per_slot[static_cast<std::size_t>(slot)];
       if (count == 0) continue;
@@ -865,13 +864,13 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
                    }));
   }
   if (held.attention[static_cast<std::size_t>(AttentionKind::kda)]) {
-    const auto& p = shared_once(shared.kda_forward,
-                                [&] { return kda_forward_transient(model, shape, layer_training); });
+    const auto& p = shared_once(
+        shared.kda_forward, [&] { return kda_forward_transient(model, shape, layer_training); });
     if (p) keep_transient(result, *p);
   }
-  if (const auto p = quantised_forward_transient(
-          model, shape, layer_training, layout, held.mlp[static_cast<std::size_t>(MlpKind::dense)],
-          held.moe)) {
+  if (const auto p = quantised_forward_transient(model, shape, layer_training, layout,
+                                                 held.mlp[static_cast<std::size_t>(MlpKind::dense)],
+                                                 held.moe)) {
     keep_transient(result, *p);
   }
   if (attn_res) {
@@ -899,14 +898,16 @@ const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, int s
   const LayerKind kind = kind_of(slot);
   const bool bf16_layer = bf16_slot(slot);
   LayerPieces& entry = cache.kinds[static_cast<std::size_t>(slot)];
-  auto& attention = cache.attention_lists[static_cast<std::size_t>(kind.attention) +
-                                          (bf16_layer ? 3 : 0)];
+  auto& attention =
+      cache.attention_lists[static_cast<std::size_t>(kind.attention) + (bf16_layer ? 3 : 0)];
   auto& mlp = cache.mlp_lists[static_cast<std::size_t>(kind.mlp) + (bf16_layer ? 2 : 0)];
   entry.attention = &attention.pieces;
   entry.mlp = &mlp.pieces;
   if (entry.generation != cache.generation) {
-    const bool stale = attention.generation != cache.generation || mlp.generation != cache.generation;
-    const TrainingConfig bf16_inputs = bf16_layer && stale ? bf16_training(training) : TrainingConfig{};
+    const bool stale =
+        attention.generation != cache.generation || mlp.generation != cache.generation;
+    const TrainingConfig bf16_inputs =
+        bf16_layer && stale ? bf16_training(training) : TrainingConfig{};
     const TrainingConfig& inputs = bf16_layer ? bf16_inputs : training;
     if (attention.generation != cache.generation) {
       attention_pieces_into(attention.pieces, model, kind.attention, shape, inputs);
@@ -1041,8 +1042,8 @@ void add_full_layers(ChunkWalk& w, const ChunkLayers& split, std::int64_t c) {
 void add_mtp_layers(ChunkWalk& w, std::int64_t mtp_layers, std::int64_t c) {
   LayerPieceCache& cache = w.cache;
   if (!cache.mtp_extra) cache.mtp_extra = mtp_extra_pieces(w.model, w.shape);
-  const LayerPieces& pieces =
-      kind_pieces(cache, w.model, slot_of(w.model.mtp_layer), w.shape, w.training, w.layout, w.dropped);
+  const LayerPieces& pieces = kind_pieces(cache, w.model, slot_of(w.model.mtp_layer), w.shape,
+                                          w.training, w.layout, w.dropped);
   const RecomputeConfig& recompute = w.training.recompute;
   if (recompute.policy == RecomputePolicy::full &&
       recompute.method == FullRecomputeMethod::uniform) {

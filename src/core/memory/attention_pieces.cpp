@@ -144,8 +144,8 @@ ActivationPiece attention_inputs(const TermInfo& info, Formula elements, std::in
     return make_piece(info, elements.bytes(bf16, label_id("bf16")), dropped);
   }
   const std::int64_t rows = cols > 0 ? elements.value() / cols : 0;
-  const QuantisedBytes b = quantised_bytes(q, QuantisedKind::activation, QuantisedUse::rowwise,
-                                           rows, cols);
+  const QuantisedBytes b =
+      quantised_bytes(q, QuantisedKind::activation, QuantisedUse::rowwise, rows, cols);
   // q, k and v are quantised separately: three per-tensor scales.
   const std::int64_t scales = q.recipe == Fp8Recipe::mxfp8 ? b.scales : 3 * b.scales;
   elements.bytes(1, label_id("fp8 e4m3")).plus(label_id("fp8 attention scales"), scales);
@@ -198,10 +198,10 @@ void add_attention_core(std::vector<ActivationPiece>& out, const TokenShape& s,
   // FusedAttnFunc: out_fp8; current scaling and MXFP8 keep the bf16 output by default).
   const LinearQuantisation q = linear_quantisation(t);
   const bool fp8_output = q.fp8_attention && q.recipe == Fp8Recipe::delayed;
-  out.push_back(make_piece(term_attention_output_also_the_output_projection_s_in,
-                           split_tokens(s, value_width, label_id("heads x v_dim"))
-                               .bytes(fp8_output ? 1 : bf16, fp8_output ? label_id("fp8 e4m3")
-                                                                        : label_id("bf16"))));
+  out.push_back(make_piece(
+      term_attention_output_also_the_output_projection_s_in,
+      split_tokens(s, value_width, label_id("heads x v_dim"))
+          .bytes(fp8_output ? 1 : bf16, fp8_output ? label_id("fp8 e4m3") : label_id("bf16"))));
   if (q.quantised() && !q.projection_saves_original && !output_gate) {
     // The output projection (a TE Linear) saves its own quantised copy of that output: delayed
     // scaling, or releases before Megatron set save_original_input on it.
@@ -232,10 +232,10 @@ void add_gqa(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
              const TrainingConfig& t) {
   const GqaShape& a = m.gqa;
   const std::int64_t qkv_width = (a.heads + 2 * a.kv_heads) * a.head_dim;
-  out.push_back(attention_inputs(
-      term_q_k_v_attention_inputs_after_rope,
-      split_tokens(s, qkv_width, label_id("(heads + 2 kv_heads) x head_dim")),
-      qkv_width / s.tensor_parallel, linear_quantisation(t), 0));
+  out.push_back(
+      attention_inputs(term_q_k_v_attention_inputs_after_rope,
+                       split_tokens(s, qkv_width, label_id("(heads + 2 kv_heads) x head_dim")),
+                       qkv_width / s.tensor_parallel, linear_quantisation(t), 0));
   if (a.qk_norm) {
     // TE's RMSNorm on q and on k saves a contiguous copy of its input and the per-row rstd; RoPE
     // then makes the new q, k the attention keeps.
@@ -278,17 +278,16 @@ void add_mla(std::vector<ActivationPiece>& out, const Model& m, const TokenShape
   out.push_back(attention_inputs(term_up_projected_q_k_v_attention_inputs,
                                  split_tokens(s, a.heads * (2 * q_head + a.v_head_dim),
                                               label_id("heads x (2 (nope + rope) + v_dim)")),
-                                 a.heads * (2 * q_head + a.v_head_dim) / s.tensor_parallel, q,
-                                 up));
+                                 a.heads * (2 * q_head + a.v_head_dim) / s.tensor_parallel, q, up));
   add_attention_core(out, s, t, a.heads, a.heads * a.v_head_dim, a.output_gate);
   if (a.output_gate) {
     out.push_back(make_piece(term_output_gate_sigmoid_of_the_gate_projection,
                              split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim"))
                                  .bytes(bf16, label_id("bf16"))));
-    out.push_back(saved_linear_input(term_gated_attention_output_output_projection_input,
-                                     split_tokens(s, a.heads * a.v_head_dim,
-                                                  label_id("heads x v_dim")),
-                                     a.heads * a.v_head_dim / s.tensor_parallel, 0, q));
+    out.push_back(
+        saved_linear_input(term_gated_attention_output_output_projection_input,
+                           split_tokens(s, a.heads * a.v_head_dim, label_id("heads x v_dim")),
+                           a.heads * a.v_head_dim / s.tensor_parallel, 0, q));
   }
 }
 

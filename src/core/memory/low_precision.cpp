@@ -107,7 +107,8 @@ QuantisedBytes quantised_output_gradient(const LinearQuantisation& q, std::int64
 QuantisedBytes forward_rowwise_input(const LinearQuantisation& q, std::int64_t rows,
                                      std::int64_t cols) {
   if (!q.quantised() || (per_tensor(q.recipe) && q.one_copy)) return {};
-  QuantisedBytes b = quantised_bytes(q, QuantisedKind::activation, QuantisedUse::rowwise, rows, cols);
+  QuantisedBytes b =
+      quantised_bytes(q, QuantisedKind::activation, QuantisedUse::rowwise, rows, cols);
   if (per_tensor(q.recipe)) b.scales = 0;  // the saved copy's scale_inv is the same tensor
   return b;
 }

@@ -107,11 +107,11 @@ void add_mlp_norm(std::vector<ActivationPiece>& out, const Model& m, const Token
                            hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
                            module_bits({RecomputeModule::layernorm})));
   if (q.quantised() && m.moe.shared_experts > 0) {
-    out.push_back(saved_linear_input(
-        term_shared_experts_quantised_input, hidden_tokens(s, m.hidden, label_id("h")), m.hidden,
-        module_bits({RecomputeModule::layernorm, RecomputeModule::moe,
-                     RecomputeModule::shared_experts}),
-        q));
+    out.push_back(saved_linear_input(term_shared_experts_quantised_input,
+                                     hidden_tokens(s, m.hidden, label_id("h")), m.hidden,
+                                     module_bits({RecomputeModule::layernorm, RecomputeModule::moe,
+                                                  RecomputeModule::shared_experts}),
+                                     q));
   }
 }
 
@@ -160,10 +160,10 @@ void add_moe_router_and_latent(std::vector<ActivationPiece>& out, const MoeShape
                                  .bytes(bf16, label_id("bf16")),
                              whole));
   }
-  out.push_back(saved_linear_input(
-      term_combined_latent_latent_up_projection_input,
-      Formula(local_tokens(s)).times(label_id("latent"), e.latent_hidden), e.latent_hidden, whole,
-      q));
+  out.push_back(
+      saved_linear_input(term_combined_latent_latent_up_projection_input,
+                         Formula(local_tokens(s)).times(label_id("latent"), e.latent_hidden),
+                         e.latent_hidden, whole, q));
 }
 
 // The tokens an expert rank processes: every local token goes to top-k experts; with balanced
@@ -292,18 +292,19 @@ ActivationPiece mlp_backward_piece(const Model& m, MlpKind kind, const TokenShap
     // Weight gradients accumulate into main_grad (gradient-accumulation fusion).
     const DenseMlpShape& d = m.dense_mlp;
     const bool swiglu = d.activation == MlpActivation::swiglu;
-    const ActivationPiece bf16_moment =
-        make_piece(term_mlp_backward, split_tokens(s, (swiglu ? 3 : 2) * d.intermediate,
-                                                   swiglu ? label_id("3 x intermediate")
-                                                          : label_id("2 x intermediate"))
-                                          .bytes(bf16, label_id("bf16")));
+    const ActivationPiece bf16_moment = make_piece(
+        term_mlp_backward,
+        split_tokens(s, (swiglu ? 3 : 2) * d.intermediate,
+                     swiglu ? label_id("3 x intermediate") : label_id("2 x intermediate"))
+            .bytes(bf16, label_id("bf16")));
     if (!q.quantised()) return bf16_moment;
     // fc1's backward: its output gradient in bf16 and quantised row- and column-wise (the
     // activation's input gradient is freed once the activation's backward has run).
     const std::int64_t fc1 = (swiglu ? 2 : 1) * d.intermediate;
     const QuantisedBytes dy =
         quantised_output_gradient(q, s.sequence * s.micro_batch, fc1 / s.tensor_parallel);
-    Formula f = split_tokens(s, fc1, swiglu ? label_id("2 x intermediate") : label_id("intermediate"));
+    Formula f =
+        split_tokens(s, fc1, swiglu ? label_id("2 x intermediate") : label_id("intermediate"));
     f.bytes(bf16, label_id("bf16"))
         .plus(label_id("quantised output gradient (row- and column-wise)"), dy.total());
     ActivationPiece quantised = make_piece(term_mlp_backward_quantised, f);
@@ -344,8 +345,8 @@ ActivationPiece mlp_backward_piece(const Model& m, MlpKind kind, const TokenShap
 
 std::optional<ActivationPiece> quantised_forward_transient(const Model& m, const TokenShape& s,
                                                            const TrainingConfig& t,
-                                                           const ParallelLayout& layout,
-                                                           bool dense, bool moe) {
+                                                           const ParallelLayout& layout, bool dense,
+                                                           bool moe) {
   const LinearQuantisation q = linear_quantisation(t);
   if (!q.quantised()) return std::nullopt;
   // Each candidate: a linear layer's input [rows, cols] as its forward GEMM sees it.
@@ -366,8 +367,8 @@ std::optional<ActivationPiece> quantised_forward_transient(const Model& m, const
     const RoutedTokens routed{
         .shape = s, .top_k = e.top_k, .etp = etp, .imbalance = t.routing_imbalance};
     Formula fc1 = routed.formula().times(label_id("expert width"), width);
-    Formula fc2 = routed.formula().times(label_id("expert intermediate/ETP"),
-                                         e.expert_intermediate / etp);
+    Formula fc2 =
+        routed.formula().times(label_id("expert intermediate/ETP"), e.expert_intermediate / etp);
     if (t.routing_imbalance > 1.0) {
       fc1.imbalance(t.routing_imbalance, width);
       fc2.imbalance(t.routing_imbalance, e.expert_intermediate / etp);

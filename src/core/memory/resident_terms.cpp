@@ -116,7 +116,8 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
       parts.push_back({role, dtype_of(precision, role, false), elements_of(counts, role) - in_bf16,
                        counts.tensors(role) - bf16_tensors});
     }
-    if (in_bf16 > 0) parts.push_back({role, dtype_of(precision, role, true), in_bf16, bf16_tensors});
+    if (in_bf16 > 0)
+      parts.push_back({role, dtype_of(precision, role, true), in_bf16, bf16_tensors});
   }
   // One term per storage dtype, so the common all-bf16 case is a single "weights (bf16)" row.
   std::array<WeightDtype, tensor_role_count + 2> dtypes{};
@@ -240,10 +241,10 @@ void add_quantised_weight_terms(std::vector<Term>& terms, const RoleCounts& coun
       break;
     case Fp8Recipe::block:
       if (scaled > 0) {
-        scales = Formula()
-                     .times(label_id("128 x 128 blocks x usages"),
-                            ceil_div(scaled, fp8_block_values))
-                     .bytes(4, label_id("fp32"));
+        scales =
+            Formula()
+                .times(label_id("128 x 128 blocks x usages"), ceil_div(scaled, fp8_block_values))
+                .bytes(4, label_id("fp32"));
       }
       break;
     case Fp8Recipe::nvfp4:
@@ -269,8 +270,7 @@ void add_quantised_weight_terms(std::vector<Term>& terms, const RoleCounts& coun
             .times(label_id("quantised GEMMs"), gemms)
             .times(label_id("5 x amax history + 5 values"), 5 * lp.amax_history_len + 5)
             .bytes(4, label_id("fp32"));
-    terms.push_back(
-        resident_term(term_amax_history, AllocationPoint::first_step, f.value(), f));
+    terms.push_back(resident_term(term_amax_history, AllocationPoint::first_step, f.value(), f));
   }
 }
 

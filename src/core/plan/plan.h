@@ -3,14 +3,14 @@
 //
 // Purpose: `stagemem plan` and the app's Plan tab. The space is the cartesian product of the
 // allowed values of TP, PP, VPP, CP, EP, ETP, SP, optimizer, quantised compute recipe, DP,
-// micro-batch and recompute policy; a point is a configuration when DP x micro-batch divides the global batch (a whole
-// number M of micro-batches per step), and configurations_searched counts those. Each is checked
-// for what is cheap first (divisibility, GPU bounds, Megatron's interleaved rule, TP within a
-// node), skipped when earlier estimates prove it cannot fit (the resident set alone exceeds the
-// device at the same or a larger DP, or a smaller micro-batch did not fit: exact rules, see
-// PlanBounds::exhaustive), and otherwise estimated with the same core as `report` (estimate(),
-// which runs validate(); peaks only, one EstimateCache per search: the same numbers). A
-// configuration fits when every stage's peak is at most the device's bytes (headroom >= 0),
+// micro-batch and recompute policy; a point is a configuration when DP x micro-batch divides the
+// global batch (a whole number M of micro-batches per step), and configurations_searched counts
+// those. Each is checked for what is cheap first (divisibility, GPU bounds, Megatron's interleaved
+// rule, TP within a node), skipped when earlier estimates prove it cannot fit (the resident set
+// alone exceeds the device at the same or a larger DP, or a smaller micro-batch did not fit: exact
+// rules, see PlanBounds::exhaustive), and otherwise estimated with the same core as `report`
+// (estimate(), which runs validate(); peaks only, one EstimateCache per search: the same numbers).
+// A configuration fits when every stage's peak is at most the device's bytes (headroom >= 0),
 // exactly `stagemem check`, or, with a safety margin (PlanMargin: an amount or a share of the
 // capacity, e.g. the 80 % rule), at most the device's bytes minus the margin.
 //
@@ -90,7 +90,7 @@ struct PlanBounds {
   // Quantised compute recipes (config/low_precision_rules.h with_recipe: none is the bf16 twin;
   // quantised primary weights follow the recipe). [the base configuration's]
   std::vector<Fp8Recipe> recipe;
-  std::int64_t top = 2;                  // frontier entries per factor per GPU count, [1, 100]
+  std::int64_t top = 2;  // frontier entries per factor per GPU count, [1, 100]
   // Fits means peak <= device bytes - margin on every stage; the margin must leave some bytes.
   PlanMargin margin{};
   // Exact pruning: the resident set (weights, gradients, optimizer state) and measured gaps do

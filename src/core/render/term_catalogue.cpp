@@ -60,6 +60,27 @@ constexpr Variant variants[] = {
      [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::te_fused; }},
     {"cross_entropy=native-fused",
      [](Config& c) { c.training.kernels.cross_entropy = CrossEntropyKernel::native_fused; }},
+    {"fp8_recipe=delayed, fp8_attention",
+     [](Config& c) {
+       c.training.low_precision.recipe = Fp8Recipe::delayed;
+       c.training.low_precision.fp8_attention = true;
+     }},
+    {"fp8_recipe=mxfp8, weights=mxfp8",
+     [](Config& c) {
+       c.training.low_precision.recipe = Fp8Recipe::mxfp8;
+       c.precision.dense_weights = WeightDtype::mxfp8;
+     }},
+    {"fp8_recipe=nvfp4, weights=nvfp4",
+     [](Config& c) {
+       c.training.low_precision.recipe = Fp8Recipe::nvfp4;
+       c.precision.dense_weights = WeightDtype::nvfp4;
+     }},
+    {"tp=2, sp, tp_comm_overlap",
+     [](Config& c) {
+       c.parallel.tensor_parallel = 2;
+       c.parallel.sequence_parallel = true;
+       c.training.kernels.tp_comm_overlap = true;
+     }},
 };
 
 }  // namespace
