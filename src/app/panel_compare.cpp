@@ -4,7 +4,8 @@
 // whose bytes changed, largest change first (default: B's binding stage). Every cell is the core's
 // (render/comparison.h, built by the frame's refresh into BaselineState): the same words and
 // numbers `stagemem diff` prints for the two links.
-// Without a baseline the tab says how to pin one.
+// Without a baseline the tab says how to pin one. "Compare with bf16" (there, and above a
+// comparison) pins the bf16 twin of the configuration on screen: what its low precision changed.
 #include <algorithm>
 #include <string>
 
@@ -157,11 +158,14 @@ void draw_empty(const AppState& state, Actions& out) {
       "Compare two configurations: pin the one on screen as the baseline, then edit (TP 8 vs "
       "TP 4, bf16 vs fp8, the even split vs the advised layout). Each stage's bar then shows the "
       "baseline's peak as an outline, and this tab lists every stage's peak in both with the "
-      "difference and the terms that changed. The link carries both.");
+      "difference and the terms that changed. The link carries both. \"Compare with bf16\" "
+      "pins the configuration computed in bf16 instead: what its fp8 (or MX, NVFP4) changed.");
   ImGui::Spacing();
   ImGui::BeginDisabled(!state.report_valid || report_stale(state));
   if (ImGui::Button("Pin as baseline (Ctrl+B)")) out.push(PinBaseline{});
   ImGui::EndDisabled();
+  ImGui::SameLine();
+  compare_with_bf16_button(state, out, Widget::compare_bf16);
 }
 
 }  // namespace
@@ -193,7 +197,10 @@ void draw_compare(const AppState& state, CompareView& view, Actions& out) {
   ImGui::TextUnformatted("B (on screen):");
   ImGui::SameLine();
   ImGui::TextWrapped("%s. %s", b.b_summary.c_str(), b.b_verdict.c_str());
+  ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("differences are B - A; click a stage for its changed terms");
+  ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+  compare_with_bf16_button(state, out, Widget::compare_bf16);
   const std::int64_t shown = shown_stage(b, view);
   draw_stage_table(state, view, shown, out);
   if (shown < 0) return;
