@@ -158,8 +158,7 @@ void draw_empty(const AppState& state, Actions& out) {
       "Compare two configurations: pin the one on screen as the baseline, then edit (TP 8 vs "
       "TP 4, bf16 vs fp8, the even split vs the advised layout). Each stage's bar then shows the "
       "baseline's peak as an outline, and this tab lists every stage's peak in both with the "
-      "difference and the terms that changed. The link carries both. \"Compare with bf16\" "
-      "pins the configuration computed in bf16 instead: what its fp8 (or MX, NVFP4) changed.");
+      "difference and the terms that changed. The link carries both.");
   ImGui::Spacing();
   ImGui::BeginDisabled(!state.report_valid || report_stale(state));
   if (ImGui::Button("Pin as baseline (Ctrl+B)")) out.push(PinBaseline{});

@@ -384,11 +384,10 @@ inline bool report_stale(const AppState& state) {
 // toolbar's and the Compare tab's button say it as their tooltip, the page as getUiState's.
 inline const char* bf16_comparison_unavailable(const AppState& state) {
   if (!state.report_valid || report_stale(state)) {
-    return "Fix the fields marked in red first: the bf16 twin is of the report on screen";
+    return "Fix the fields marked in red first";
   }
   if (!state.reported_low_precision) {
-    return "This configuration computes and stores nothing in low precision: pick an fp8_recipe "
-           "(Precision) to see what it changes against bf16";
+    return "Nothing here is in low precision: pick an fp8_recipe (Precision)";
   }
   return nullptr;
 }

@@ -58,8 +58,7 @@ void compare_with_bf16_button(const AppState& state, Actions& out, Widget widget
   publish(out, widget);
   ImGui::SetItemTooltip("%s", unavailable != nullptr
                                   ? unavailable
-                                  : "What did the low precision change? Pin this configuration "
-                                    "computed in bf16 (no quantised recipe, bf16 weights) as the "
-                                    "baseline and compare, stage by stage and term by term");
+                                  : "Pin this configuration computed in bf16 as the baseline: "
+                                    "what did its low precision change?");
   ImGui::EndDisabled();
 }

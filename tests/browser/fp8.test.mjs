@@ -138,7 +138,7 @@ describe("Compare with bf16", () => {
     const { context, page } = await openApp(bf16);
     try {
       const why = (await uiState(page)).bf16ComparisonUnavailable;
-      assert.match(why, /nothing in low precision/);
+      assert.match(why, /^Nothing here is in low precision/);
       // A real click on the disabled toolbar button pins nothing.
       await clickWidget(page, "bf16_baseline");
       await waitFrames(page, 3);
