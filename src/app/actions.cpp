@@ -103,6 +103,16 @@ struct Reducer {
     if (!pin_baseline(state)) return;
     show_message(state, "Pinned as the baseline: edit, and see the differences in Compare");
   }
+  void operator()(const CompareWithBf16&) const {
+    // What fp8 changed: the bf16 twin is A, the configuration on screen B (diff --versus-bf16).
+    const std::string why_not = pin_bf16_twin(state);
+    if (!why_not.empty()) {
+      show_message(state, why_not);
+      return;
+    }
+    state.requested_tab = MainTab::compare;
+    show_message(state, "Pinned the bf16 twin as A");
+  }
   void operator()(const UnpinBaseline&) const {
     if (!state.baseline.pinned) return;
     unpin_baseline(state);

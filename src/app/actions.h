@@ -101,10 +101,11 @@ struct RefuseFile {  // a file the platform could not read (missing, unreadable,
   std::string name;
   std::string problem;
 };
-// ---- The baseline (the toolbar, Ctrl+B; BaselineState) ----
-struct PinBaseline {};    // the report on screen (valid, not stale) becomes the baseline
-struct UnpinBaseline {};  // no baseline: the comparison closes
-struct SwapBaseline {};   // the baseline's configuration on screen, the one on screen pinned
+// ---- The baseline (the toolbar, Ctrl+B, the Compare tab; BaselineState) ----
+struct PinBaseline {};      // the report on screen (valid, not stale) becomes the baseline
+struct CompareWithBf16 {};  // its bf16 twin the baseline (pin_bf16_twin), the Compare tab open
+struct UnpinBaseline {};    // no baseline: the comparison closes
+struct SwapBaseline {};     // the baseline's configuration on screen, the one on screen pinned
 // ---- From the summary line's model-change notice (fixes.h) ----
 struct ResetToDefaults {};     // the defaults with this model and device (what the CLI starts from)
 struct DismissModelNotice {};  // hide what the last model change kept or changed
@@ -118,7 +119,8 @@ using Action =
                  SelectStage, SetSweepAxis, ApplySweepCell, SetPlanInputs, StartPlanSearch,
                  StopPlanSearch, ApplyPlanRow, SelectTimelineStage, SetSnapshotStage,
                  SetScalingPoints, ApplyLink, LoadText, LoadFile, RefuseFile, PinBaseline,
-                 UnpinBaseline, SwapBaseline, ResetToDefaults, DismissModelNotice, SetAmountUnit>;
+                 CompareWithBf16, UnpinBaseline, SwapBaseline, ResetToDefaults, DismissModelNotice,
+                 SetAmountUnit>;
 
 // What the panels hand back from one frame: the actions, in the order they were pushed, and where
 // the key widgets were drawn (stored in AppState::widget_rects with the actions).

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "config/low_precision_rules.h"
 #include "config/url_fragment.h"
 #include "estimate/compare.h"
 #include "estimate/estimate.h"
@@ -29,6 +30,18 @@ bool pin_baseline(AppState& state) {
   // A copy of the report on screen: pinning estimates nothing.
   pin(state.baseline, state.reported_config, state.report);
   return true;
+}
+
+std::string pin_bf16_twin(AppState& state) {
+  if (const char* why = bf16_comparison_unavailable(state)) return why;
+  stagemem::Config twin = stagemem::bf16_twin(state.reported_config);
+  stagemem::Report report = stagemem::estimate(twin);
+  if (!report.diagnostics.ok()) {
+    const stagemem::FieldMessage& e = report.diagnostics.errors.front();
+    return "The bf16 twin does not estimate (" + e.field + ": " + e.message + ")";
+  }
+  pin(state.baseline, twin, std::move(report));
+  return {};
 }
 
 void unpin_baseline(AppState& state) {

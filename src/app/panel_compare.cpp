@@ -4,7 +4,8 @@
 // whose bytes changed, largest change first (default: B's binding stage). Every cell is the core's
 // (render/comparison.h, built by the frame's refresh into BaselineState): the same words and
 // numbers `stagemem diff` prints for the two links.
-// Without a baseline the tab says how to pin one.
+// Without a baseline the tab says how to pin one. "Compare with bf16" (there, and above a
+// comparison) pins the bf16 twin of the configuration on screen: what its low precision changed.
 #include <algorithm>
 #include <string>
 
@@ -162,6 +163,8 @@ void draw_empty(const AppState& state, Actions& out) {
   ImGui::BeginDisabled(!state.report_valid || report_stale(state));
   if (ImGui::Button("Pin as baseline (Ctrl+B)")) out.push(PinBaseline{});
   ImGui::EndDisabled();
+  ImGui::SameLine();
+  compare_with_bf16_button(state, out, Widget::compare_bf16);
 }
 
 }  // namespace
@@ -193,7 +196,10 @@ void draw_compare(const AppState& state, CompareView& view, Actions& out) {
   ImGui::TextUnformatted("B (on screen):");
   ImGui::SameLine();
   ImGui::TextWrapped("%s. %s", b.b_summary.c_str(), b.b_verdict.c_str());
+  ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("differences are B - A; click a stage for its changed terms");
+  ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+  compare_with_bf16_button(state, out, Widget::compare_bf16);
   const std::int64_t shown = shown_stage(b, view);
   draw_stage_table(state, view, shown, out);
   if (shown < 0) return;

@@ -143,6 +143,16 @@ bool field_applies(const AppState& state, const ConfigField& field) {
     return c.training.kernels.cross_entropy == stagemem::CrossEntropyKernel::fused_chunked;
   }
   if (key == "master") return c.precision.dense_weights != stagemem::WeightDtype::fp32;
+  // The quantised recipe's options, under fp8_recipe; kept in view while set away from their
+  // default without a recipe (the core's warning stands under them).
+  const stagemem::LowPrecisionCompute& lp = c.training.low_precision;
+  if (key == "fp8_amax_history_len") {
+    return lp.recipe == stagemem::Fp8Recipe::delayed || lp.amax_history_len != 1;
+  }
+  if (key == "bf16_layers_at_start" || key == "bf16_layers_at_end") {
+    return lp.quantised() || lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
+  }
+  if (key == "fp8_attention") return lp.quantised() || lp.fp8_attention;
   return true;
 }
 
@@ -592,7 +602,10 @@ void draw_config(const AppState& state, ConfigView& view, Actions& out) {
   view.truncated_labels = 0;
   for (const Group& group : groups) {
     ImGui::SetNextItemOpen(group.open, ImGuiCond_FirstUseEver);
-    if (!ImGui::CollapsingHeader(group.title)) continue;
+    const bool open = ImGui::CollapsingHeader(group.title);
+    view.option_rects.emplace_back("group_" + std::string(group.prefix),
+                                   last_item_rect(out.frame()));
+    if (!open) continue;
     const auto shown = [&](std::size_t i) {
       return view.show_all_fields || field_applies(state, fields[i]) ||
              has_error(state.diagnostics, fields[i]);

@@ -3,8 +3,10 @@
 // exactly the configuration on screen (the URL fragment holds all of it, valid or not), "Copy as
 // Markdown" the summary and per-stage table for a wiki page, "Download JSON" the report as a
 // file. Each button is an action: the texts are built when it is applied, never per frame.
-// "Pin as baseline" (Ctrl+B) keeps the report on screen to compare against while editing; with
-// one pinned, "Unpin" and "Swap" (the baseline back on screen, what was there pinned instead).
+// "Pin as baseline" (Ctrl+B) keeps the report on screen to compare against while editing;
+// "Compare with bf16" pins its bf16 twin instead (what fp8 changed), offered when it computes or
+// stores anything in low precision; with one pinned, "Unpin" and "Swap" (the baseline back on
+// screen, what was there pinned instead).
 #include "actions.h"
 #include "imgui.h"
 #include "state.h"
@@ -62,6 +64,8 @@ void draw_toolbar(const AppState& state, Actions& out) {
       ImGui::IsKeyChordPressed(ImGuiMod_Shortcut | ImGuiKey_B)) {
     out.push(PinBaseline{});
   }
+  ImGui::SameLine();
+  compare_with_bf16_button(state, out, Widget::bf16_baseline);
   if (pinned) {
     ImGui::SameLine();
     if (ImGui::Button("Unpin")) out.push(UnpinBaseline{});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "config/low_precision_rules.h"
 #include "estimate/estimate.h"
 #include "fixes.h"
 #include "frame.h"
@@ -74,6 +75,7 @@ void refresh_report(AppState& state) {
   state.report_labels = make_report_labels(state.report, state.display.unit);
   ++state.report_generation;
   state.reported_config = state.config;
+  state.reported_low_precision = stagemem::uses_low_precision(state.reported_config);
   state.report_valid = true;
   if (state.selected_stage >= static_cast<std::int64_t>(state.report.stages.size())) {
     state.selected_stage = -1;

@@ -197,7 +197,9 @@ struct ConfigView {
   std::vector<stagemem::FieldMessage> hf_import_errors;  // of the last Import press
   std::string hf_import_message;                         // "Imported as the custom model below"
   // The entries of the open model, device and choice lists as drawn last frame ("<key>_<name>":
-  // Module.getWidgetRect("option_model_deepseek-v3")), for tests that pick one with the mouse.
+  // Module.getWidgetRect("option_model_deepseek-v3")), for tests that pick one with the mouse;
+  // also the kernel options' "follow the stack" ("follow_stack_<key>") and the groups' headers
+  // ("group_<prefix>": "option_group_precision").
   std::vector<std::pair<std::string, WidgetRect>> option_rects;
 };
 
@@ -320,6 +322,9 @@ struct AppState {
   stagemem::Config reported_config;     // the config `report` was computed for
   bool report_valid = false;            // `report` is a real report (some config was valid)
   stagemem::Config checked_config;      // the config `diagnostics` belongs to
+  // uses_low_precision(reported_config) (config/low_precision_rules.h): "Compare with bf16" can
+  // pin its bf16 twin (baseline.h pin_bf16_twin). Refreshed with `report`.
+  bool reported_low_precision = false;
   bool checked = false;
   // validate + estimate's diagnostics of `config` (errors: `report` is stale, or none yet).
   stagemem::Diagnostics diagnostics;
@@ -373,4 +378,16 @@ struct AppState {
 // The configuration on screen has errors: `report` is an older one (or none yet).
 inline bool report_stale(const AppState& state) {
   return !state.diagnostics.ok();
+}
+
+// Why "Compare with bf16" (baseline.h pin_bf16_twin) is not offered now; null when it is. The
+// toolbar's and the Compare tab's button say it as their tooltip, the page as getUiState's.
+inline const char* bf16_comparison_unavailable(const AppState& state) {
+  if (!state.report_valid || report_stale(state)) {
+    return "Fix the fields marked in red first";
+  }
+  if (!state.reported_low_precision) {
+    return "Nothing here is in low precision: pick an fp8_recipe (Precision)";
+  }
+  return nullptr;
 }

@@ -62,6 +62,8 @@ enum class Widget : std::uint8_t {
   sweep_y_values,  // and of the rows axis
   scaling_points,  // the Cross-checks tab's scaling points text
   scaling_apply,   // and its "Apply points" button
+  bf16_baseline,   // the toolbar's "Compare with bf16" (the bf16 twin pinned as the baseline)
+  compare_bf16,    // the same button in the Compare tab
   count
 };
 
@@ -78,7 +80,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(Widget::c
         "unpin_baseline", "swap_baseline",    "tab_compare",    "compare_stage",  "settings_line",
         "model_reset",    "model_dismiss",    "unit_gib",       "unit_gb",        "stages_chart",
         "stages_summary", "config_panel",     "main_panel",     "sweep_x_values", "sweep_y_values",
-        "scaling_points", "scaling_apply"};
+        "scaling_points", "scaling_apply",    "bf16_baseline",  "compare_bf16"};
 static_assert(!widget_names.back().empty(), "every Widget needs its name in widget_names");
 
 struct WidgetRect {

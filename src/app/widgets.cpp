@@ -50,3 +50,15 @@ const stagemem::Repair* fix_button(const AppState& state, std::size_t error, boo
   ImGui::PopID();
   return repair;
 }
+
+void compare_with_bf16_button(const AppState& state, Actions& out, Widget widget) {
+  const char* unavailable = bf16_comparison_unavailable(state);
+  ImGui::BeginDisabled(unavailable != nullptr);
+  if (ImGui::Button("Compare with bf16")) out.push(CompareWithBf16{});
+  publish(out, widget);
+  ImGui::SetItemTooltip("%s", unavailable != nullptr
+                                  ? unavailable
+                                  : "Pin this configuration computed in bf16 as the baseline: "
+                                    "what did its low precision change?");
+  ImGui::EndDisabled();
+}

@@ -1,6 +1,7 @@
 // widgets.h — drawing helpers the panels share: publishing a widget's rectangle, text pieces, the
-// one-click fix button. Nothing here lets a panel call another panel or the platform; a panel's
-// only ways out are its own view state and its actions (actions.h).
+// one-click fix button, the "Compare with bf16" button. Nothing here lets a panel call another
+// panel or the platform; a panel's only ways out are its own view state and its actions
+// (actions.h).
 #pragma once
 
 #include <cstddef>
@@ -34,3 +35,9 @@ void mono_text(ImFont* font, std::string_view text, bool wrap = false);
 // button's rectangle there as Widget::field_fix.
 const stagemem::Repair* fix_button(const AppState& state, std::size_t error, bool& pressed,
                                    Actions* published = nullptr);
+
+// "Compare with bf16": pins the bf16 twin of the report on screen as the baseline and opens the
+// Compare tab (CompareWithBf16); disabled, with the reason as its tooltip, when the configuration
+// uses no low precision or has errors (bf16_comparison_unavailable, state.h). Published as
+// `widget`.
+void compare_with_bf16_button(const AppState& state, Actions& out, Widget widget);

@@ -36,13 +36,17 @@
 //                                       "compare_row_N" (the Compare tab's stage table),
 //                                       "field_<key>", "option_<key>_<name>" (an entry of an
 //                                       open list), "option_follow_stack_<key>" (a kernel
-//                                       option's way back to the stack) or "sweep_cell_<x>_<y>");
+//                                       option's way back to the stack), "option_group_<prefix>"
+//                                       (a configuration group's header: "option_group_precision")
+//                                       or "sweep_cell_<x>_<y>");
 //                                       null when unknown or not drawn
 //   Module.getUiState()                 {selectedStage, hoveredStage, hoveredTerm, mainTab,
 //                                        stackedLayout, uiScale, mouseX, mouseY, fonts[],
 //                                        catalogueTerms, catalogueShown, hoveredCell,
 //                                        legendTerms, legendNames[], unit ("gib" | "gb"),
-//                                        stagePeakLabels[], stageHeadroomLabels[], deviceLabel}
+//                                        stagePeakLabels[], stageHeadroomLabels[], deviceLabel,
+//                                        bf16ComparisonUnavailable (why "Compare with bf16" is
+//                                        disabled; "" when offered)}
 //   Module.firstFrameMs                 (a number, set by the page) navigation to first frame
 //   Module.getMarkdownTable()           what "Copy as Markdown" copies (report_markdown.h; with a
 //                                       baseline pinned, comparison_markdown)
@@ -512,6 +516,10 @@ val get_ui_state() {
   out.set("stagePeakLabels", peaks);
   out.set("stageHeadroomLabels", headrooms);
   out.set("deviceLabel", app_state->report_labels.device);
+  // Why "Compare with bf16" is disabled (its tooltip); "" when it is offered.
+  const char* bf16_unavailable = bf16_comparison_unavailable(*app_state);
+  out.set("bf16ComparisonUnavailable",
+          std::string(bf16_unavailable != nullptr ? bf16_unavailable : ""));
   out.set("uiScale", app_state->ui_scale);
   // Where ImGui saw the mouse in its last frame, in CSS pixels (to debug a click that missed).
   const ImVec2 mouse = ImGui::GetIO().MousePos;
