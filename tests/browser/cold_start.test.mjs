@@ -108,7 +108,13 @@ describe("cold start", () => {
     // tables, inlined into refresh_scaling), bindings' getScaling +10.1 KB (its JSON),
     // core/config/scaling_points.cpp +5.6 KB, link.cpp's scaling= keys +3.9 KB, the panel +2.5 KB,
     // core/estimate/scaling.cpp and render/scaling_text.cpp +2.3 KB); again 3 % room.
-    const wasmBudget = 628_000;
+    // Issue 24's low-precision compute: 616,559 B at 22b2d8d, 630,816 B with it (+14.3 KB gzip,
+    // +35.5 KB raw; core +11.2 KB gzip: estimate.cpp +7.3 KB raw (the quantised pieces and the
+    // 12 layer slots inlined into estimate_into), config.cpp +6.6 KB (the recipe's validation and
+    // the stack's gates of low_precision_rules inlined), low_precision.cpp +3.7 KB, the
+    // attention and MLP pieces +4.6 KB, plan.cpp's recipe axis +1.5 KB; the app's Compare with
+    // bf16 +1.0 KB); again 3 % room.
+    const wasmBudget = 650_000;
     const jsBudget = 48_000;
     assert.ok(wasm <= wasmBudget, `stagemem.wasm is ${wasm} B gzip, over its budget of ${wasmBudget} B`);
     assert.ok(js <= jsBudget, `stagemem.js is ${js} B gzip, over its budget of ${jsBudget} B`);
