@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <initializer_list>
+#include <optional>
 
 #include "bounded_read.h"
 #include "config/config_json.h"
@@ -353,6 +355,10 @@ struct Parser {
   void read_layers_at_start_in_bf16(std::string_view flag);
   void read_layers_at_end_in_bf16(std::string_view flag);
   void apply_megatron_precision();
+  void read_megatron_switch(std::string_view flag, bool& target);
+  void read_megatron_format(std::string_view flag, std::optional<std::string>& target,
+                            std::initializer_list<std::string_view> allowed, std::string_view note);
+  void read_megatron_layer_count(std::string_view flag, std::optional<std::int64_t>& target);
 };
 
 // The source flags by key (flag_key), and the member that reads each.
@@ -560,67 +566,58 @@ void Parser::use_distributed_optimizer(std::string_view /*flag*/) {
   if (kind == OptimizerKind::muon) kind = OptimizerKind::distributed_muon;
 }
 
+void Parser::read_megatron_switch(std::string_view flag, bool& target) {
+  if (given_once(&target, flag, "")) target = true;
+}
+
+void Parser::read_megatron_format(std::string_view flag, std::optional<std::string>& target,
+                                  std::initializer_list<std::string_view> allowed,
+                                  std::string_view note) {
+  const auto value = next_value(flag);
+  if (!value || !given_once(&target, flag, *value)) return;
+  if (std::find(allowed.begin(), allowed.end(), *value) == allowed.end()) {
+    std::string names;
+    for (std::string_view name : allowed) names += (names.empty() ? "" : ", ") + std::string(name);
+    diagnostics().error(std::string(flag), "'" + std::string(value->substr(0, 40)) +
+                                               "' is not one of: " + names + " (" +
+                                               std::string(note) + ")");
+    return;
+  }
+  target = std::string(*value);
+}
+
+void Parser::read_megatron_layer_count(std::string_view flag, std::optional<std::int64_t>& target) {
+  const auto value = next_value(flag);
+  std::int64_t n = 0;
+  if (!value || !given_once(&target, flag, *value)) return;
+  if (!whole_integer(*value, n) || n < 0 || n > (1 << 20)) {
+    diagnostics().error(std::string(flag), "must be an integer in [0, 1048576]");
+    return;
+  }
+  target = n;
+}
+
 void Parser::read_fp8_format(std::string_view flag) {
-  const auto value = next_value(flag);
-  if (!value || !given_once(&megatron_precision.fp8_format, flag, *value)) return;
-  if (*value != "e4m3" && *value != "hybrid") {
-    diagnostics().error(std::string(flag), "'" + std::string(value->substr(0, 40)) +
-                                               "' is not one of: e4m3, hybrid (Megatron's "
-                                               "--fp8-format; both store 1 B per value)");
-    return;
-  }
-  megatron_precision.fp8_format = std::string(*value);
+  read_megatron_format(flag, megatron_precision.fp8_format, {"e4m3", "hybrid"},
+                       "Megatron's --fp8-format; both store 1 B per value");
 }
-
 void Parser::read_fp4_format(std::string_view flag) {
-  const auto value = next_value(flag);
-  if (!value || !given_once(&megatron_precision.fp4_format, flag, *value)) return;
-  if (*value != "e2m1") {
-    diagnostics().error(std::string(flag), "'" + std::string(value->substr(0, 40)) +
-                                               "' is not one of: e2m1 (Megatron's --fp4-format)");
-    return;
-  }
-  megatron_precision.fp4_format = std::string(*value);
+  read_megatron_format(flag, megatron_precision.fp4_format, {"e2m1"}, "Megatron's --fp4-format");
 }
-
 void Parser::read_fp8_param_gather(std::string_view flag) {
-  if (given_once(&megatron_precision.fp8_param_gather, flag, "")) {
-    megatron_precision.fp8_param_gather = true;
-  }
+  read_megatron_switch(flag, megatron_precision.fp8_param_gather);
 }
-
 void Parser::read_fp4_param_gather(std::string_view flag) {
-  if (given_once(&megatron_precision.fp4_param_gather, flag, "")) {
-    megatron_precision.fp4_param_gather = true;
-  }
+  read_megatron_switch(flag, megatron_precision.fp4_param_gather);
 }
-
 void Parser::read_first_last_layers_bf16(std::string_view flag) {
-  if (given_once(&megatron_precision.first_last_layers_bf16, flag, "")) {
-    megatron_precision.first_last_layers_bf16 = true;
-  }
+  read_megatron_switch(flag, megatron_precision.first_last_layers_bf16);
 }
-
 void Parser::read_layers_at_start_in_bf16(std::string_view flag) {
-  const auto value = next_value(flag);
-  std::int64_t n = 0;
-  if (!value || !given_once(&megatron_precision.layers_at_start, flag, *value)) return;
-  if (!whole_integer(*value, n) || n < 0 || n > (1 << 20)) {
-    diagnostics().error(std::string(flag), "must be an integer in [0, 1048576]");
-    return;
-  }
-  megatron_precision.layers_at_start = n;
+  read_megatron_layer_count(flag, megatron_precision.layers_at_start);
 }
-
 void Parser::read_layers_at_end_in_bf16(std::string_view flag) {
-  const auto value = next_value(flag);
-  std::int64_t n = 0;
-  if (!value || !given_once(&megatron_precision.layers_at_end, flag, *value)) return;
-  if (!whole_integer(*value, n) || n < 0 || n > (1 << 20)) {
-    diagnostics().error(std::string(flag), "must be an integer in [0, 1048576]");
-    return;
-  }
-  megatron_precision.layers_at_end = n;
+  read_megatron_layer_count(flag, megatron_precision.layers_at_end);
 }
 
 // Megatron's semantics: --fp8-format turns quantised compute on with --fp8-recipe's value

@@ -71,49 +71,40 @@ std::vector<std::string> low_precision_problems(const TrainingConfig& training) 
                          " or newer; the stack names te=" + release_text(stack.transformer_engine));
     }
   };
+  // The recipe on an architecture TE refuses it on: "<recipe> <needs>; the stack names arch=".
+  const auto refuse_arch = [&](bool refused, std::string_view needs) {
+    if (refused) {
+      problems.push_back(recipe_text(lp.recipe) + " " + std::string(needs) +
+                         "; the stack names arch=" + arch_name);
+    }
+  };
+  const bool given_arch = arch != Architecture::current;
   switch (lp.recipe) {
     case Fp8Recipe::none:
       return problems;
     case Fp8Recipe::delayed:
     case Fp8Recipe::tensor:
-      if (arch == Architecture::sm80 || arch == Architecture::sm86) {
-        problems.push_back(recipe_text(lp.recipe) +
-                           " needs fp8 tensor cores (sm89 or newer); "
-                           "the stack names arch=" +
-                           arch_name);
-      }
+      refuse_arch(arch == Architecture::sm80 || arch == Architecture::sm86,
+                  "needs fp8 tensor cores (sm89 or newer)");
       if (lp.recipe == Fp8Recipe::tensor) needs_te(release(2, 2), recipe_text(lp.recipe));
       break;
     case Fp8Recipe::mxfp8:
-      if (arch != Architecture::current && !blackwell_datacenter(arch)) {
-        problems.push_back(recipe_text(lp.recipe) +
-                           " needs sm100 or sm103 (TE refuses MXFP8 elsewhere); the stack "
-                           "names arch=" +
-                           arch_name);
-      }
+      refuse_arch(given_arch && !blackwell_datacenter(arch),
+                  "needs sm100 or sm103 (TE refuses MXFP8 elsewhere)");
       needs_te(release(2, 0), recipe_text(lp.recipe));
       break;
     case Fp8Recipe::block:
-      if (arch == Architecture::sm80 || arch == Architecture::sm86 || arch == Architecture::sm89 ||
-          arch == Architecture::sm120) {
-        problems.push_back(recipe_text(lp.recipe) +
-                           " runs on sm90 (and on sm100/sm103 from TE "
-                           "2.9); the stack names arch=" +
-                           arch_name);
-      }
+      refuse_arch(arch == Architecture::sm80 || arch == Architecture::sm86 ||
+                      arch == Architecture::sm89 || arch == Architecture::sm120,
+                  "runs on sm90 (and on sm100/sm103 from TE 2.9)");
       needs_te(release(2, 3), recipe_text(lp.recipe));
       if (blackwell_datacenter(arch)) {
         needs_te(release(2, 9), recipe_text(lp.recipe) + " on " + arch_name);
       }
       break;
     case Fp8Recipe::nvfp4:
-      if (arch != Architecture::current && !blackwell_datacenter(arch) &&
-          arch != Architecture::sm120) {
-        problems.push_back(recipe_text(lp.recipe) +
-                           " needs sm100 or newer; the stack names "
-                           "arch=" +
-                           arch_name);
-      }
+      refuse_arch(given_arch && !blackwell_datacenter(arch) && arch != Architecture::sm120,
+                  "needs sm100 or newer");
       needs_te(release(2, 8), recipe_text(lp.recipe));
       break;
   }
