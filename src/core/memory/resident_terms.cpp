@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <utility>
 
 #include "report/term_info.h"
@@ -108,21 +109,25 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
     std::int64_t elements;
     std::int64_t tensors;
   };
-  std::vector<Part> parts;
+  std::array<Part, 2 * tensor_role_count> parts{};
+  std::size_t part_count = 0;
   for (TensorRole role : all_roles) {
     const std::int64_t in_bf16 = std::min(bf16_layers[role], elements_of(counts, role));
     const std::int64_t bf16_tensors = std::min(bf16_layers.tensors(role), counts.tensors(role));
     if (elements_of(counts, role) - in_bf16 > 0) {
-      parts.push_back({role, dtype_of(precision, role, false), elements_of(counts, role) - in_bf16,
-                       counts.tensors(role) - bf16_tensors});
+      parts[part_count++] = {role, dtype_of(precision, role, false),
+                             elements_of(counts, role) - in_bf16,
+                             counts.tensors(role) - bf16_tensors};
     }
-    if (in_bf16 > 0)
-      parts.push_back({role, dtype_of(precision, role, true), in_bf16, bf16_tensors});
+    if (in_bf16 > 0) {
+      parts[part_count++] = {role, dtype_of(precision, role, true), in_bf16, bf16_tensors};
+    }
   }
   // One term per storage dtype, so the common all-bf16 case is a single "weights (bf16)" row.
   std::array<WeightDtype, tensor_role_count + 2> dtypes{};
   std::size_t dtype_count = 0;
-  for (const Part& part : parts) {
+  const std::span<const Part> used(parts.data(), part_count);
+  for (const Part& part : used) {
     bool seen = false;
     for (std::size_t i = 0; i < dtype_count; ++i) seen = seen || dtypes[i] == part.dtype;
     if (!seen) dtypes[dtype_count++] = part.dtype;
@@ -132,7 +137,7 @@ void add_weight_terms(std::vector<Term>& terms, const RoleCounts& counts,
     std::int64_t elements = 0;
     std::int64_t roles = 0;
     std::int64_t tensors = 0;
-    for (const Part& part : parts) {
+    for (const Part& part : used) {
       if (part.dtype != dtype) continue;
       elements += part.elements;
       tensors += part.tensors;
@@ -353,9 +358,9 @@ WeightDtype storage_dtype(const Precision& precision, TensorRole role) {
 LowPrecisionResident low_precision_resident(const TrainingConfig& training, const Model& model,
                                             const StageParameters& stage,
                                             const ParallelLayout& layout) {
+  if (!training.low_precision.quantised()) return {};
   LowPrecisionResident out{.quantisation = linear_quantisation(training),
                            .amax_history_len = training.low_precision.amax_history_len};
-  if (!out.quantisation.quantised()) return out;
   const auto layers = static_cast<std::int64_t>(model.layers.size());
   const std::int64_t start = training.low_precision.bf16_layers_at_start;
   const std::int64_t end = layers - training.low_precision.bf16_layers_at_end;
