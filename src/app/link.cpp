@@ -165,6 +165,8 @@ void apply_fragment(AppState& state, std::string_view link) {
   // The Plan tab's inputs ride along as plan_* keys; the configuration is the rest.
   stagemem::DecodedFragment decoded =
       stagemem::decode_fragment(take_plan_link_keys(split.config, state.plan.inputs));
+  // Checked now, so the tab shows a refused input (a recipe name, a margin) before any search.
+  set_plan_inputs(state.plan, state.plan.inputs);
   state.link_problems = decoded.diagnostics.errors;
   for (const auto& w : decoded.diagnostics.warnings) state.link_problems.push_back(w);
   // A link the decoder refuses whole (over its length limit) changes nothing on screen: the

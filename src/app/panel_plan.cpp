@@ -23,12 +23,13 @@ std::string summary(const stagemem::PlanEntry& e) {
   const auto& c = e.candidate;
   char line[256];
   std::snprintf(line, sizeof line,
-                "%lld GPUs: TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, DP %lld, mbs %lld, %s",
+                "%lld GPUs: TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, DP %lld, mbs %lld, %s, "
+                "fp8 recipe %s",
                 static_cast<long long>(e.gpus), static_cast<long long>(c.tp),
                 static_cast<long long>(c.pp), static_cast<long long>(c.vpp),
                 static_cast<long long>(c.cp), static_cast<long long>(c.ep),
                 static_cast<long long>(c.dp), static_cast<long long>(c.mbs),
-                stagemem::enum_name(c.recompute).data());
+                stagemem::enum_name(c.recompute).data(), stagemem::enum_name(c.recipe).data());
   return line;
 }
 
@@ -85,6 +86,10 @@ void draw_inputs(const PlanTab& tab, Actions& out) {
     input("VPP", edited.vpp, "comma list; empty: 1, 2, 3, 4", changed);
     input("EP", edited.ep, "comma list; empty: every divisor of the routed experts", changed);
     input("mbs", edited.mbs, "comma list; empty: 1, 2, 3, 4", changed);
+    input("fp8 recipes", edited.recipes,
+          "comma list of none, tensor, mxfp8, block, delayed, nvfp4 (none: the bf16 twin); "
+          "empty: the configuration's",
+          changed);
     input("margin", edited.margin,
           "safety margin kept free below the capacity: an amount (8GiB) or a share of it (20%: "
           "the 80 % rule, peak <= 80 % of capacity); empty: none",
@@ -246,7 +251,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
   const stagemem::AmountUnit unit = state.display.unit;
   const std::string headroom_header = "headroom " + std::string(stagemem::unit_name(unit));
-  const std::array<const char*, 12> columns = {"GPUs",
+  const std::array<const char*, 13> columns = {"GPUs",
                                                "nodes",
                                                "TP",
                                                "PP",
@@ -255,6 +260,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
                                                "DP",
                                                "mbs",
                                                "recompute",
+                                               "fp8 recipe",
                                                "bubble",
                                                "recompute overhead",
                                                headroom_header.c_str()};
@@ -298,6 +304,8 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
     }
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(stagemem::enum_name(c.recompute).data());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(stagemem::enum_name(c.recipe).data());
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.bubble_fraction);
     ImGui::TableNextColumn();

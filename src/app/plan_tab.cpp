@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/config_fields.h"
 #include "config/url_fragment.h"
 
 namespace {
@@ -37,6 +38,36 @@ bool parse_list(std::string_view text, std::vector<std::int64_t>& out, const cha
     text.remove_prefix(comma + 1);
   }
   return true;
+}
+
+// The recipes as the field table reads fp8_recipe (Megatron's tensorwise and blockwise too).
+bool parse_recipes(std::string_view text, std::vector<stagemem::Fp8Recipe>& out,
+                   std::string& error) {
+  out.clear();
+  const stagemem::ConfigField& field = *stagemem::find_field_by_key("fp8_recipe");
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    stagemem::Config scratch;
+    stagemem::Diagnostics d;
+    if (!stagemem::parse_field_text(field, item, scratch, d, "fp8 recipes")) {
+      error = d.errors.front().field + ": " + d.errors.front().message;
+      return false;
+    }
+    out.push_back(scratch.training.low_precision.recipe);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return true;
+}
+
+// A recipe list as a link carries it: lowercase names and commas only.
+bool recipes_link_safe(std::string_view text) {
+  return text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ',';
+         });
 }
 
 bool parse_one(std::string_view text, std::int64_t& out, std::int64_t fallback, const char* name,
@@ -83,7 +114,7 @@ bool plan_bounds_from_inputs(const PlanInputs& in, stagemem::PlanBounds& b, std:
                   parse_one(in.max_gpus, b.max_gpus, 0, "max GPUs", e) &&
                   parse_list(in.tp, b.tp, "TP", e) && parse_list(in.pp, b.pp, "PP", e) &&
                   parse_list(in.vpp, b.vpp, "VPP", e) && parse_list(in.ep, b.ep, "EP", e) &&
-                  parse_list(in.mbs, b.mbs, "mbs", e);
+                  parse_list(in.mbs, b.mbs, "mbs", e) && parse_recipes(in.recipes, b.recipe, e);
   if (!ok) return false;
   using stagemem::RecomputePolicy;
   const std::array<RecomputePolicy, 3> policies = {
@@ -210,6 +241,9 @@ std::string plan_link_keys(const PlanInputs& inputs) {
     }
     out += "&plan_recompute=" + value;
   }
+  if (!inputs.recipes.empty() && recipes_link_safe(inputs.recipes)) {
+    out += "&plan_recipes=" + inputs.recipes;
+  }
   // "20%" travels as 20%25: the margin is the one input that may need escaping.
   if (!inputs.margin.empty() && inputs.margin.size() <= 32) {
     out += "&plan_margin=" + stagemem::percent_encode(inputs.margin);
@@ -240,6 +274,10 @@ std::string take_plan_link_keys(std::string_view fragment, PlanInputs& inputs) {
       if (value.size() <= 96 && stagemem::percent_decode(value, decoded) && decoded.size() <= 32)
         inputs.margin = decoded;
       taken = true;
+    }
+    if (key == "plan_recipes") {
+      taken = true;
+      if (recipes_link_safe(value)) inputs.recipes = std::string(value);
     }
     if (key == "plan_recompute") {
       taken = true;

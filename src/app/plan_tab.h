@@ -28,6 +28,9 @@ struct PlanInputs {
   std::string max_gpus;
   std::string tp, pp, vpp, ep, mbs;
   std::array<bool, 3> recompute = {true, true, true};  // none, selective, full
+  // Quantised compute recipes to search, comma-separated fp8_recipe names ("": the
+  // configuration's own; none is its bf16 twin).
+  std::string recipes;
   // Safety margin below the capacity, plan.h's PlanMargin text: "8GiB" or "20%" ("": none).
   std::string margin;
   bool operator==(const PlanInputs&) const = default;

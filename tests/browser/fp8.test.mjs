@@ -218,4 +218,46 @@ describe("Compare with bf16", () => {
       await context.close();
     }
   });
+
+  test("the Plan tab searches the recipe as an axis, as `stagemem plan --fp8-recipe` does",
+       async () => {
+    const search = "v=1&model=llama-3.1-8b&seq=8192&gbs=64&device=h100-80gb";
+    const planKeys = "&plan_tp=1,2&plan_pp=1,2&plan_vpp=1&plan_mbs=1&plan_recipes=none,tensor";
+    const { context, page, consoleErrors } = await openApp(search + planKeys);
+    try {
+      await clickWidget(page, "tab_plan");
+      assert.equal((await page.evaluate(() => Module.getPlan())).recipes, "none,tensor");
+      await clickWidget(page, "plan_search");
+      await waitUntil(page, async () => (await page.evaluate(() => Module.getPlan())).hasResult,
+                      { frames: 3000, what: "the plan's result" });
+      const plan = await page.evaluate(() => Module.getPlan());
+      const recipes = new Set(plan.frontier.map((e) => e.fp8Recipe));
+      assert.ok([...recipes].every((r) => r === "none" || r === "tensor"), [...recipes].join());
+      assert.ok(recipes.has("tensor"), "a tensor-scaled configuration is on the frontier");
+      const cli = JSON.parse(runCli(["plan", "--url", search, "--tp", "1,2", "--pp", "1,2",
+                                     "--vpp", "1", "--mbs", "1", "--fp8-recipe", "none,tensorwise",
+                                     "--json"]));
+      assert.equal(plan.minimumGpus, cli.minimum.gpus);
+      assert.deepEqual(plan.frontier.map((e) => [e.gpus, e.fp8Recipe, e.peakBytes]),
+                       cli.frontier.map((e) => [e.gpus, e.fp8_recipe, e.peak_bytes]));
+      assert.match(await page.evaluate(() => location.hash), /plan_recipes=none,tensor/);
+      await mouseAway(page);
+      await page.screenshot({ path: join(artifacts, "fp8-plan-recipes.png") });
+      assert.deepEqual(consoleErrors, []);
+    } finally {
+      await context.close();
+    }
+    // A recipe the field table does not know is refused with its allowed names.
+    const bad = await openApp(search + "&plan_recipes=fp6");
+    try {
+      await clickWidget(bad.page, "tab_plan");
+      await waitUntil(bad.page, async () =>
+        (await bad.page.evaluate(() => Module.getPlan())).inputError.includes("fp6"),
+                      { what: "the refused recipe" });
+      assert.match((await bad.page.evaluate(() => Module.getPlan())).inputError,
+                   /fp8 recipes: 'fp6' is not a known name/);
+    } finally {
+      await bad.context.close();
+    }
+  });
 });
