@@ -86,6 +86,12 @@ constexpr const char* sources_help =
     "                           (kimi-k3: TP 1, PP 8, EP 28, DP 28, distributed-muon); a later\n"
     "                           --optimizer overrides the optimizer\n"
     "  --use-distributed-optimizer  adam -> distributed-adam, muon -> distributed-muon\n"
+    "Megatron's data-parallel sharding flags (applied after every other flag):\n"
+    "  --use-megatron-fsdp        Megatron-FSDP (dp_impl megatron-fsdp; strategy\n"
+    "                             optim_grads_params unless given)\n"
+    "  --data-parallel-sharding-strategy no_shard|optim|optim_grads|optim_grads_params\n"
+    "  --num-distributed-optimizer-instances N   the state is sharded over DP / N ranks, N\n"
+    "                             copies (HSDP; dp_shard = DP / N)\n"
     "measured values (never inputs of the model; compared in cross-checks), repeatable:\n"
     "  --measured [FIGURE:]POINT[/STAGE][/rRANK]=AMOUNT@SOURCE\n"
     "      POINT: after-model-init | after-optimizer-init | after-first-step |\n"
@@ -347,6 +353,17 @@ struct Parser {
     std::optional<std::int64_t> layers_at_end;
   };
   MegatronPrecision megatron_precision{};
+  // Megatron's data-parallel sharding flags, applied once the layout is known.
+  struct MegatronSharding {
+    bool use_megatron_fsdp = false;
+    std::optional<std::string> strategy;
+    std::optional<std::int64_t> optimizer_instances;
+  };
+  MegatronSharding megatron_sharding{};
+  void read_use_megatron_fsdp(std::string_view flag);
+  void read_sharding_strategy(std::string_view flag);
+  void read_optimizer_instances(std::string_view flag);
+  void apply_megatron_sharding();
   void read_fp8_format(std::string_view flag);
   void read_fp4_format(std::string_view flag);
   void read_fp8_param_gather(std::string_view flag);
@@ -366,7 +383,10 @@ struct SourceFlag {
   std::string_view name;
   void (Parser::*read)(std::string_view flag);
 };
-constexpr std::array<SourceFlag, 16> sources = {{
+constexpr std::array<SourceFlag, 19> sources = {{
+    {"use_megatron_fsdp", &Parser::read_use_megatron_fsdp},
+    {"data_parallel_sharding_strategy", &Parser::read_sharding_strategy},
+    {"num_distributed_optimizer_instances", &Parser::read_optimizer_instances},
     {"fp8_format", &Parser::read_fp8_format},
     {"fp4_format", &Parser::read_fp4_format},
     {"fp8_param_gather", &Parser::read_fp8_param_gather},
@@ -388,6 +408,7 @@ constexpr std::array<SourceFlag, 16> sources = {{
 CommandLine Parser::parse() {
   for (at = 0; at < args.size(); ++at) read_argument(args[at]);
   apply_megatron_precision();
+  apply_megatron_sharding();
   if (!memory_logs.empty() && diagnostics().ok())
     add_memory_logs(memory_logs, config(), diagnostics());
   return std::move(line);
@@ -680,6 +701,54 @@ void Parser::apply_megatron_precision() {
   } else if (m.layers_at_start || m.layers_at_end) {
     diagnostics().warn("--num-layers-at-start-in-bf16",
                        "ignored without --first-last-layers-bf16 (as Megatron does)");
+  }
+}
+
+void Parser::read_use_megatron_fsdp(std::string_view flag) {
+  read_megatron_switch(flag, megatron_sharding.use_megatron_fsdp);
+}
+void Parser::read_sharding_strategy(std::string_view flag) {
+  read_megatron_format(flag, megatron_sharding.strategy,
+                       {"no_shard", "optim", "optim_grads", "optim_grads_params"},
+                       "Megatron-FSDP's --data-parallel-sharding-strategy");
+}
+void Parser::read_optimizer_instances(std::string_view flag) {
+  const auto value = next_value(flag);
+  std::int64_t n = 0;
+  if (!value || !given_once(&megatron_sharding.optimizer_instances, flag, *value)) return;
+  if (!whole_integer(*value, n) || n < 1 || n > (1 << 20)) {
+    diagnostics().error(std::string(flag), "must be an integer in [1, 1048576]");
+    return;
+  }
+  megatron_sharding.optimizer_instances = n;
+}
+
+// Megatron's semantics: --use-megatron-fsdp wraps the model in Megatron-FSDP with
+// --data-parallel-sharding-strategy (Megatron's default optim_grads_params); the strategy names
+// are stagemem's `sharding` values; N distributed-optimizer instances shard over DP / N ranks.
+void Parser::apply_megatron_sharding() {
+  using stagemem::DataParallelImpl;
+  const MegatronSharding& m = megatron_sharding;
+  stagemem::DataParallelSharding& sharding = config().training.sharding;
+  if (m.use_megatron_fsdp) sharding.implementation = DataParallelImpl::megatron_fsdp;
+  if (m.strategy) {
+    if (!m.use_megatron_fsdp && *m.strategy != "no_shard" && *m.strategy != "optim") {
+      diagnostics().error("--data-parallel-sharding-strategy",
+                          "'" + *m.strategy + "' needs --use-megatron-fsdp");
+      return;
+    }
+    const ConfigField& field = *stagemem::find_field_by_key("sharding");
+    stagemem::parse_field_text(field, *m.strategy, config(), diagnostics(),
+                               "--data-parallel-sharding-strategy");
+  }
+  if (m.optimizer_instances && *m.optimizer_instances > 1) {
+    const std::int64_t dp = stagemem::data_parallel_size(config().parallel);
+    if (dp <= 0 || dp % *m.optimizer_instances != 0) {
+      diagnostics().error("--num-distributed-optimizer-instances",
+                          "must divide the data-parallel size " + std::to_string(dp));
+      return;
+    }
+    sharding.shard_group = dp / *m.optimizer_instances;
   }
 }
 

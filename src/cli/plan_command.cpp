@@ -59,7 +59,9 @@ constexpr const char* plan_help =
     "    --optimizer distributed-muon --tp 1,2,4,8 --pp 4,5,6,7,8,9,10,11,12,13,14,15,16 \\\n"
     "    --vpp 1,2,3,4 --mbs 1,2,3,4 --recompute none,selective,full\n"
     "Searched: --tp --pp --vpp --cp --ep --etp --dp --mbs --recompute --sp --optimizer\n"
-    "--fp8-recipe (e.g. none,tensor,mxfp8: each recipe, none being the bf16 twin); a\n"
+    "--fp8-recipe (e.g. none,tensor,mxfp8: each recipe, none being the bf16 twin)\n"
+    "--sharding (e.g. optim,optim_grads_params: ZeRO-1 with the distributed optimizer and\n"
+    "ZeRO-3 with Megatron-FSDP under megatron-core; torchtitan runs FSDP2); a\n"
     "list allows its values, one value fixes it, an absent flag takes the default range\n"
     "(TP: powers of 2 within a node; PP 1..32; VPP 1..4; CP 1; EP: divisors of the experts;\n"
     "ETP 1; DP: divisors of gbs/mbs; mbs 1..4; recompute none,selective,full; SP on with TP\n"
@@ -72,8 +74,9 @@ struct SearchedFlag {
   std::string_view key;
   std::array<std::string_view, 3> spellings;
 };
-constexpr std::array<SearchedFlag, 12> searched_flags = {{
+constexpr std::array<SearchedFlag, 13> searched_flags = {{
     {"fp8_recipe", {"fp8_recipe", "fp4_recipe", ""}},
+    {"sharding", {"sharding", "data_parallel_sharding_strategy", ""}},
     {"tp", {"tp", "tensor_model_parallel_size", ""}},
     {"pp", {"pp", "pipeline_model_parallel_size", ""}},
     {"vpp", {"vpp", "virtual_pipeline_model_parallel_size", ""}},
@@ -190,7 +193,7 @@ void refuse_unsearched_lists(const CommandLine& line, stagemem::Diagnostics& d) 
     if (!searched) {
       d.error(axis.name,
               "plan searches only --tp --pp --vpp --cp --ep --etp --dp --mbs "
-              "--recompute --sp --optimizer --fp8-recipe; give one value here");
+              "--recompute --sp --optimizer --fp8-recipe --sharding; give one value here");
     }
   }
 }
@@ -259,6 +262,7 @@ void add_bound(std::string_view key, const stagemem::Config& c, stagemem::PlanBo
   if (key == "sp") b.sp.push_back(p.sequence_parallel);
   if (key == "optimizer") b.optimizer.push_back(c.optimizer.kind);
   if (key == "fp8_recipe") b.recipe.push_back(c.training.low_precision.recipe);
+  if (key == "sharding") b.sharding.push_back(c.training.sharding.strategy);
 }
 
 // Duplicates would only repeat work: keep the first of each.
@@ -272,6 +276,7 @@ void remove_repeats(stagemem::PlanBounds& b) {
   };
   unique(b.tp), unique(b.pp), unique(b.vpp), unique(b.cp), unique(b.ep), unique(b.etp);
   unique(b.dp), unique(b.mbs), unique(b.recompute), unique(b.optimizer), unique(b.recipe);
+  unique(b.sharding);
   std::vector<bool> sp;
   for (bool v : b.sp) {
     if (std::find(sp.begin(), sp.end(), v) == sp.end()) sp.push_back(v);
@@ -497,6 +502,7 @@ json entry_json(const PlanContext& context, const Shown& s) {
       {"recompute", recompute_name(c.recompute)},
       {"optimizer", std::string(stagemem::optimizer_kind_name(c.optimizer))},
       {"fp8_recipe", std::string(stagemem::fp8_recipe_name(c.recipe))},
+      {"sharding", std::string(stagemem::enum_name(c.sharding))},
       {"bubble_fraction", e.bubble_fraction},
       {"bubble_formula", bubble_formula(e)},
       {"recompute_overhead", e.recompute_overhead},
@@ -534,28 +540,14 @@ void print_plan_json(const PlanContext& context, const PlanOutcome& outcome, con
   });
 }
 
-const std::vector<std::string> table_header = {"gpus",
-                                               "nodes",
-                                               "tp",
-                                               "pp",
-                                               "vpp",
-                                               "cp",
-                                               "ep",
-                                               "etp",
-                                               "dp",
-                                               "sp",
-                                               "mbs",
-                                               "M",
-                                               "recompute",
-                                               "optimizer",
-                                               "fp8_recipe",
-                                               "bubble",
-                                               "recompute_overhead",
-                                               "peak",
-                                               "headroom",
-                                               "binding_stage",
-                                               "fits",
-                                               "ranked_by"};
+const std::vector<std::string> table_header = {"gpus",      "nodes",     "tp",
+                                               "pp",        "vpp",       "cp",
+                                               "ep",        "etp",       "dp",
+                                               "sp",        "mbs",       "M",
+                                               "recompute", "optimizer", "fp8_recipe",
+                                               "sharding",  "bubble",    "recompute_overhead",
+                                               "peak",      "headroom",  "binding_stage",
+                                               "fits",      "ranked_by"};
 
 std::vector<std::string> table_row(const PlanContext& context, const Shown& s, bool bytes) {
   const stagemem::PlanEntry& e = s.entry;
@@ -576,6 +568,7 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
           recompute_name(c.recompute),
           std::string(stagemem::optimizer_kind_name(c.optimizer)),
           std::string(stagemem::fp8_recipe_name(c.recipe)),
+          std::string(stagemem::enum_name(c.sharding)),
           fraction(e.bubble_fraction),
           fraction(e.recompute_overhead),
           bytes ? n(e.peak_bytes) : stagemem::gib_number(e.peak_bytes),
@@ -589,8 +582,8 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
 // counts, fractions and amounts are numbers (written as they are in CSV), the link and the
 // Megatron arguments code (in Markdown), the rest text. Left-aligned, as the text always was.
 stagemem::Table plan_table(const std::vector<std::string>& header) {
-  constexpr std::array<std::string_view, 7> text = {"entry",      "sp",   "recompute", "optimizer",
-                                                    "fp8_recipe", "fits", "ranked_by"};
+  constexpr std::array<std::string_view, 8> text = {
+      "entry", "sp", "recompute", "optimizer", "fp8_recipe", "sharding", "fits", "ranked_by"};
   stagemem::Table table;
   for (const std::string& h : header) {
     const bool code = h == "link" || h == "megatron_args";
@@ -637,7 +630,7 @@ void print_minimum_text(const PlanContext& context, const Shown& minimum) {
   const auto& c = e.candidate;
   std::printf(
       "minimum: %lld GPUs (%lld node%s): TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, ETP %lld, "
-      "DP %lld, SP %s, mbs %lld (M %lld), recompute %s, %s%s\n",
+      "DP %lld, SP %s, mbs %lld (M %lld), recompute %s, %s%s%s\n",
       static_cast<long long>(e.gpus),
       static_cast<long long>(nodes_of(e.gpus, context.gpus_per_node)),
       nodes_of(e.gpus, context.gpus_per_node) == 1 ? "" : "s", static_cast<long long>(c.tp),
@@ -648,7 +641,10 @@ void print_minimum_text(const PlanContext& context, const Shown& minimum) {
       std::string(stagemem::optimizer_kind_name(c.optimizer)).c_str(),
       c.recipe == stagemem::Fp8Recipe::none
           ? ""
-          : (", fp8 recipe " + std::string(stagemem::fp8_recipe_name(c.recipe))).c_str());
+          : (", fp8 recipe " + std::string(stagemem::fp8_recipe_name(c.recipe))).c_str(),
+      c.sharding == stagemem::ShardingStrategy::automatic
+          ? ""
+          : (", sharding " + std::string(stagemem::enum_name(c.sharding))).c_str());
   std::printf("  binding stage %lld: peak %s, headroom %s", static_cast<long long>(e.binding_stage),
               stagemem::format_gib(e.peak_bytes).c_str(),
               stagemem::format_gib(e.headroom_bytes).c_str());

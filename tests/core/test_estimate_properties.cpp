@@ -25,6 +25,7 @@
 #include "catch.h"
 #include "config/config_fields.h"
 #include "config/devices.h"
+#include "config/sharding_rules.h"
 #include "config/url_fragment.h"
 #include "corpus.h"
 #include "estimate/estimate.h"
@@ -173,6 +174,37 @@ Config random_config(Random& r) {
     Diagnostics ignored;  // a value inside the documented range always parses
     parse_field_text(f, value, config, ignored, f.key);
   }
+  // The sharding fields drawn one by one mostly contradict each other (torchtitan runs FSDP2,
+  // Megatron's DDP shards at most the optimizer state): make most of them a runnable pair.
+  DataParallelSharding& sharding = config.training.sharding;
+  if (chance(r, 0.9)) {
+    if (config.training.framework == Framework::torchtitan) {
+      sharding.implementation = DataParallelImpl::fsdp2;
+    } else if (sharding.implementation == DataParallelImpl::fsdp2) {
+      config.training.framework = Framework::torchtitan;
+    }
+    if (sharding.implementation == DataParallelImpl::fsdp2 ||
+        config.training.framework == Framework::torchtitan) {
+      sharding.strategy = ShardingStrategy::automatic;
+    } else if (sharding.strategy > ShardingStrategy::optim) {
+      sharding.implementation = DataParallelImpl::megatron_fsdp;
+    }
+    sharding.reshard_ranks = 0;
+    sharding.shard_group = 0;
+    // What the sharded implementations refuse: TE recipes under torchtitan, quantised primary
+    // weights and Muon under sharded parameters.
+    if (config.training.framework == Framework::torchtitan) {
+      config.training.low_precision.recipe = Fp8Recipe::none;
+    }
+    if (resolve_sharding(config.training, config.optimizer, config.parallel).fsdp()) {
+      config.precision.dense_weights = WeightDtype::bf16;
+      config.precision.expert_weights = WeightDtype::bf16;
+      if (config.optimizer.kind == OptimizerKind::muon ||
+          config.optimizer.kind == OptimizerKind::distributed_muon) {
+        config.optimizer.kind = OptimizerKind::distributed_adam;
+      }
+    }
+  }
   const std::int64_t gaps = uniform(r, 0, 2);
   for (std::int64_t i = 0; i < gaps; ++i) {
     config.gaps.push_back({.kind = static_cast<GapKind>(uniform(r, 0, 3)),
@@ -296,6 +328,9 @@ void check_one(Sweep& sweep, std::uint64_t seed) {
 
   Config more_mbs = config;
   more_mbs.training.micro_batch *= 2;
+  // Quantised tensors pad their scales per tensor, i.e. per micro-batch: at tiny sequences, twice
+  // the mbs with half the micro-batches in flight can pad less. Keep M for them.
+  if (config.training.low_precision.quantised()) more_mbs.training.global_batch *= 2;
   compare_stages(sweep, seed, more_mbs, base, true, "more mbs");
 
   // More TP or CP with the same DP (more GPUs): a derived DP would shrink with them and change
@@ -355,8 +390,14 @@ void check_one(Sweep& sweep, std::uint64_t seed) {
   // others: more PP concentrates them on fewer stages (physics, as the embedding's activations).
   const LowPrecisionCompute& lp = config.training.low_precision;
   const bool bf16_layers = lp.quantised() && lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
+  // torchtitan's default FSDP policy keeps every unit gathered from forward to backward under
+  // PP, not without it: going from PP 1 to 2 changes what the run keeps (its physics).
+  const bool pp_changes_resharding =
+      config.training.framework == Framework::torchtitan &&
+      config.training.sharding.reshard_after_forward == ReshardAfterForward::framework_default &&
+      config.parallel.pipeline_parallel == 1;
   if (config.parallel.assignment == StageAssignment::even && config.parallel.virtual_stages == 1 &&
-      layers % more_stages == 0 && !bf16_layers) {
+      layers % more_stages == 0 && !bf16_layers && !pp_changes_resharding) {
     Report report;
     sweep.run(more_pp, report);
     if (const std::string broken = stagemem_tests::check_report(report); !broken.empty()) {

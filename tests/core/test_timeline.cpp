@@ -214,6 +214,7 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
     return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
   };
   int reports = 0, interleaved = 0, backward_peaks = 0, nested = 0, old_rule_differs = 0;
+  int sharded_reports = 0;
   // STAGEMEM_TIMELINE_DIFFS=1 prints the stages where the old assembly rule (stored activations at
   // the end of warm-up + the single largest transient) gives another peak.
   const bool print_diffs = std::getenv("STAGEMEM_TIMELINE_DIFFS") != nullptr;
@@ -238,9 +239,22 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
     c.training.recompute.layers = pick(1, 3);
     c.training.dropout = pick(0, 1) == 0;
     c.optimizer.kind = static_cast<OptimizerKind>(pick(0, 3));
+    // Sharded data parallelism adds pass-wide transients beside each pass's choice.
+    const std::int64_t sharded = pick(0, 3);
+    if (sharded == 1) {
+      c.training.sharding.implementation = DataParallelImpl::megatron_fsdp;
+      c.training.sharding.strategy =
+          pick(0, 1) ? ShardingStrategy::optim_grads_params : ShardingStrategy::optim_grads;
+      c.optimizer.kind = OptimizerKind::distributed_adam;
+    } else if (sharded == 2) {
+      c.training.framework = Framework::torchtitan;
+      c.training.sharding.reshard_after_forward = static_cast<ReshardAfterForward>(pick(0, 2));
+      c.optimizer.kind = OptimizerKind::adam;
+    }
     const Report r = estimate(c);
     if (!r.diagnostics.ok()) continue;
     ++reports;
+    sharded_reports += sharded == 1 || sharded == 2;
     interleaved += c.parallel.virtual_stages > 1;
     const std::vector<StageTimeline> timeline = step_timeline(r);
     REQUIRE(timeline.size() == r.stages.size());
@@ -275,8 +289,11 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
         ++old_rule_differs;
         // With one chunk per rank the old rule can only miss a transient nested inside a
         // recomputed layer's backward (backward working set inside the recompute working set).
-        if (t.chunks == 1 && pm.enclosing < 0) CHECK(old_peak == s.peak_bytes);
-        CHECK(old_peak <= s.peak_bytes);
+        // Sharded runs hold their pass-wide transients beside the largest one.
+        const bool wide = c.training.framework == Framework::torchtitan ||
+                          c.training.sharding.implementation == DataParallelImpl::megatron_fsdp;
+        if (t.chunks == 1 && pm.enclosing < 0 && !wide) CHECK(old_peak == s.peak_bytes);
+        if (!wide) CHECK(old_peak <= s.peak_bytes);
         if (print_diffs) {
           std::printf(
               "config %d #%s stage %lld: old %lld new %lld (%+.3f%%) at %s\n", i,
@@ -289,6 +306,7 @@ TEST_CASE("Property: the report's peak is the timeline's maximum on 1200 random 
     }
   }
   CHECK(reports >= 1200);
+  CHECK(sharded_reports > 300);
   CHECK(interleaved > 200);
   CHECK(backward_peaks > 100);
   if (print_diffs) {

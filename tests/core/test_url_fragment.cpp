@@ -95,6 +95,14 @@ Config every_field_changed() {
   c.training.low_precision.bf16_layers_at_end = 2;
   c.training.low_precision.fp8_attention = true;
   c.training.kernels.tp_comm_overlap = true;
+  c.training.framework = Framework::torchtitan;
+  c.training.sharding = {.implementation = DataParallelImpl::megatron_fsdp,
+                         .strategy = ShardingStrategy::optim_grads,
+                         .shard_group = 4,
+                         .reshard_after_forward = ReshardAfterForward::never,
+                         .reshard_ranks = 2,
+                         .reduce_dtype = ReduceDtype::bf16,
+                         .forward_prefetch = 3};
   c.parallel.schedule = PipelineSchedule::dualpipev;
   c.training.stack.transformer_engine = release(2, 11);
   c.training.stack.compile = CompileMode::on;

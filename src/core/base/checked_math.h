@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 
 namespace stagemem {
 
@@ -35,6 +37,23 @@ inline bool checked_add(std::int64_t a, std::int64_t b, std::int64_t* out) {
 }
 inline bool checked_sub(std::int64_t a, std::int64_t b, std::int64_t* out) {
   return !__builtin_sub_overflow(a, b, out);
+}
+
+// a x b x ... and a + b + ..., saturating at the int64 maximum, which the estimate reports as an
+// overflow naming the term.
+inline std::int64_t saturating_product(std::initializer_list<std::int64_t> factors) {
+  std::int64_t out = 1;
+  for (const std::int64_t f : factors) {
+    if (!checked_mul(out, f, &out)) return std::numeric_limits<std::int64_t>::max();
+  }
+  return out;
+}
+inline std::int64_t saturating_sum(std::initializer_list<std::int64_t> terms) {
+  std::int64_t out = 0;
+  for (const std::int64_t t : terms) {
+    if (!checked_add(out, t, &out)) return std::numeric_limits<std::int64_t>::max();
+  }
+  return out;
 }
 
 }  // namespace stagemem

@@ -5,6 +5,7 @@
 
 #include "config/devices.h"
 #include "config/low_precision_rules.h"
+#include "config/sharding_rules.h"
 #include "config/version_rules.h"
 #include "model/model_text.h"
 #include "model/presets.h"
@@ -70,6 +71,7 @@ void validate_precision_and_optimizer(const Config& config, Diagnostics& d) {
     d.error("precision.grads", one_of(enum_names<GradDtype>));
   }
   validate_low_precision(config, d);
+  validate_sharding(config, d);
   const auto& o = config.optimizer;
   if (static_cast<std::size_t>(o.kind) >= enum_names<OptimizerKind>.size()) {
     d.error("optimizer.kind", one_of(enum_names<OptimizerKind>));

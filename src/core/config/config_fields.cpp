@@ -48,8 +48,23 @@ constexpr std::array<ChoiceAlias, 2> recipe_aliases = {{
     {"blockwise", static_cast<int>(Fp8Recipe::block)},
 }};
 
+// Megatron-FSDP's strategy names are the ZeRO stages; PyTorch FSDP1's ShardingStrategy names.
+constexpr std::array<ChoiceAlias, 6> sharding_aliases = {{
+    {"ddp", static_cast<int>(ShardingStrategy::no_shard)},
+    {"zero1", static_cast<int>(ShardingStrategy::optim)},
+    {"zero2", static_cast<int>(ShardingStrategy::optim_grads)},
+    {"shard_grad_op", static_cast<int>(ShardingStrategy::optim_grads)},
+    {"zero3", static_cast<int>(ShardingStrategy::optim_grads_params)},
+    {"full_shard", static_cast<int>(ShardingStrategy::optim_grads_params)},
+}};
+// FSDP2's reshard_after_forward=True / False.
+constexpr std::array<ChoiceAlias, 2> reshard_aliases = {{
+    {"true", static_cast<int>(ReshardAfterForward::always)},
+    {"false", static_cast<int>(ReshardAfterForward::never)},
+}};
+
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 61> fields = {{
+const std::array<ConfigField, 69> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -440,6 +455,62 @@ const std::array<ConfigField, 61> fields = {{
              "parallelism): the userbuffer GEMMs' own 3-stream TE workspace",
      .kind = FieldKind::boolean,
      STAGEMEM_BOOLEAN(training.kernels.tp_comm_overlap)},
+    // Data-parallel sharding (sharding.h).
+    {.key = "framework",
+     .path = "framework",
+     .help = "training framework: megatron-core (TE modules) or torchtitan (PyTorch modules, "
+             "FSDP2)",
+     .kind = FieldKind::choice,
+     .choices = enum_names<Framework>,
+     STAGEMEM_CHOICE(training.framework, Framework)},
+    {.key = "dp_impl",
+     .path = "sharding.implementation",
+     .help = "data-parallel implementation: megatron-ddp, megatron-fsdp (--use-megatron-fsdp), "
+             "fsdp2 (fully_shard); auto: the framework's",
+     .kind = FieldKind::choice,
+     .choices = enum_names<DataParallelImpl>,
+     STAGEMEM_CHOICE(training.sharding.implementation, DataParallelImpl)},
+    {.key = "sharding",
+     .path = "sharding.strategy",
+     .help = "what data parallelism shards (--data-parallel-sharding-strategy): no_shard (DDP), "
+             "optim (ZeRO-1), optim_grads (ZeRO-2), optim_grads_params (ZeRO-3 / FSDP)",
+     .kind = FieldKind::choice,
+     .choices = enum_names<ShardingStrategy>,
+     STAGEMEM_CHOICE(training.sharding.strategy, ShardingStrategy),
+     .choice_aliases = sharding_aliases},
+    {.key = "dp_shard",
+     .path = "sharding.shard_group",
+     .help = "HSDP shard group size (divides DP; DP / it = replicate group); 0: all of DP",
+     .min = 0,
+     .max = 1048576,
+     STAGEMEM_INTEGER(training.sharding.shard_group)},
+    {.key = "reshard_after_forward",
+     .path = "sharding.reshard_after_forward",
+     .help = "FSDP2: free a unit's gathered parameters after its forward (default: torchtitan's "
+             "policy, not under PP)",
+     .kind = FieldKind::choice,
+     .choices = enum_names<ReshardAfterForward>,
+     STAGEMEM_CHOICE(training.sharding.reshard_after_forward, ReshardAfterForward),
+     .choice_aliases = reshard_aliases},
+    {.key = "reshard_ranks",
+     .path = "sharding.reshard_ranks",
+     .help = "FSDP2 reshard_after_forward=int: keep parameters sharded over this many ranks "
+             "between forward and backward (0: off)",
+     .min = 0,
+     .max = 1048576,
+     STAGEMEM_INTEGER(training.sharding.reshard_ranks)},
+    {.key = "reduce_dtype",
+     .path = "sharding.reduce_dtype",
+     .help = "FSDP2 MixedPrecisionPolicy.reduce_dtype (gradient reduce-scatter dtype)",
+     .kind = FieldKind::choice,
+     .choices = enum_names<ReduceDtype>,
+     STAGEMEM_CHOICE(training.sharding.reduce_dtype, ReduceDtype)},
+    {.key = "fsdp_prefetch",
+     .path = "sharding.forward_prefetch",
+     .help = "FSDP2 units prefetched explicitly in forward, beyond the implicit one",
+     .min = 0,
+     .max = 16,
+     STAGEMEM_INTEGER(training.sharding.forward_prefetch)},
 }};
 
 #undef STAGEMEM_INTEGER

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "base/enum_names.h"
+#include "config/sharding.h"
 #include "config/software_stack.h"
 
 namespace stagemem {
@@ -228,6 +229,9 @@ struct TrainingConfig {
   RecomputeConfig recompute{};
   KernelAssumptions kernels{};
   LowPrecisionCompute low_precision{};
+  // The training framework and how data parallelism shards the model state (sharding.h).
+  Framework framework = Framework::megatron_core;
+  DataParallelSharding sharding{};
   // The library releases of the run (software_stack.h): the version rules' input, and what the
   // kernel options that are version questions are derived from (version_rules.h).
   SoftwareStack stack{};

@@ -118,6 +118,15 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
      .before = "the output projection saves a quantised copy of the attention output",
      .change = "Megatron-LM commit 781e765818 (MR !3465), megatron/core/transformer/"
                "attention.py set_save_original_input"},
+    {.rule = VersionRule::megatron_fsdp_keeps_non_unit_buckets,
+     .component = StackComponent::megatron_core,
+     .from = release(0, 18),
+     .behaviour = "Megatron-FSDP (optim_grads_params) keeps the parameters outside FSDP units "
+                  "(embedding, final norm, head) gathered across steps: resident",
+     .before = "the all-gather pipeline's reset frees them every step: gathered from the forward "
+               "to the end of the backward only",
+     .change = "Megatron-LM commit 378d81fbd3 (#4717), megatron_fsdp/param_and_grad_buffer.py "
+               "AllGatherPipeline.reset(preserve_non_fsdp_units)"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.

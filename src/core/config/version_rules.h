@@ -39,10 +39,11 @@ enum class VersionRule : std::uint8_t {
   te_per_tensor_fp8_one_copy_on_blackwell,   // per-tensor fp8: one data array on sm100/sm103
   te_linear_save_original_input,             // TE's Linear can save its bf16 input instead
   megatron_proj_saves_original_input,        // Megatron sets it on the attention projection
+  megatron_fsdp_keeps_non_unit_buckets,      // Megatron-FSDP keeps embedding/head gathered
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 13> names = {
+  static constexpr std::array<std::string_view, 14> names = {
       "te-cross-entropy-fp32-gradient",
       "moe-probs-in-activation",
       "fla-gate-in-kernel",
@@ -55,9 +56,10 @@ struct EnumNames<VersionRule> {
       "megatron-lm-head-dummy-wgrad-cache",
       "te-per-tensor-fp8-one-copy-on-blackwell",
       "te-linear-save-original-input",
-      "megatron-proj-saves-original-input"};
+      "megatron-proj-saves-original-input",
+      "megatron-fsdp-keeps-non-unit-buckets"};
 };
-static_assert(names_end_at<VersionRule::megatron_proj_saves_original_input>());
+static_assert(names_end_at<VersionRule::megatron_fsdp_keeps_non_unit_buckets>());
 
 struct VersionRuleInfo {
   VersionRule rule;

@@ -372,9 +372,13 @@ void mark_peak_terms(const EstimateStep& in, StageReport& stage, std::size_t slo
   for (auto i = static_cast<std::size_t>(activations.first); i < end; ++i) {
     Term& t = stage.terms[i];
     const auto index = static_cast<std::int64_t>(i);
-    t.counts_in_peak =
-        !stage.optimizer_phase_binds &&
-        (t.family == Family::activation || index == moment.transient || index == moment.enclosing);
+    const bool wide =
+        t.place == TransientPlace::phase_wide ||
+        (t.place == TransientPlace::pass_wide &&
+         (t.allocated_at == AllocationPoint::backward) == (moment.phase == StepPhase::backward));
+    t.counts_in_peak = !stage.optimizer_phase_binds &&
+                       (t.family == Family::activation || index == moment.transient ||
+                        index == moment.enclosing || (t.family == Family::transient && wide));
   }
   const std::size_t optimizer_end =
       end + in.cache.optimizer_step_terms[slot].size() + in.cache.kept_input_terms[slot].size();

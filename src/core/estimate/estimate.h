@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/sharding_rules.h"
 #include "memory/activation_pieces.h"
 #include "parallel/layout.h"
 #include "report/report.h"
@@ -81,6 +82,7 @@ struct EstimateCache {
   OptimizerConfig optimizer{};
   SoftwareStack state_stack{};  // the releases decide which dummy weight gradients are kept
   LowPrecisionCompute state_low_precision{};  // the recipe, history and bf16 layers
+  ResolvedSharding state_sharding{};          // what data parallelism shards
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
   // Their sums per stage (what a sweep of peaks reads); -1: the terms do not fit in int64 bytes.

@@ -15,6 +15,7 @@
 #include "memory/gaps.h"
 #include "memory/optimizer_transients.h"
 #include "memory/resident_terms.h"
+#include "memory/sharding_terms.h"
 #include "model/parameters.h"
 
 namespace stagemem {
@@ -94,13 +95,17 @@ void refresh_layout(EstimateCache& cache, const Model& model, const ParallelLayo
 }
 
 void refresh_state_terms(EstimateCache& cache, const Model& model, const Config& config) {
+  const ResolvedSharding sharding =
+      resolve_sharding(config.training, config.optimizer, config.parallel);
   if (cache.state_terms_valid && cache.precision == config.precision &&
       cache.optimizer == config.optimizer && cache.state_stack == config.training.stack &&
-      cache.state_low_precision == config.training.low_precision) {
+      cache.state_low_precision == config.training.low_precision &&
+      cache.state_sharding == sharding) {
     return;
   }
   cache.state_low_precision = config.training.low_precision;
-  const StateShards shards = state_shards(config.optimizer.kind, config.parallel);
+  cache.state_sharding = sharding;
+  const StateShards shards = state_shards(sharding);
   cache.precision = config.precision;
   cache.optimizer = config.optimizer;
   cache.state_stack = config.training.stack;
@@ -116,10 +121,15 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
     append_resident_terms(
         cache.parameters[i].per_rank_roles, config.precision, config.optimizer, shards, resident,
         low_precision_resident(config.training, model, cache.parameters[i], config.parallel));
-    append_dummy_wgrad_terms(model, cache.parameters[i], config.parallel, config.precision,
-                             config.training.stack, resident);
+    append_sharding_resident_terms(model, config.parallel, sharding, config.precision,
+                                   cache.parameters[i], resident);
+    // TransformerEngine's dummy weight-gradient buffers exist only with Megatron-core's modules.
+    if (sharding.framework == Framework::megatron_core) {
+      append_dummy_wgrad_terms(model, cache.parameters[i], config.parallel, config.precision,
+                               config.training.stack, resident);
+    }
     append_optimizer_step_transients(model, cache.parameters[i], config.parallel, config.optimizer,
-                                     optimizer_step, config.precision);
+                                     optimizer_step, config.precision, &shards);
     cache.resident_sums.push_back(sum_of(resident));
     cache.optimizer_step_sums.push_back(sum_of(optimizer_step));
   }
@@ -127,7 +137,7 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
 }
 
 void refresh_activation_inputs(EstimateCache& cache, const Model& model, const Config& config) {
-  prepare_piece_cache(cache.pieces, config.training);
+  prepare_piece_cache(cache.pieces, config.training, sharding_piece_inputs(config));
   if (cache.kept_input_generation == cache.pieces.generation &&
       cache.kept_input_terms.size() == cache.parameters.size()) {
     return;

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/sharding_rules.h"
 #include "config/training.h"
 #include "model/model.h"
 #include "parallel/layout.h"
@@ -235,6 +236,9 @@ struct RankPieces {
       transients;                      // logits (head), MoE dispatch, AttnRes mix, pipeline, CP
   std::vector<TransientScope> scopes;  // one per transient
   std::int64_t largest_transient_bytes = 0;  // of `transients`
+  // Bytes of the pass-wide and phase-wide transients every forward ([0]) and backward ([1])
+  // pass holds beside its other transients (sharded data parallelism's gathered parameters).
+  std::array<std::int64_t, 2> wide_bytes{};
   // What each pass kind (chunk x 2 + backward) holds of `transients`, before the recompute working
   // set (which a stage adds after them, and which encloses the largest backward layer transient,
   // `inner_backward`; -1: none). The working set is the only transient that depends on recompute.
@@ -321,9 +325,12 @@ struct LayerPieceCache {
   std::vector<std::int64_t> spare_chunk_bytes;  // per pass kind (chunk x 2 + backward)
   // Per stored block, micro-batch-independent copies per virtual chunk (block x chunks).
   std::vector<std::int64_t> stored_units;
+  // The sharded data parallelism the ranks' transients include (memory/sharding_terms.h).
+  ShardingPieceInputs sharding{};
 };
 
-// Resets `cache` unless it was built for the same piece inputs of `training`.
-void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training);
+// Resets `cache` unless it was built for the same piece inputs of `training` and `sharding`.
+void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training,
+                         const ShardingPieceInputs& sharding = {});
 
 }  // namespace stagemem

@@ -1,4 +1,5 @@
 #include "memory/activation_terms.h"
+#include "memory/sharding_terms.h"
 
 #include <algorithm>
 #include <array>
@@ -342,6 +343,9 @@ void base_pass_options(const std::vector<ActivationPiece>& transients,
         break;  // added per stage, with what it encloses (add_working_set_option)
       case TransientPlace::between_steps:
         break;  // held by the optimizer step, never by a forward or backward pass
+      case TransientPlace::pass_wide:
+      case TransientPlace::phase_wide:
+        break;  // beside every pass's choice (RankPieces::wide_bytes)
     }
   }
 }
@@ -520,12 +524,14 @@ PeakMoment find_peak_moment(LayerPieceCache& cache, const StagePlan& plan, std::
 
 }  // namespace
 
-void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training) {
+void prepare_piece_cache(LayerPieceCache& cache, const TrainingConfig& training,
+                         const ShardingPieceInputs& sharding) {
   TrainingConfig inputs = training;
   inputs.global_batch = 0;
   inputs.flat_headroom_bytes = 0;
   inputs.recompute = {};
-  if (cache.built_for && *cache.built_for == inputs) return;
+  if (cache.built_for && *cache.built_for == inputs && cache.sharding == sharding) return;
+  cache.sharding = sharding;
   // The layer structure depends on the layout and recompute only: it survives. The ranks' pieces
   // and the scratch lists keep their storage.
   cache.built_for = inputs;
@@ -881,9 +887,26 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
     keep_context_parallel_transients(model, shape, layer_training, held, shared, result);
   }
   keep_backward_working_set(model, layout, shape, layer_training, held, shared, result);
-  for (const ActivationPiece& p : result.transients) {
+  if (cache.sharding.sharding.fsdp()) {
+    std::vector<const VirtualStage*> chunks;
+    for (const ChunkLayers& split : layers.chunks) chunks.push_back(split.stage);
+    append_sharding_transients(model, layout, cache.sharding, chunks, result.transients,
+                               result.scopes);
+  }
+  result.wide_bytes = {};
+  for (std::size_t i = 0; i < result.transients.size(); ++i) {
+    const ActivationPiece& p = result.transients[i];
     result.fits = result.fits && !p.formula.overflowed();
     result.largest_transient_bytes = std::max(result.largest_transient_bytes, p.bytes);
+    const TransientPlace place = result.scopes[i].place;
+    if (place == TransientPlace::phase_wide) {
+      result.fits = checked_add(result.wide_bytes[0], p.bytes, &result.wide_bytes[0]) &&
+                    checked_add(result.wide_bytes[1], p.bytes, &result.wide_bytes[1]) &&
+                    result.fits;
+    } else if (place == TransientPlace::pass_wide) {
+      std::int64_t& wide = result.wide_bytes[p.info->in_backward ? 1 : 0];
+      result.fits = checked_add(wide, p.bytes, &wide) && result.fits;
+    }
   }
   base_pass_options(result.transients, result.scopes,
                     std::max<std::int64_t>(plan.chunks_per_rank, 1), result.pass_options,
@@ -1222,6 +1245,11 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
                            pieces_of_rank.transients, pieces_of_rank.inner_backward, walk.fits);
   }
   bool fits = sums.chunk_bytes(result.chunk_stored_bytes) && walk.fits;
+  // The pass-wide transients sit beside whichever transient each pass holds.
+  for (std::size_t kind = 0; kind < options.size(); ++kind) {
+    const std::int64_t wide = pieces_of_rank.wide_bytes[kind & 1];
+    if (wide > 0) fits = checked_add(options[kind].bytes, wide, &options[kind].bytes) && fits;
+  }
   const bool kept = keep_peak_inputs(peak_inputs, cache.generation, recompute, peaks_only,
                                      result.chunk_stored_bytes, fits, options);
   result.moment = find_peak_moment(cache, plan, rank, micro_batches, result.chunk_stored_bytes,

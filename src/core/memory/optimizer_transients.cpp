@@ -33,44 +33,28 @@ void consider(MatrixShape& best, MuonTpMode mode, const MatrixShape& candidate) 
   }
 }
 
-// a x b (+ c), saturating at the int64 maximum, which the estimate reports as an overflow naming
-// the term.
-std::int64_t product(std::initializer_list<std::int64_t> factors) {
-  std::int64_t out = 1;
-  for (const std::int64_t f : factors) {
-    if (!checked_mul(out, f, &out)) return std::numeric_limits<std::int64_t>::max();
-  }
-  return out;
-}
-std::int64_t sum(std::initializer_list<std::int64_t> terms) {
-  std::int64_t out = 0;
-  for (const std::int64_t t : terms) {
-    if (!checked_add(out, t, &out)) return std::numeric_limits<std::int64_t>::max();
-  }
-  return out;
-}
-
 }  // namespace
 
 std::int64_t newton_schulz_bytes(const MatrixShape& m, MuonTpMode mode) {
   if (m.rows <= 0 || m.cols <= 0) return 0;
-  const std::int64_t shard = product({m.rows, m.cols});
+  const std::int64_t shard = saturating_product({m.rows, m.cols});
   const bool split = m.split_dim >= 0 && m.ways > 1;
   if (split && mode == MuonTpMode::duplicated) {
     // TP fp32 gathered shards + their concatenation (TP s each) + the local fp32 update (s), then
     // the bf16 iteration on the full matrix.
-    const std::int64_t rows = m.split_dim == 0 ? product({m.rows, m.ways}) : m.rows;
-    const std::int64_t cols = m.split_dim == 1 ? product({m.cols, m.ways}) : m.cols;
+    const std::int64_t rows = m.split_dim == 0 ? saturating_product({m.rows, m.ways}) : m.rows;
+    const std::int64_t cols = m.split_dim == 1 ? saturating_product({m.cols, m.ways}) : m.cols;
     const std::int64_t small = std::min(rows, cols);
-    const std::int64_t full = product({rows, cols});
-    return sum(
-        {product({2 * m.ways + 1, shard, 4}), product({full, 4}), product({small, small, 4})});
+    const std::int64_t full = saturating_product({rows, cols});
+    return saturating_sum({saturating_product({2 * m.ways + 1, shard, 4}),
+                           saturating_product({full, 4}), saturating_product({small, small, 4})});
   }
   // The non-partitioned dimension is whitened under the distributed mode.
   const std::int64_t small = split && mode == MuonTpMode::distributed
                                  ? (m.split_dim == 0 ? m.cols : m.rows)
                                  : std::min(m.rows, m.cols);
-  return sum({product({shard, 4}), product({shard, 4}), product({small, small, 4})});
+  return saturating_sum({saturating_product({shard, 4}), saturating_product({shard, 4}),
+                         saturating_product({small, small, 4})});
 }
 
 MatrixShape largest_muon_matrix(const Model& m, const std::vector<LayerKind>& kinds,
@@ -166,8 +150,10 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
 void append_optimizer_step_transients(const Model& model, const StageParameters& stage,
                                       const ParallelLayout& layout,
                                       const OptimizerConfig& optimizer, std::vector<Term>& out,
-                                      const Precision& precision) {
-  const StateShards shards = state_shards(optimizer.kind, layout);
+                                      const Precision& precision,
+                                      const StateShards* resolved_shards) {
+  const StateShards shards =
+      resolved_shards != nullptr ? *resolved_shards : state_shards(optimizer.kind, layout);
   // Only distributed Muon's layer-wise gather allocates: one group at a time, and only a group
   // whose state is sharded over more than one rank.
   if (optimizer.kind == OptimizerKind::distributed_muon &&
@@ -177,7 +163,8 @@ void append_optimizer_step_transients(const Model& model, const StageParameters&
     const bool own_slot = optimizer.param_gather == ParamGather::layer_wise_2026_01;
     const auto group_bytes = [&](std::int64_t elements, std::int64_t group_shards) {
       if (elements == 0) return std::int64_t{0};
-      return product({2, own_slot ? sum({elements, ceil_div(elements, group_shards)}) : elements});
+      return saturating_product(
+          {2, own_slot ? saturating_sum({elements, ceil_div(elements, group_shards)}) : elements});
     };
     const std::int64_t bytes =
         std::max(group_bytes(dense, shards.dense), group_bytes(expert, shards.expert));
@@ -207,7 +194,7 @@ void append_optimizer_step_transients(const Model& model, const StageParameters&
     if (elements > 0) {
       out.push_back(Term{
           .info = &term_fp32_grad_copy,
-          .bytes = product({elements, 4}),
+          .bytes = saturating_product({elements, 4}),
           .formula = Formula()
                          .times(label_id("elements in this rank's optimizer shard"), elements)
                          .bytes(4, label_id("fp32")),

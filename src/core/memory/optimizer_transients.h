@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "memory/resident_terms.h"
 #include "model/model.h"
 #include "parallel/layout.h"
 #include "report/formula.h"
@@ -75,10 +76,12 @@ std::vector<Term> optimizer_step_transients(const Model& model, const StageParam
                                             const ParallelLayout& layout,
                                             const OptimizerConfig& optimizer,
                                             const Precision& precision = {});
-// The same, appended to `out` (no vector of its own).
+// The same, appended to `out` (no vector of its own). `shards`: the state's sharding when the
+// caller resolved it (sharding_rules.h); nullptr: the optimizer kind's (Megatron's DDP).
 void append_optimizer_step_transients(const Model& model, const StageParameters& stage,
                                       const ParallelLayout& layout,
                                       const OptimizerConfig& optimizer, std::vector<Term>& out,
-                                      const Precision& precision = {});
+                                      const Precision& precision = {},
+                                      const StateShards* shards = nullptr);
 
 }  // namespace stagemem

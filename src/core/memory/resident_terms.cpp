@@ -36,6 +36,22 @@ constexpr TermInfo term_adam_moments{"exp_avg + exp_avg_sq", parameters_scaling,
 constexpr TermInfo term_cast_copy{"bf16 cast copy kept by the optimizer", parameters_scaling,
                                   TermText::cast_copy};
 
+constexpr TermInfo term_sharded_weights{
+    "sharded weights (1/{} of each parameter: Megatron-FSDP model_weight_buffer shard)",
+    "parameters on this rank / the shard group (DP x CP, the HSDP shard group x CP; experts: "
+    "expert DP)",
+    TermText::generic};
+constexpr TermInfo term_fp32_parameter_shards{
+    "sharded fp32 parameters (FSDP2 DTensor shards, 1/{}; the optimizer's parameters)",
+    "parameters on this rank / the shard group (DP x CP, the HSDP shard group x CP; experts: "
+    "expert DP)",
+    TermText::generic};
+constexpr TermInfo term_sharded_gradients{
+    "sharded gradients (1/{} of each parameter)",
+    "parameters on this rank / the shard group (DP x CP, the HSDP shard group x CP; experts: "
+    "expert DP)",
+    TermText::generic};
+
 constexpr TermInfo term_dummy_wgrad{
     "TE dummy weight-gradient buffers (gradient-accumulation fusion, {} distinct weight shapes)",
     "distinct per-rank weight shapes on this stage (1/TP, 1/ETP); independent of layer count, "
@@ -381,7 +397,18 @@ LowPrecisionResident low_precision_resident(const TrainingConfig& training, cons
 StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout) {
   if (!is_distributed(kind)) return {};
   return {.dense = data_parallel_size(layout) * layout.context_parallel,
-          .expert = expert_data_parallel_size(layout)};
+          .expert = expert_data_parallel_size(layout),
+          .sharded_state = true};
+}
+
+StateShards state_shards(const ResolvedSharding& sharding) {
+  if (!sharding.shards_state()) return {};
+  return {.dense = sharding.dense_shards,
+          .expert = sharding.expert_shards,
+          .sharded_state = true,
+          .sharded_grads = sharding.shards_grads(),
+          .sharded_params = sharding.shards_params(),
+          .fp32_parameter_shards = sharding.implementation == DataParallelImpl::fsdp2};
 }
 
 std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& precision,
@@ -395,16 +422,47 @@ std::vector<Term> resident_terms(const RoleCounts& counts, const Precision& prec
 void append_resident_terms(const RoleCounts& counts, const Precision& precision,
                            const OptimizerConfig& optimizer, const StateShards& shards,
                            std::vector<Term>& terms, const LowPrecisionResident& low_precision) {
-  add_weight_terms(terms, counts, precision, low_precision.bf16_layers);
-  add_quantised_weight_terms(terms, counts, precision, low_precision);
-
   const std::int64_t all = counts.total();
-  const std::int64_t grad = grad_bytes(precision.grads);
-  terms.push_back(
-      resident_term(term_main_gradient, AllocationPoint::model_init, grad * all,
-                    Formula().number(static_cast<std::int64_t>(precision.grads)).number(all)));
+  const std::int64_t expert_elements = counts[TensorRole::expert_matrix];
+  const std::int64_t dense_elements = all - expert_elements;
+  // ceil(dense / dense shards) + ceil(expert / expert shards): one rank's shard of every group.
+  const std::int64_t shard_elements =
+      ceil_div(dense_elements, shards.dense) + ceil_div(expert_elements, shards.expert);
+  const auto sharded = [&](const TermInfo& info, AllocationPoint at, std::int64_t bytes,
+                           Label dtype) {
+    const Formula f =
+        Formula()
+            .times(label_id("elements on this rank / shard group, rounded up"), shard_elements)
+            .bytes(bytes, dtype);
+    Term t = resident_term(info, at, f.value(), f);
+    t.name_value = shards.dense;
+    terms.push_back(t);
+  };
+  const bool fp32_dense = precision.dense_weights == WeightDtype::fp32;
+  if (shards.fp32_parameter_shards) {
+    sharded(term_fp32_parameter_shards, AllocationPoint::model_init, 4, label_id("fp32"));
+  } else if (shards.sharded_params) {
+    sharded(term_sharded_weights, AllocationPoint::model_init, fp32_dense ? 4 : 2,
+            fp32_dense ? label_id("fp32") : label_id("bf16"));
+  } else {
+    add_weight_terms(terms, counts, precision, low_precision.bf16_layers);
+    add_quantised_weight_terms(terms, counts, precision, low_precision);
+  }
 
-  const bool distributed = is_distributed(optimizer.kind);
+  const std::int64_t grad = grad_bytes(precision.grads);
+  if (shards.fp32_parameter_shards) {
+    // FSDP2 casts each reduce-scattered gradient to the parameter's dtype (fp32).
+    sharded(term_sharded_gradients, AllocationPoint::first_step, 4, label_id("fp32"));
+  } else if (shards.sharded_grads) {
+    sharded(term_sharded_gradients, AllocationPoint::model_init, grad,
+            grad == 4 ? label_id("fp32") : label_id("bf16"));
+  } else {
+    terms.push_back(
+        resident_term(term_main_gradient, AllocationPoint::model_init, grad * all,
+                      Formula().number(static_cast<std::int64_t>(precision.grads)).number(all)));
+  }
+
+  const bool distributed = is_distributed(optimizer.kind) || shards.sharded_state;
   const bool muon = is_muon(optimizer.kind);
   const std::int64_t moment = moment_bytes(optimizer.moments);
   for (const bool expert : {false, true}) {
@@ -416,7 +474,7 @@ void append_resident_terms(const RoleCounts& counts, const Precision& precision,
     const auto [master_elements, master_roles] = select(counts, [&](TensorRole r) {
       return in_group(r) && storage_dtype(precision, r) != WeightDtype::fp32;
     });
-    if (master_elements > 0) {
+    if (master_elements > 0 && !shards.fp32_parameter_shards) {
       const std::int64_t shard = ceil_div(master_elements, group_shards);
       const std::int64_t bytes = master_bytes(optimizer.master_weights);
       terms.push_back(resident_term(term_master_weights, AllocationPoint::optimizer_init,

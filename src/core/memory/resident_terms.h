@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/sharding_rules.h"
 #include "memory/low_precision.h"
 #include "model/model.h"
 #include "parallel/layout.h"
@@ -81,12 +82,26 @@ bool muon_covers(const OptimizerConfig& optimizer, TensorRole role);
 // The dtype a tensor of this role is stored in.
 WeightDtype storage_dtype(const Precision& precision, TensorRole role);
 
-// How many ranks share the optimizer state of dense and routed-expert parameters.
+// How many ranks share the state of dense and routed-expert parameters, and which state is
+// sharded (sharding_rules.h):
+//  - the optimizer state (master weights, moments) with the distributed optimizer or any FSDP
+//    strategy from optim;
+//  - the gradients from optim_grads (Megatron-FSDP's main_grad_buffer shard, FSDP2's fp32 .grad
+//    shards);
+//  - the parameters under optim_grads_params (Megatron-FSDP's model_weight_buffer shard; FSDP2's
+//    DTensor shards, which are fp32 and are the optimizer's parameters themselves: no master
+//    copy). A shard is ceil(elements / shards) of each group.
 struct StateShards {
-  std::int64_t dense = 1;   // DP x CP with a distributed optimizer, else 1
-  std::int64_t expert = 1;  // expert-data-parallel size with a distributed optimizer, else 1
+  std::int64_t dense = 1;   // DP x CP (the shard group x CP under HSDP), else 1
+  std::int64_t expert = 1;  // the expert-data-parallel size (/ the replicate group), else 1
+  bool sharded_state = false;
+  bool sharded_grads = false;
+  bool sharded_params = false;
+  bool fp32_parameter_shards = false;  // FSDP2
 };
+// Megatron's DDP: the distributed optimizer shards the state over DP x CP (experts: expert DP).
 StateShards state_shards(const OptimizerKind kind, const ParallelLayout& layout);
+StateShards state_shards(const ResolvedSharding& sharding);
 
 // What the resident terms need of the low-precision compute: the recipe and layouts, the amax
 // history length (delayed scaling) and the elements of the rank's bf16 first/last layers (no

@@ -36,17 +36,26 @@ Held held_by_pass(const StageReport& stage, bool backward, std::int64_t chunk, b
       inner = static_cast<std::int64_t>(i);
     }
   }
-  if (!backward) return best;
-  for (std::size_t i = 0; i < terms.size(); ++i) {
-    const Term& t = terms[i];
-    if (t.family != Family::transient || t.place != TransientPlace::recompute) continue;
-    std::int64_t bytes = t.bytes;
-    if (inner >= 0)
-      fits = checked_add(bytes, terms[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
-    if (bytes > best.bytes) {
-      best = inner >= 0 ? Held{bytes, inner, static_cast<std::int64_t>(i)}
-                        : Held{bytes, static_cast<std::int64_t>(i), -1};
+  if (backward) {
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      const Term& t = terms[i];
+      if (t.family != Family::transient || t.place != TransientPlace::recompute) continue;
+      std::int64_t bytes = t.bytes;
+      if (inner >= 0)
+        fits = checked_add(bytes, terms[static_cast<std::size_t>(inner)].bytes, &bytes) && fits;
+      if (bytes > best.bytes) {
+        best = inner >= 0 ? Held{bytes, inner, static_cast<std::int64_t>(i)}
+                          : Held{bytes, static_cast<std::int64_t>(i), -1};
+      }
     }
+  }
+  // The pass-wide transients of this direction (and the phase-wide ones) sit beside the choice.
+  for (const Term& t : terms) {
+    if (t.family != Family::transient) continue;
+    const bool wide = t.place == TransientPlace::phase_wide ||
+                      (t.place == TransientPlace::pass_wide &&
+                       (t.allocated_at == AllocationPoint::backward) == backward);
+    if (wide) fits = checked_add(best.bytes, t.bytes, &best.bytes) && fits;
   }
   return best;
 }

@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include "config/sharding_rules.h"
+
 #include "config/low_precision_rules.h"
 
 #include <algorithm>
@@ -228,9 +230,22 @@ Config candidate_config(const Config& base, const PlanCandidate& c) {
   config.training.recompute.policy = c.recompute;
   config.optimizer.kind = c.optimizer;
   config = with_recipe(config, c.recipe);
+  config = with_sharding(config, c.sharding);
   config.measurements.clear();
   std::erase_if(config.gaps, [](const GapEntry& g) { return g.stage != -1; });
   return config;
+}
+
+Config with_sharding(const Config& config, ShardingStrategy strategy) {
+  Config out = config;
+  DataParallelSharding& s = out.training.sharding;
+  s.strategy = strategy;
+  if (out.training.framework == Framework::megatron_core &&
+      strategy != ShardingStrategy::automatic) {
+    s.implementation = strategy >= ShardingStrategy::optim_grads ? DataParallelImpl::megatron_fsdp
+                                                                 : DataParallelImpl::automatic;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,7 +256,7 @@ namespace {
 // Outer dimensions, in enumeration order (the last varies fastest). The inner loops are DP, then
 // micro-batch, then recompute: the resident set does not depend on the last two, so one estimate
 // whose resident set alone exceeds the device rules out the rest of its DP (see PlanBounds).
-enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, d_recipe, dim_count };
+enum Dim { d_tp, d_pp, d_vpp, d_cp, d_ep, d_etp, d_sp, d_opt, d_recipe, d_sharding, dim_count };
 
 // The bounds, the global batch, the model and the schedule a plan can search; errors name the
 // field.
@@ -324,6 +339,7 @@ void fill_default_lists(PlanBounds& b, const Config& base, const Model& model,
     b.recompute = {RecomputePolicy::none, RecomputePolicy::selective, RecomputePolicy::full};
   if (b.optimizer.empty()) b.optimizer = {base.optimizer.kind};
   if (b.recipe.empty()) b.recipe = {base.training.low_precision.recipe};
+  if (b.sharding.empty()) b.sharding = {base.training.sharding.strategy};
 }
 
 // Drops the TP, EP and ETP values the model does not allow at all, by the layout's own
@@ -385,9 +401,10 @@ PlanSearch::PlanSearch(const Config& base, const Model& model, const PlanBounds&
 
   work_ = candidate_config(base, {});
   index_.assign(dim_count, 0);
-  outer_total_ = static_cast<std::int64_t>(
-      b.tp.size() * b.pp.size() * b.vpp.size() * b.cp.size() * b.ep.size() * b.etp.size() *
-      std::max<std::size_t>(1, b.sp.size()) * b.optimizer.size() * b.recipe.size());
+  outer_total_ =
+      static_cast<std::int64_t>(b.tp.size() * b.pp.size() * b.vpp.size() * b.cp.size() *
+                                b.ep.size() * b.etp.size() * std::max<std::size_t>(1, b.sp.size()) *
+                                b.optimizer.size() * b.recipe.size() * b.sharding.size());
   gbs_divisors_ = divisors(base.training.global_batch);
   dp_values_ = gbs_divisors_;
   if (!b.dp.empty()) {
@@ -426,7 +443,8 @@ bool PlanSearch::next_outer() {
                                                     b.etp.size(),
                                                     std::max<std::size_t>(1, b.sp.size()),
                                                     b.optimizer.size(),
-                                                    b.recipe.size()};
+                                                    b.recipe.size(),
+                                                    b.sharding.size()};
   do {
     if (!started_) {
       started_ = true;
@@ -520,6 +538,8 @@ bool PlanSearch::next_outer() {
     work_.training.low_precision = quantised.training.low_precision;
     work_.precision = quantised.precision;
   }
+  const Config sharded = with_sharding(work_, b.sharding[index_[d_sharding]]);
+  work_.training.sharding = sharded.training.sharding;
   return true;
 }
 
@@ -566,7 +586,8 @@ void PlanSearch::visit(const InnerPoint& point) {
                  .recompute = work_.training.recompute.policy,
                  .sp = p.sequence_parallel,
                  .optimizer = work_.optimizer.kind,
-                 .recipe = work_.training.low_precision.recipe};
+                 .recipe = work_.training.low_precision.recipe,
+                 .sharding = work_.training.sharding.strategy};
   e.ordinal = point.ordinal;
   e.gpus = p.tensor_parallel * p.pipeline_parallel * p.context_parallel * point.dp;
   e.micro_batches = report.micro_batches;
@@ -814,8 +835,18 @@ std::string megatron_arguments(const Config& config, const Model& model) {
   const OptimizerKind kind = config.optimizer.kind;
   if (kind == OptimizerKind::muon || kind == OptimizerKind::distributed_muon)
     out += " --optimizer muon";
-  if (kind == OptimizerKind::distributed_adam || kind == OptimizerKind::distributed_muon)
+  const ResolvedSharding sharding =
+      resolve_sharding(config.training, config.optimizer, config.parallel);
+  if (kind == OptimizerKind::distributed_adam || kind == OptimizerKind::distributed_muon ||
+      (sharding.implementation == DataParallelImpl::megatron_ddp && sharding.shards_state()) ||
+      sharding.implementation == DataParallelImpl::megatron_fsdp)
     out += " --use-distributed-optimizer";
+  if (sharding.implementation == DataParallelImpl::megatron_fsdp) {
+    out += " --use-megatron-fsdp --data-parallel-sharding-strategy " +
+           std::string(enum_name(sharding.strategy));
+  }
+  if (sharding.replicate > 1 && sharding.shards_state())
+    out += " --num-distributed-optimizer-instances " + text(sharding.replicate);
   switch (config.training.low_precision.recipe) {
     case Fp8Recipe::none:
       break;

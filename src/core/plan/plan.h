@@ -90,6 +90,9 @@ struct PlanBounds {
   // Quantised compute recipes (config/low_precision_rules.h with_recipe: none is the bf16 twin;
   // quantised primary weights follow the recipe). [the base configuration's]
   std::vector<Fp8Recipe> recipe;
+  // Data-parallel sharding strategies (sharding.h): under Megatron-core, optim_grads and
+  // optim_grads_params run Megatron-FSDP (with_sharding). [the base configuration's]
+  std::vector<ShardingStrategy> sharding;
   std::int64_t top = 2;  // frontier entries per factor per GPU count, [1, 100]
   // Fits means peak <= device bytes - margin on every stage; the margin must leave some bytes.
   PlanMargin margin{};
@@ -113,6 +116,7 @@ struct PlanCandidate {
   bool sp = false;
   OptimizerKind optimizer = OptimizerKind::adam;
   Fp8Recipe recipe = Fp8Recipe::none;
+  ShardingStrategy sharding = ShardingStrategy::automatic;
   friend bool operator==(const PlanCandidate&, const PlanCandidate&) = default;
 };
 
@@ -122,6 +126,11 @@ enum PlanRank : std::uint8_t {
   rank_recompute = 2,
   rank_headroom = 4,
 };
+
+// `config` with data-parallel sharding `strategy`: under Megatron-core a strategy that shards
+// gradients or parameters runs Megatron-FSDP (Megatron's DDP shards at most the optimizer state),
+// and no_shard / optim run Megatron's DDP; torchtitan keeps FSDP2.
+Config with_sharding(const Config& config, ShardingStrategy strategy);
 
 struct PlanEntry {
   PlanCandidate candidate;

@@ -156,6 +156,16 @@ inline constexpr std::string_view formula_labels[] = {
     "2 x expert intermediate/ETP + expert width",
     "fp8 attention scales",
     "quantised output gradient (row- and column-wise)",
+    "elements on this rank / shard group, rounded up",
+    "largest unit's elements on this rank",
+    "elements of every unit on this rank",
+    "gathered elements at the largest forward moment",
+    "bf16 parameter and gradient elements",
+    "held reduce-scatter input",
+    "units gathered (computing + prefetched)",
+    "post-forward shard ranks",
+    "elements waiting for reduce-scatter",
+    "non-unit elements on this rank",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);

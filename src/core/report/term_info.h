@@ -65,6 +65,10 @@ enum class TransientPlace : std::uint8_t {
   chunk,          // only in the passes of one virtual chunk (Term::chunk): the LM head's logits
   between_steps,  // kept past the step's last backward: alive in the optimizer step and between
                   // steps (the after-first-step reading), freed in the next step's first forward
+  pass_wide,      // through every pass of its direction, beside that pass's other transients:
+                  // the gathered parameters of the unit computing (sharded data parallelism)
+  phase_wide,     // through every forward and backward pass (not the optimizer step): parameters
+                  // kept gathered from a unit's forward to its backward
 };
 
 struct TermInfo {
