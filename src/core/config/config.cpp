@@ -223,7 +223,39 @@ void validate_precision_device_and_readings(const Config& config, Diagnostics& d
 namespace {
 
 // Sequence, batch, recompute and kernel options; the layout's sizes are checked by validate_layout.
+// torchtitan's pieces are its Llama-3 model's (memory/torchtitan_pieces.cpp): what that model
+// and its AC cannot express is refused, naming the field.
+void validate_torchtitan(const Model& model, const Config& config, Diagnostics& d) {
+  const TrainingConfig& t = config.training;
+  if (t.framework != Framework::torchtitan) return;
+  const bool llama = std::all_of(model.layers.begin(), model.layers.end(), [](const LayerKind& k) {
+    return k.attention == AttentionKind::gqa && k.mlp == MlpKind::dense;
+  });
+  if (!llama || model.mtp_layers > 0 || model.attn_res.block_size > 0 || model.gqa.qk_norm ||
+      model.gqa.qkv_bias || model.gqa.output_bias || model.dense_mlp.bias ||
+      model.dense_mlp.activation != MlpActivation::swiglu || model.learned_positions > 0) {
+    d.error("framework",
+            "torchtitan is modelled for its Llama-3 decoder (GQA without biases or q/k norms, "
+            "dense SwiGLU, RoPE); this model needs framework megatron-core");
+  }
+  if (t.dropout) d.error("training.dropout", "torchtitan's Llama-3 has no dropout");
+  if (t.kernels.tp_comm_overlap) {
+    d.error("training.kernels.tp_comm_overlap",
+            "Megatron's --tp-comm-overlap (TE userbuffers); torchtitan's async TP is not modelled");
+  }
+  if (config.parallel.context_parallel > 1) {
+    d.error("parallel.cp",
+            "torchtitan's context parallelism (SDPA ring attention) is not modelled: use CP 1");
+  }
+  if (t.recompute.policy == RecomputePolicy::full &&
+      (t.recompute.method != FullRecomputeMethod::uniform || t.recompute.layers != 1)) {
+    d.error("recompute.layers",
+            "torchtitan's full AC checkpoints every block on its own: uniform, 1 layer");
+  }
+}
+
 void validate_activation_inputs(const Model& model, const Config& config, Diagnostics& d) {
+  validate_torchtitan(model, config, d);
   const TrainingConfig& t = config.training;
   const ParallelLayout& layout = config.parallel;
   const auto range = [&](const char* field, std::int64_t value, std::int64_t low,

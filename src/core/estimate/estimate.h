@@ -106,6 +106,7 @@ struct EstimateCache {
   // workspace choice only).
   std::vector<GapEntry> gaps_key{};
   GemmWorkspaces workspaces_key = GemmWorkspaces::sm90;
+  Framework workspaces_framework_key = Framework::megatron_core;
   Release workspaces_te_key{};  // the TE release decides the workspace's size
   std::vector<StageGapTerms> gap_terms{};
 };

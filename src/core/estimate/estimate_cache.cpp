@@ -155,12 +155,14 @@ void refresh_activation_inputs(EstimateCache& cache, const Model& model, const C
 void refresh_gap_terms(EstimateCache& cache, const Config& config) {
   if (cache.gaps_key == config.gaps &&
       cache.workspaces_key == config.training.kernels.gemm_workspaces &&
+      cache.workspaces_framework_key == config.training.framework &&
       cache.workspaces_te_key == config.training.stack.transformer_engine &&
       cache.gap_terms.size() == cache.parameters.size()) {
     return;
   }
   cache.gaps_key = config.gaps;
   cache.workspaces_key = config.training.kernels.gemm_workspaces;
+  cache.workspaces_framework_key = config.training.framework;
   cache.workspaces_te_key = config.training.stack.transformer_engine;
   cache.gap_terms.assign(cache.parameters.size(), {});
 }

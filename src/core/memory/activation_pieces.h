@@ -112,6 +112,32 @@ void mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model, MlpK
                      const TokenShape& shape, const TrainingConfig& training,
                      const ParallelLayout& layout);
 
+// torchtitan's Llama-3 layer and head (torchtitan_pieces.cpp), when TrainingConfig::framework is
+// torchtitan: GQA attention with a dense SwiGLU MLP only (validation refuses other layers).
+// Recompute maps to torchtitan's AC: selective is per-op SAC, which recomputes the pieces marked
+// torchtitan_recomputed_by_sac and saves the ones marked torchtitan_saved_only_by_sac (no AC
+// drops the latter); full is FullAC (each block keeps its input).
+inline constexpr std::uint32_t torchtitan_recomputed_by_sac = 1u << 30;
+inline constexpr std::uint32_t torchtitan_saved_only_by_sac = 1u << 31;
+// torchtitan's ChunkedLossWrapper default.
+inline constexpr std::int64_t torchtitan_loss_chunks = 8;
+void torchtitan_attention_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
+                                      const TokenShape& shape);
+void torchtitan_mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
+                                const TokenShape& shape);
+std::vector<ActivationPiece> torchtitan_head_pieces(const Model& model, const TokenShape& shape);
+std::vector<ActivationPiece> torchtitan_head_transients(const Model& model,
+                                                        const TokenShape& shape,
+                                                        std::int64_t padded_vocab);
+// The pieces recompute drops: Megatron's selective modules, or torchtitan's AC marks.
+inline std::uint32_t dropped_pieces(const TrainingConfig& training) {
+  const bool selective = training.recompute.policy == RecomputePolicy::selective;
+  if (training.framework == Framework::torchtitan) {
+    return selective ? torchtitan_recomputed_by_sac : torchtitan_saved_only_by_sac;
+  }
+  return selective ? training.recompute.modules : 0;
+}
+
 // Whether a layer kind's norm is fused into the following TE LayerNormColumnParallelLinear
 // (Megatron's TE spec: GQA's linear_qkv, the dense MLP's fc1), so that `layernorm` recompute,
 // which only reaches stand-alone norm modules, cannot drop its output. MLA and MoE layers (and
@@ -151,6 +177,7 @@ struct LayerPieces {
   const std::vector<ActivationPiece>* attention = nullptr;
   const std::vector<ActivationPiece>* mlp = nullptr;
   std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  std::int64_t sac_only_bytes = 0;  // torchtitan: pieces only per-op SAC saves
   bool all_fits = true;         // false: a piece, or their sum, does not fit in int64
   std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;

@@ -852,7 +852,11 @@ void build_rank_pieces(const Model& model, const ParallelLayout& layout, const T
       largest_slots = std::max(largest_slots, add_attn_res_pieces(model, shape, chunk, pieces));
     }
     if (chunk.head) {
-      if (!cache.head_transients) cache.head_transients = head_transients(shape, training, padded);
+      if (!cache.head_transients) {
+        cache.head_transients = training.framework == Framework::torchtitan
+                                    ? torchtitan_head_transients(model, shape, padded)
+                                    : head_transients(shape, training, padded);
+      }
       const auto chunk_slot = static_cast<std::int16_t>(result.chunks.size() - 1);
       for (const ActivationPiece& p : *cache.head_transients)
         keep_transient(result, p, {TransientPlace::chunk, chunk_slot});
@@ -940,7 +944,18 @@ const LayerPieces& kind_pieces(LayerPieceCache& cache, const Model& model, int s
       mlp_pieces_into(mlp.pieces, model, kind.mlp, shape, inputs, layout);
       mlp.generation = cache.generation;
     }
-    entry.all_bytes = layer_bytes(entry, 0);
+    // Everything one layer keeps without recompute (what a checkpointed group rebuilds).
+    const std::uint32_t never_kept =
+        training.framework == Framework::torchtitan ? torchtitan_saved_only_by_sac : 0u;
+    entry.all_bytes = layer_bytes(entry, never_kept);
+    entry.sac_only_bytes = 0;
+    if (never_kept != 0) {
+      for (const auto* list : {entry.attention, entry.mlp}) {
+        for (const ActivationPiece& piece : *list) {
+          if ((piece.dropped_by & never_kept) != 0) entry.sac_only_bytes += piece.bytes;
+        }
+      }
+    }
     entry.all_fits = true;
     for (const auto* list : {entry.attention, entry.mlp}) {
       for (const ActivationPiece& piece : *list) entry.all_fits &= !piece.formula.overflowed();
@@ -1048,8 +1063,12 @@ void add_full_layers(ChunkWalk& w, const ChunkLayers& split, std::int64_t c) {
       w.sums.add_all(attention_group(kind.attention, false), *pieces.attention, k.count, c);
       w.sums.add_all(mlp_group(kind.mlp, false), *pieces.mlp, k.count, c);
     }
-    const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes;
-    if (w.dropped == 0 || recomputed <= w.working_set) continue;
+    // What selective recompute rebuilds: the pieces it drops (all but the kept ones; torchtitan's
+    // per-op SAC also saves pieces no AC keeps, so those are left out of the rebuilt set).
+    const std::int64_t recomputed = pieces.all_bytes - pieces.kept_bytes + pieces.sac_only_bytes;
+    if (w.training.recompute.policy != RecomputePolicy::selective || w.dropped == 0 ||
+        recomputed <= w.working_set)
+      continue;
     w.working_set = recomputed;
     w.working_set_piece.info = &term_recompute_selective;
     if (!w.peaks_only) {
@@ -1197,8 +1216,7 @@ StageActivationTerms stage_activation_terms(const Model& model, const ParallelLa
     return result;
   }
   const TokenShape shape = token_shape(training, layout);
-  const std::uint32_t dropped =
-      recompute.policy == RecomputePolicy::selective ? recompute.modules : 0;
+  const std::uint32_t dropped = dropped_pieces(training);
   const std::int64_t padded = padded_vocab(model.vocab, layout);
 
   // The rank's layers per chunk and its pieces that do not depend on the micro-batches in

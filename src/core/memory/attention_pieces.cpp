@@ -533,6 +533,10 @@ std::vector<ActivationPiece> attention_pieces(const Model& model, AttentionKind 
 void attention_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
                            AttentionKind kind, const TokenShape& shape,
                            const TrainingConfig& training) {
+  if (training.framework == Framework::torchtitan && kind == AttentionKind::gqa) {
+    torchtitan_attention_pieces_into(out, model, shape);
+    return;
+  }
   out.clear();
   out.reserve(20);
   add_attention_norm(out, model, shape, kind, linear_quantisation(training));

@@ -110,7 +110,9 @@ void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEnt
   const WorkspaceSizes sizes = workspace_sizes(training);
   if (sizes.te == 0) return;
   const std::int64_t te_count = grouped_gemm ? 1 + te_grouped_streams : 1;
-  out.push_back(Term{
+  // torchtitan's PyTorch modules take only PyTorch's cuBLAS workspaces.
+  const bool te = training.framework == Framework::megatron_core;
+  if (te) out.push_back(Term{
       .info = grouped_gemm ? &term_te_grouped_workspaces : &term_te_workspace,
       .bytes = te_count * sizes.te,
       .formula = Formula()
@@ -122,7 +124,7 @@ void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEnt
       .tag = Tag::documented,
       .allocated_at = AllocationPoint::first_step,
   });
-  if (training.kernels.tp_comm_overlap) {
+  if (te && training.kernels.tp_comm_overlap) {
     out.push_back(Term{
         .info = &term_te_userbuffer_workspace,
         .bytes = te_userbuffer_streams * sizes.te,
@@ -154,8 +156,9 @@ std::int64_t library_workspace_bytes(std::int64_t stage, const std::vector<GapEn
                                      const TrainingConfig& training, bool grouped_gemm) {
   if (chosen_entry(stage, GapKind::math_library_workspaces, entries) != nullptr) return 0;
   const WorkspaceSizes sizes = workspace_sizes(training);
-  return (grouped_gemm ? 1 + te_grouped_streams : 1) * sizes.te + cublas_threads * sizes.cublas +
-         (training.kernels.tp_comm_overlap ? te_userbuffer_streams * sizes.te : 0);
+  const std::int64_t te = training.framework == Framework::megatron_core ? sizes.te : 0;
+  return (grouped_gemm ? 1 + te_grouped_streams : 1) * te + cublas_threads * sizes.cublas +
+         (training.kernels.tp_comm_overlap ? te_userbuffer_streams * te : 0);
 }
 
 std::vector<Term> gap_terms(std::int64_t stage, const std::vector<GapEntry>& entries) {

@@ -404,6 +404,10 @@ std::vector<ActivationPiece> mlp_pieces(const Model& model, MlpKind kind, const 
 void mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model, MlpKind kind,
                      const TokenShape& shape, const TrainingConfig& training,
                      const ParallelLayout& layout) {
+  if (training.framework == Framework::torchtitan && kind == MlpKind::dense) {
+    torchtitan_mlp_pieces_into(out, model, shape);
+    return;
+  }
   out.clear();
   out.reserve(20);
   const LinearQuantisation q = linear_quantisation(training);

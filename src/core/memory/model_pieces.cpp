@@ -112,6 +112,7 @@ std::int64_t attn_res_slots_before(std::int64_t layers_before, std::int64_t bloc
 std::vector<ActivationPiece> head_pieces(const Model& model, const TokenShape& shape,
                                          const TrainingConfig& training,
                                          std::int64_t padded_vocab) {
+  if (training.framework == Framework::torchtitan) return torchtitan_head_pieces(model, shape);
   std::vector<ActivationPiece> out;
   if (model.final_norm) {
     out.push_back(make_piece(

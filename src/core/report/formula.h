@@ -166,6 +166,8 @@ inline constexpr std::string_view formula_labels[] = {
     "post-forward shard ranks",
     "elements waiting for reduce-scatter",
     "non-unit elements on this rank",
+    "bf16 + 2 x fp32",
+    "fp32 gradient accumulator",
 };
 inline constexpr int formula_label_count =
     static_cast<int>(sizeof formula_labels / sizeof formula_labels[0]);
