@@ -21,15 +21,19 @@ namespace {
 
 std::string summary(const stagemem::PlanEntry& e) {
   const auto& c = e.candidate;
-  char line[256];
+  const std::string sharding = c.sharding == stagemem::ShardingStrategy::automatic
+                                   ? std::string()
+                                   : ", sharding " + std::string(stagemem::enum_name(c.sharding));
+  char line[288];
   std::snprintf(line, sizeof line,
                 "%lld GPUs: TP %lld, PP %lld, VPP %lld, CP %lld, EP %lld, DP %lld, mbs %lld, %s, "
-                "fp8 recipe %s",
+                "fp8 recipe %s%s",
                 static_cast<long long>(e.gpus), static_cast<long long>(c.tp),
                 static_cast<long long>(c.pp), static_cast<long long>(c.vpp),
                 static_cast<long long>(c.cp), static_cast<long long>(c.ep),
                 static_cast<long long>(c.dp), static_cast<long long>(c.mbs),
-                stagemem::enum_name(c.recompute).data(), stagemem::enum_name(c.recipe).data());
+                stagemem::enum_name(c.recompute).data(), stagemem::enum_name(c.recipe).data(),
+                sharding.c_str());
   return line;
 }
 
@@ -88,6 +92,11 @@ void draw_inputs(const PlanTab& tab, Actions& out) {
     input("mbs", edited.mbs, "comma list; empty: 1, 2, 3, 4", changed);
     input("fp8 recipes", edited.recipes,
           "comma list of none, tensor, mxfp8, block, delayed, nvfp4 (none: the bf16 twin); "
+          "empty: the configuration's",
+          changed);
+    input("sharding", edited.sharding,
+          "comma list of no_shard, optim, optim_grads, optim_grads_params (or ddp, zero1, zero2, "
+          "zero3); under megatron-core optim_grads and optim_grads_params run Megatron-FSDP; "
           "empty: the configuration's",
           changed);
     input("margin", edited.margin,
@@ -251,7 +260,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
                                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
   const stagemem::AmountUnit unit = state.display.unit;
   const std::string headroom_header = "headroom " + std::string(stagemem::unit_name(unit));
-  const std::array<const char*, 13> columns = {"GPUs",
+  const std::array<const char*, 14> columns = {"GPUs",
                                                "nodes",
                                                "TP",
                                                "PP",
@@ -261,6 +270,7 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
                                                "mbs",
                                                "recompute",
                                                "fp8 recipe",
+                                               "sharding",
                                                "bubble",
                                                "recompute overhead",
                                                headroom_header.c_str()};
@@ -306,6 +316,8 @@ void draw_table(const AppState& state, PlanView& view, Actions& out, std::int64_
     ImGui::TextUnformatted(stagemem::enum_name(c.recompute).data());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(stagemem::enum_name(c.recipe).data());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(stagemem::enum_name(c.sharding).data());
     ImGui::TableNextColumn();
     ImGui::Text("%.4f", e.bubble_fraction);
     ImGui::TableNextColumn();

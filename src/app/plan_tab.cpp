@@ -40,11 +40,14 @@ bool parse_list(std::string_view text, std::vector<std::int64_t>& out, const cha
   return true;
 }
 
-// The recipes as the field table reads fp8_recipe (Megatron's tensorwise and blockwise too).
-bool parse_recipes(std::string_view text, std::vector<stagemem::Fp8Recipe>& out,
-                   std::string& error) {
+// A comma list of names as the field table reads `key` (its aliases too); `read` takes the
+// value from the scratch configuration. A repeated value is kept once (as `stagemem plan` does).
+// `label` names the input in the error.
+template <typename T, typename Read>
+bool parse_names(std::string_view text, std::string_view key, Read read, std::vector<T>& out,
+                 const char* label, std::string& error) {
   out.clear();
-  const stagemem::ConfigField& field = *stagemem::find_field_by_key("fp8_recipe");
+  const stagemem::ConfigField& field = *stagemem::find_field_by_key(key);
   while (!text.empty()) {
     const auto comma = text.find(',');
     std::string_view item = text.substr(0, comma);
@@ -52,21 +55,38 @@ bool parse_recipes(std::string_view text, std::vector<stagemem::Fp8Recipe>& out,
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     stagemem::Config scratch;
     stagemem::Diagnostics d;
-    if (!stagemem::parse_field_text(field, item, scratch, d, "fp8 recipes")) {
+    if (!stagemem::parse_field_text(field, item, scratch, d, label)) {
       error = d.errors.front().field + ": " + d.errors.front().message;
       return false;
     }
-    out.push_back(scratch.training.low_precision.recipe);
+    const T value = read(scratch);
+    if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(value);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
   }
   return true;
 }
 
-// A recipe list as a link carries it: lowercase names and commas only.
-bool recipes_link_safe(std::string_view text) {
-  return text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ',';
+// The recipes as the field table reads fp8_recipe (Megatron's tensorwise and blockwise too).
+bool parse_recipes(std::string_view text, std::vector<stagemem::Fp8Recipe>& out,
+                   std::string& error) {
+  return parse_names(
+      text, "fp8_recipe", [](const stagemem::Config& c) { return c.training.low_precision.recipe; },
+      out, "fp8 recipes", error);
+}
+
+// The strategies as the field table reads sharding (ddp, zero1..zero3, full_shard too).
+bool parse_sharding(std::string_view text, std::vector<stagemem::ShardingStrategy>& out,
+                    std::string& error) {
+  return parse_names(
+      text, "sharding", [](const stagemem::Config& c) { return c.training.sharding.strategy; }, out,
+      "sharding", error);
+}
+
+// A list of names as a link carries it: lowercase names, underscores and commas only.
+bool names_link_safe(std::string_view text) {
+  return text.size() <= 96 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ',';
          });
 }
 
@@ -114,7 +134,8 @@ bool plan_bounds_from_inputs(const PlanInputs& in, stagemem::PlanBounds& b, std:
                   parse_one(in.max_gpus, b.max_gpus, 0, "max GPUs", e) &&
                   parse_list(in.tp, b.tp, "TP", e) && parse_list(in.pp, b.pp, "PP", e) &&
                   parse_list(in.vpp, b.vpp, "VPP", e) && parse_list(in.ep, b.ep, "EP", e) &&
-                  parse_list(in.mbs, b.mbs, "mbs", e) && parse_recipes(in.recipes, b.recipe, e);
+                  parse_list(in.mbs, b.mbs, "mbs", e) && parse_recipes(in.recipes, b.recipe, e) &&
+                  parse_sharding(in.sharding, b.sharding, e);
   if (!ok) return false;
   using stagemem::RecomputePolicy;
   const std::array<RecomputePolicy, 3> policies = {
@@ -241,8 +262,11 @@ std::string plan_link_keys(const PlanInputs& inputs) {
     }
     out += "&plan_recompute=" + value;
   }
-  if (!inputs.recipes.empty() && recipes_link_safe(inputs.recipes)) {
+  if (!inputs.recipes.empty() && names_link_safe(inputs.recipes)) {
     out += "&plan_recipes=" + inputs.recipes;
+  }
+  if (!inputs.sharding.empty() && names_link_safe(inputs.sharding)) {
+    out += "&plan_sharding=" + inputs.sharding;
   }
   // "20%" travels as 20%25: the margin is the one input that may need escaping.
   if (!inputs.margin.empty() && inputs.margin.size() <= 32) {
@@ -277,7 +301,11 @@ std::string take_plan_link_keys(std::string_view fragment, PlanInputs& inputs) {
     }
     if (key == "plan_recipes") {
       taken = true;
-      if (recipes_link_safe(value)) inputs.recipes = std::string(value);
+      if (names_link_safe(value)) inputs.recipes = std::string(value);
+    }
+    if (key == "plan_sharding") {
+      taken = true;
+      if (names_link_safe(value)) inputs.sharding = std::string(value);
     }
     if (key == "plan_recompute") {
       taken = true;

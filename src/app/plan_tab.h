@@ -31,6 +31,9 @@ struct PlanInputs {
   // Quantised compute recipes to search, comma-separated fp8_recipe names ("": the
   // configuration's own; none is its bf16 twin).
   std::string recipes;
+  // Data-parallel sharding strategies to search, comma-separated `sharding` names (ZeRO aliases
+  // too; "": the configuration's own).
+  std::string sharding;
   // Safety margin below the capacity, plan.h's PlanMargin text: "8GiB" or "20%" ("": none).
   std::string margin;
   bool operator==(const PlanInputs&) const = default;

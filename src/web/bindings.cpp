@@ -81,9 +81,9 @@
 //                                       progressBarDrawn, status, axisLowGpus, axisHighGpus,
 //                                       currentRow, changedNote, deviceBytes, marginBytes,
 //                                       hasMinimum, minimumGpus, frontier[{gpus, peakBytes,
-//                                       headroomBytes, spareBytes, fits, fp8Recipe}],
-//                                       recipes}: the Plan tab as drawn last frame and its
-//                                       last search
+//                                       headroomBytes, spareBytes, fits, fp8Recipe,
+//                                       sharding}], recipes, sharding}: the Plan tab as drawn
+//                                       last frame and its last search
 //   Module.getTimeline()                {stage, chunks, events, peakEvent, peakName, peakHeadline,
 //                                       peakBytes,
 //                                       hoveredEvent, hoveredName, hoveredLiveBytes,
@@ -731,6 +731,7 @@ val get_plan() {
   out.set("inputError", tab.input_error);
   out.set("margin", tab.inputs.margin);
   out.set("recipes", tab.inputs.recipes);
+  out.set("sharding", tab.inputs.sharding);
   out.set("progressBarDrawn", view.progress_bar_drawn);
   out.set("status", view.status);
   out.set("axisLowGpus", static_cast<double>(view.axis_low_gpus));
@@ -751,6 +752,7 @@ val get_plan() {
     item.set("spareBytes", static_cast<double>(e.spare_bytes()));
     item.set("fits", e.fits());
     item.set("fp8Recipe", std::string(stagemem::enum_name(e.candidate.recipe)));
+    item.set("sharding", std::string(stagemem::enum_name(e.candidate.sharding)));
     frontier.call<void>("push", item);
   }
   out.set("frontier", frontier);

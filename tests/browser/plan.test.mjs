@@ -1,11 +1,14 @@
 // Browser test of the Plan tab: the plan inputs arrive with the link (plan_* keys), Search runs
 // the time-sliced search with a progress bar while frames keep coming, the frontier table appears,
-// and clicking its first row applies that configuration (the link follows). Screenshot as an
-// artifact (plan-tab.png). Set-up and helpers: harness.mjs.
+// and clicking its first row applies that configuration (the link follows). The sharding axis
+// (plan_sharding) searches as `stagemem plan --sharding` does. Screenshots as artifacts
+// (plan-tab.png, plan-sharding.png). Set-up and helpers: harness.mjs.
+//   STAGEMEM_CLI   the native CLI (its `plan --json` is the reference for the sharding axis)
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp, waitFrames, waitUntil } from "./harness.mjs";
+import { artifacts, clickWidget, launch, openApp, runCli, waitFrames, waitUntil }
+  from "./harness.mjs";
 
 let harness;
 before(async () => {
@@ -63,5 +66,55 @@ describe("the Plan tab", () => {
     }, { what: "the link follows the applied configuration and keeps the plan inputs" });
     assert.deepEqual(consoleErrors, []);
     await context.close();
+  });
+
+  test("searches the sharding strategies as an axis, as `stagemem plan --sharding` does",
+       async () => {
+    // Llama 3.1 70B on H100 80GB at TP 8, PP 1, full recompute, the distributed optimizer: ZeRO-1
+    // against ZeRO-3 (Megatron-FSDP, optim_grads_params).
+    const search = "v=1&model=llama-3.1-70b&device=h100-80gb&seq=4096&gbs=64" +
+                   "&optimizer=distributed-adam";
+    const planKeys = "&plan_tp=8&plan_pp=1&plan_mbs=1&plan_recompute=full" +
+                     "&plan_sharding=optim,optim_grads_params";
+    const getPlan = (page) => page.evaluate(() => Module.getPlan());
+    const { context, page, consoleErrors } = await openApp(harness, search + planKeys);
+    try {
+      await clickWidget(page, "tab_plan");
+      const inputs = await getPlan(page);
+      assert.equal(inputs.sharding, "optim,optim_grads_params");
+      assert.equal(inputs.inputError, "");
+      await clickWidget(page, "plan_search");
+      await waitUntil(page, async () => (await getPlan(page)).hasResult,
+                      { frames: 3000, what: "the plan's result" });
+      const plan = await getPlan(page);
+      // At each GPU count ZeRO-3 (more headroom) and ZeRO-1 are both on the frontier.
+      const strategies = [...new Set(plan.frontier.map((e) => e.sharding))].sort();
+      assert.deepEqual(strategies, ["optim", "optim_grads_params"]);
+      const cli = JSON.parse(runCli(["plan", "--url", search, "--tp", "8", "--pp", "1",
+                                     "--mbs", "1", "--recompute", "full",
+                                     "--sharding", "optim,optim_grads_params", "--json"]));
+      assert.ok(cli.frontier.length > 0, "the CLI's frontier is not empty");
+      assert.equal(plan.minimumGpus, cli.minimum.gpus);
+      assert.deepEqual(plan.frontier.map((e) => [e.gpus, e.sharding, e.peakBytes]),
+                       cli.frontier.map((e) => [e.gpus, e.sharding, e.peak_bytes]));
+      assert.match(await page.evaluate(() => location.hash),
+                   /plan_sharding=optim,optim_grads_params/);
+      await page.mouse.move(1200, 75);  // no tooltip in the screenshot
+      await waitFrames(page, 3);
+      await page.screenshot({ path: join(artifacts, "plan-sharding.png") });
+      assert.deepEqual(consoleErrors, []);
+    } finally {
+      await context.close();
+    }
+    // A strategy the field table does not know is refused, naming the input, when the link loads.
+    const bad = await openApp(harness, search + "&plan_sharding=zero9");
+    try {
+      await clickWidget(bad.page, "tab_plan");
+      const refused = await getPlan(bad.page);
+      assert.equal(refused.sharding, "zero9");
+      assert.match(refused.inputError, /^sharding: 'zero9' is not a known name/);
+    } finally {
+      await bad.context.close();
+    }
   });
 });

@@ -399,8 +399,9 @@ TEST_CASE("Every version-1 link of the corpus decodes to its configuration") {
 TEST_CASE("The app's view.* and plan_* keys in a pasted link are skipped without warnings") {
   // A link copied from the app's Sweep or Plan tab carries its view state; the CLI and the core
   // read the configuration only, and say nothing about keys that are the app's own.
-  const DecodedFragment d =
-      decode_fragment("#v=1&pp=2&view.tab=sweep&view.x=seq%3A1024%2C2048&plan_tp=1,2&plan_max=64");
+  const DecodedFragment d = decode_fragment(
+      "#v=1&pp=2&view.tab=sweep&view.x=seq%3A1024%2C2048&plan_tp=1,2&plan_max=64"
+      "&plan_sharding=optim,optim_grads_params");
   REQUIRE(d.diagnostics.ok());
   CHECK(d.diagnostics.warnings.empty());
   CHECK(d.config.parallel.pipeline_parallel == 2);
