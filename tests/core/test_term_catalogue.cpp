@@ -43,4 +43,19 @@ TEST_CASE("The catalogue lists every kind of term once, from the real estimator"
   CHECK(brought("MLP backward working set") == "default options");
   CHECK(brought("attention backward working set") == "default options");
   CHECK(brought("chunk_kda forward intermediates") == "default options");
+  // Issue 25: sharded data parallelism and torchtitan's pieces.
+  CHECK(brought("Megatron-FSDP gathered parameter buckets (") == "dp_impl=megatron-fsdp");
+  CHECK(brought("Megatron-FSDP non-unit parameters kept gathered") == "dp_impl=megatron-fsdp");
+  CHECK(brought("Megatron-FSDP non-unit parameters gathered from the forward") ==
+        "dp_impl=megatron-fsdp, stack megatron-core=0.17");
+  CHECK(brought("sharded fp32 parameters") == "framework=torchtitan (a Llama-3 model)");
+  CHECK(brought("FSDP2 backward") == "framework=torchtitan (a Llama-3 model)");
+  CHECK(brought("FSDP2 parameters kept gathered") ==
+        "framework=torchtitan, reshard_after_forward=never");
+  CHECK(brought("FSDP2 post-forward shards") == "framework=torchtitan, reshard_ranks=2");
+  CHECK(brought("chunked loss loop") == "framework=torchtitan (a Llama-3 model)");
+  CHECK(brought("FSDP2 norm + output unit kept gathered") ==
+        "framework=torchtitan (a Llama-3 model)");
+  CHECK(brought("dense MLP: w2 output (saved by per-op SAC") ==
+        "framework=torchtitan, recompute=selective (per-op SAC)");
 }

@@ -13,6 +13,17 @@ constexpr std::string_view catalogue_model =
     "name:catalogue;h:1024;v:32000;gqa:8,4,128,qknorm;mla:8,256,128,64,32,64,gate;"
     "kda:8,64,4;mlp:4096,swiglu;moe:16,4,512,1,512,bias,latent=512,lnorm;mtp:1,me;ar:2,2;"
     "layers:gd,ge,md,me,kd,ke";
+// torchtitan's pieces are its Llama-3 decoder's: GQA and a dense SwiGLU MLP only.
+constexpr std::string_view catalogue_llama =
+    "name:catalogue-llama;h:1024;v:32000;gqa:8,4,128;mlp:4096,swiglu;layers:gd*4";
+
+// PP 1: torchtitan's default policy then reshards the blocks (and keeps the head gathered).
+void torchtitan(Config& c, RecomputePolicy policy) {
+  c.custom_model = std::string(catalogue_llama);
+  c.parallel.pipeline_parallel = 1;
+  c.training.framework = Framework::torchtitan;
+  c.training.recompute.policy = policy;
+}
 
 struct Variant {
   std::string_view label;
@@ -74,6 +85,31 @@ constexpr Variant variants[] = {
      [](Config& c) {
        c.training.low_precision.recipe = Fp8Recipe::nvfp4;
        c.precision.dense_weights = WeightDtype::nvfp4;
+     }},
+    {"dp_impl=megatron-fsdp",
+     [](Config& c) {
+       c.optimizer.kind = OptimizerKind::distributed_adam;
+       c.training.sharding.implementation = DataParallelImpl::megatron_fsdp;
+     }},
+    {"dp_impl=megatron-fsdp, stack megatron-core=0.17",
+     [](Config& c) {
+       c.optimizer.kind = OptimizerKind::distributed_adam;
+       c.training.sharding.implementation = DataParallelImpl::megatron_fsdp;
+       c.training.stack.megatron_core = release(0, 17);
+     }},
+    {"framework=torchtitan (a Llama-3 model)",
+     [](Config& c) { torchtitan(c, RecomputePolicy::none); }},
+    {"framework=torchtitan, recompute=selective (per-op SAC)",
+     [](Config& c) { torchtitan(c, RecomputePolicy::selective); }},
+    {"framework=torchtitan, reshard_after_forward=never",
+     [](Config& c) {
+       torchtitan(c, RecomputePolicy::full);
+       c.training.sharding.reshard_after_forward = ReshardAfterForward::never;
+     }},
+    {"framework=torchtitan, reshard_ranks=2",
+     [](Config& c) {
+       torchtitan(c, RecomputePolicy::full);
+       c.training.sharding.reshard_ranks = 2;
      }},
     {"tp=2, sp, tp_comm_overlap",
      [](Config& c) {
