@@ -391,11 +391,11 @@ void check_one(Sweep& sweep, std::uint64_t seed) {
   const LowPrecisionCompute& lp = config.training.low_precision;
   const bool bf16_layers = lp.quantised() && lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
   // torchtitan's default FSDP policy keeps every unit gathered from forward to backward under
-  // PP, not without it: going from PP 1 to 2 changes what the run keeps (its physics).
+  // PP, not without it, and every unit accumulates unsharded gradients: going from PP 1 to 2
+  // changes what the run keeps (its physics).
+  // Under PP torch.distributed.pipelining also defers FSDP2's reduce-scatter to the step's end.
   const bool pp_changes_resharding =
-      config.training.framework == Framework::torchtitan &&
-      config.training.sharding.reshard_after_forward == ReshardAfterForward::framework_default &&
-      config.parallel.pipeline_parallel == 1;
+      config.training.framework == Framework::torchtitan && config.parallel.pipeline_parallel == 1;
   if (config.parallel.assignment == StageAssignment::even && config.parallel.virtual_stages == 1 &&
       layers % more_stages == 0 && !bf16_layers && !pp_changes_resharding) {
     Report report;

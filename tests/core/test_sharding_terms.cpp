@@ -222,3 +222,33 @@ TEST_CASE("Megatron-FSDP ZeRO-3 toy GPT (Megatron-LM CI): after the step within 
   // The peak is an upper bound today: never below the measurement.
   CHECK(peak_error > 0.0);
 }
+
+TEST_CASE("FSDP2 under PP: every unit gathered and an unsharded fp32 accumulator per parameter") {
+  // torchtitan's "default" keeps the units gathered under PP, and torch.distributed.pipelining
+  // defers the reduce-scatter to the step's last backward: each unit's gradient accumulates in an
+  // unsharded reduce-dtype tensor (fp32: 4 B per element of every unit on the rank).
+  Config c = torchtitan_8b();
+  c.parallel.pipeline_parallel = 2;
+  c.parallel.data_parallel = 4;
+  c.training.global_batch = 16;
+  c.training.micro_batch = 1;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const StageReport& s = r.stages.front();
+  // Stage 0: the embedding (525,336,576) and 16 blocks of 218,112,000.
+  const std::int64_t units = 525'336'576LL + 16 * 218'112'000LL;
+  const Term* kept = find_term(s, "FSDP2 parameters kept gathered");
+  const Term* accumulators = find_term(s, "FSDP2 unsharded gradient accumulators");
+  REQUIRE(kept != nullptr);
+  REQUIRE(accumulators != nullptr);
+  CHECK(kept->bytes == 2 * units);
+  CHECK(accumulators->bytes == 4 * units);
+  CHECK(accumulators->place == TransientPlace::phase_wide);
+  CHECK(accumulators->counts_in_peak);
+  // Backward holds only the unit's bf16 gradients beside them: no reduce-scatter input yet.
+  CHECK(find_term(s, "FSDP2 backward")->bytes == 2 * 525'336'576LL);
+  c.training.sharding.reduce_dtype = ReduceDtype::bf16;
+  const Report bf16 = estimate(c);
+  CHECK(find_term(bf16.stages.front(), "FSDP2 unsharded gradient accumulators")->bytes ==
+        2 * units);
+}

@@ -77,6 +77,7 @@ ResolvedSharding resolve_sharding(const TrainingConfig& training, const Optimize
     r.post_forward_ranks = training.sharding.reshard_ranks;
     if (r.post_forward_ranks > 1) r.reshard_after_forward = true;
     r.reduce_bytes = training.sharding.reduce_dtype == ReduceDtype::fp32 ? 4 : 2;
+    r.deferred_reduce = layout.pipeline_parallel > 1;
     r.forward_prefetch = training.sharding.forward_prefetch;
   }
   return r;

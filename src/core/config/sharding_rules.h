@@ -37,6 +37,9 @@ struct ResolvedSharding {
   bool reshard_head_after_forward = true;
   std::int64_t post_forward_ranks = 0;
   std::int64_t reduce_bytes = 4;  // FSDP2 reduce dtype
+  // FSDP2 under pipeline parallelism: torch.distributed.pipelining defers the reduce-scatter to
+  // the step's last backward (stage.py backward_maybe_with_nosync).
+  bool deferred_reduce = false;
   std::int64_t forward_prefetch = 0;
   // Megatron-FSDP keeps the non-unit parameters gathered across steps (version rule
   // megatron-fsdp-keeps-non-unit-buckets); before, only from the forward to the backward's end.

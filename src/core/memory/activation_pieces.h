@@ -126,8 +126,7 @@ void torchtitan_attention_pieces_into(std::vector<ActivationPiece>& out, const M
 void torchtitan_mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& model,
                                 const TokenShape& shape);
 std::vector<ActivationPiece> torchtitan_head_pieces(const Model& model, const TokenShape& shape);
-std::vector<ActivationPiece> torchtitan_head_transients(const Model& model,
-                                                        const TokenShape& shape,
+std::vector<ActivationPiece> torchtitan_head_transients(const Model& model, const TokenShape& shape,
                                                         std::int64_t padded_vocab);
 // The pieces recompute drops: Megatron's selective modules, or torchtitan's AC marks.
 inline std::uint32_t dropped_pieces(const TrainingConfig& training) {
@@ -176,10 +175,10 @@ struct LayerPieces {
   // (LayerPieceCache::attention_lists, mlp_lists; set again at each use).
   const std::vector<ActivationPiece>* attention = nullptr;
   const std::vector<ActivationPiece>* mlp = nullptr;
-  std::int64_t all_bytes = 0;   // every piece, nothing recomputed
+  std::int64_t all_bytes = 0;       // every piece, nothing recomputed
   std::int64_t sac_only_bytes = 0;  // torchtitan: pieces only per-op SAC saves
-  bool all_fits = true;         // false: a piece, or their sum, does not fit in int64
-  std::int64_t kept_bytes = 0;  // the pieces selective recompute keeps under `kept_mask`
+  bool all_fits = true;             // false: a piece, or their sum, does not fit in int64
+  std::int64_t kept_bytes = 0;      // the pieces selective recompute keeps under `kept_mask`
   std::uint32_t kept_mask = 0;
   bool kept_fits = true;         // false: a kept piece, or their sum, does not fit in int64
   std::uint64_t generation = 0;  // LayerPieceCache::generation it was built in (0: never)

@@ -112,18 +112,19 @@ void append_library_workspace_terms(std::int64_t stage, const std::vector<GapEnt
   const std::int64_t te_count = grouped_gemm ? 1 + te_grouped_streams : 1;
   // torchtitan's PyTorch modules take only PyTorch's cuBLAS workspaces.
   const bool te = training.framework == Framework::megatron_core;
-  if (te) out.push_back(Term{
-      .info = grouped_gemm ? &term_te_grouped_workspaces : &term_te_workspace,
-      .bytes = te_count * sizes.te,
-      .formula = Formula()
-                     .times(label_id("workspaces"), te_count)
-                     .times(label_id("bytes per workspace"), sizes.te)
-                     .bytes(1, label_id("uint8")),
-      .source = te_workspace_source,
-      .family = Family::resident,
-      .tag = Tag::documented,
-      .allocated_at = AllocationPoint::first_step,
-  });
+  if (te)
+    out.push_back(Term{
+        .info = grouped_gemm ? &term_te_grouped_workspaces : &term_te_workspace,
+        .bytes = te_count * sizes.te,
+        .formula = Formula()
+                       .times(label_id("workspaces"), te_count)
+                       .times(label_id("bytes per workspace"), sizes.te)
+                       .bytes(1, label_id("uint8")),
+        .source = te_workspace_source,
+        .family = Family::resident,
+        .tag = Tag::documented,
+        .allocated_at = AllocationPoint::first_step,
+    });
   if (te && training.kernels.tp_comm_overlap) {
     out.push_back(Term{
         .info = &term_te_userbuffer_workspace,

@@ -36,6 +36,11 @@ constexpr TermInfo term_fsdp2_kept_gathered{
 constexpr TermInfo term_fsdp2_post_forward_shards{
     "FSDP2 post-forward shards (reshard_after_forward={}: 1/k of every unit until its backward)",
     "every FSDP unit on the rank / k", TermText::generic, false};
+constexpr TermInfo term_fsdp2_accumulated_gradients{
+    "FSDP2 unsharded gradient accumulators under PP (reduce dtype; reduce-scatter deferred to the "
+    "step's last backward)",
+    "every FSDP unit on the rank; from each unit's first backward to the end of the step",
+    TermText::generic, false};
 constexpr TermInfo term_fsdp2_kept_head{
     "FSDP2 norm + output unit kept gathered after forward (torchtitan reshards it only under "
     "\"always\")",
@@ -106,14 +111,17 @@ Fsdp2Moments fsdp2_moments(const std::vector<std::int64_t>& order, const Resolve
     // Forward: kept parameters are in the phase-wide term already; only the flat output is extra.
     m.forward_elements = std::max(m.forward_elements, (kept ? 1 : 2) * own);
     boundary = std::max(boundary, saturating_sum({own, kept ? next : 2 * next}));
-    // Backward: kept parameters need no all-gather (nothing prefetched, no extra copy).
+    // Backward: kept parameters need no all-gather (nothing prefetched, no extra copy); under PP
+    // nothing is reduce-scattered until the step's last backward (the accumulators are
+    // phase-wide).
     const std::int64_t bf16 = kept ? own : saturating_sum({2 * own, before});
+    const std::int64_t held = s.deferred_reduce ? 0 : next;
     const std::int64_t bytes = saturating_sum({saturating_product({bf16, fsdp2_param_bytes}),
-                                               saturating_product({next, s.reduce_bytes})});
+                                               saturating_product({held, s.reduce_bytes})});
     if (bytes > m.backward_bytes) {
       m.backward_bytes = bytes;
       m.backward_bf16 = bf16;
-      m.backward_reduce = next;
+      m.backward_reduce = held;
     }
   }
   m.forward_elements =
@@ -142,6 +150,15 @@ void append_fsdp2(const RankUnits& units, const ResolvedSharding& s,
   } else if (units.kept_head > 0) {
     keep(pieces, scopes, term_fsdp2_kept_head,
          Formula().times(unit, units.kept_head).bytes(fsdp2_param_bytes, label_id("bf16")),
+         TransientPlace::phase_wide);
+  }
+  if (s.deferred_reduce) {
+    // _fsdp_param.py to_accumulated_grad_if_needed: an unsharded accumulator per parameter in
+    // the reduce dtype (the bf16 .grad itself when that is the parameter dtype).
+    keep(pieces, scopes, term_fsdp2_accumulated_gradients,
+         Formula()
+             .times(label_id("elements of every unit on this rank"), units.all)
+             .bytes(s.reduce_bytes, s.reduce_bytes == 4 ? label_id("fp32") : label_id("bf16")),
          TransientPlace::phase_wide);
   }
   // The kept head is gathered once: it is not in the sequence of all-gathers.

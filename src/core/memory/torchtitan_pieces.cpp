@@ -28,8 +28,8 @@ constexpr TermInfo term_wo_reduce_scattered{
 constexpr TermInfo term_ffn_norm_input{"ffn norm input (residual stream, fused RMSNorm)",
                                        "S/CP, B, h (/TP with SP)"};
 constexpr TermInfo term_ffn_norm_rstd{"ffn norm reciprocal std (fp32)", "S/CP, B (/TP with SP)"};
-constexpr TermInfo term_ffn_norm_output{
-    "ffn norm output (w1 and w3 input; all-gathered under SP)", "S/CP, B, h"};
+constexpr TermInfo term_ffn_norm_output{"ffn norm output (w1 and w3 input; all-gathered under SP)",
+                                        "S/CP, B, h"};
 constexpr TermInfo term_w1_output{"w1 output (silu input)", "S/CP, B, intermediate/TP"};
 constexpr TermInfo term_silu_output{"silu output", "S/CP, B, intermediate/TP"};
 constexpr TermInfo term_w3_output{"w3 output", "S/CP, B, intermediate/TP"};
@@ -66,26 +66,24 @@ void torchtitan_attention_pieces_into(std::vector<ActivationPiece>& out, const M
                                       const TokenShape& s) {
   out.clear();
   const GqaShape& a = m.gqa;
-  out.push_back(make_piece(term_block_input,
-                           hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
-  out.push_back(
-      make_piece(term_attention_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32")),
-                 eager_only));
+  out.push_back(make_piece(
+      term_block_input, hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_attention_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32")),
+                           eager_only));
   out.push_back(make_piece(term_attention_norm_output,
                            full_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
                            eager_only));
-  out.push_back(make_piece(term_qkv,
-                           split_tokens(s, (a.heads + 2 * a.kv_heads) * a.head_dim,
-                                        label_id("(heads + 2 kv_heads) x head_dim"))
-                               .bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_qkv, split_tokens(s, (a.heads + 2 * a.kv_heads) * a.head_dim,
+                                                  label_id("(heads + 2 kv_heads) x head_dim"))
+                                         .bytes(bf16, label_id("bf16"))));
   Formula lse;
   lse.times(label_id("B"), s.micro_batch)
       .times(label_id("heads/TP"), a.heads / s.tensor_parallel)
       .times(label_id("S/CP"), s.sequence);
   out.push_back(make_piece(term_attention_lse, lse.bytes(fp32, label_id("fp32"))));
-  out.push_back(make_piece(
-      term_attention_output,
-      split_tokens(s, a.heads * a.head_dim, label_id("heads x v_dim")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_attention_output,
+                           split_tokens(s, a.heads * a.head_dim, label_id("heads x v_dim"))
+                               .bytes(bf16, label_id("bf16"))));
   if (s.sequence_parallel && s.tensor_parallel > 1) {
     out.push_back(make_piece(
         term_wo_reduce_scattered,
@@ -100,8 +98,8 @@ void torchtitan_mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& 
   out.push_back(make_piece(term_ffn_norm_input,
                            hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
                            eager_only));
-  out.push_back(make_piece(term_ffn_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32")),
-                           eager_only));
+  out.push_back(
+      make_piece(term_ffn_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32")), eager_only));
   out.push_back(make_piece(term_ffn_norm_output,
                            full_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16")),
                            eager_only));
@@ -119,12 +117,13 @@ void torchtitan_mlp_pieces_into(std::vector<ActivationPiece>& out, const Model& 
 
 std::vector<ActivationPiece> torchtitan_head_pieces(const Model& m, const TokenShape& s) {
   std::vector<ActivationPiece> out;
-  out.push_back(make_piece(term_final_norm_input,
-                           hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
   out.push_back(
-      make_piece(term_final_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32"))));
-  out.push_back(make_piece(term_decoder_output_gradient,
-                           hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
+      make_piece(term_final_norm_input,
+                 hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
+  out.push_back(make_piece(term_final_norm_rstd, token_scalars(s).bytes(fp32, label_id("fp32"))));
+  out.push_back(
+      make_piece(term_decoder_output_gradient,
+                 hidden_tokens(s, m.hidden, label_id("h")).bytes(bf16, label_id("bf16"))));
   return out;
 }
 
