@@ -186,13 +186,14 @@ TEST_CASE("Megatron-FSDP's non-unit parameters follow the release (version rule)
   const Term* kept = find_term(r.stages.front(), "Megatron-FSDP non-unit parameters kept");
   REQUIRE(kept != nullptr);
   CHECK(kept->family == Family::resident);
+  const std::int64_t kept_bytes = kept->bytes;  // r is replaced below; kept would dangle
   c.training.stack.megatron_core = release(0, 17);
   r = estimate(c);
   REQUIRE(r.diagnostics.ok());
   CHECK(find_term(r.stages.front(), "Megatron-FSDP non-unit parameters kept") == nullptr);
   const Term* step = find_term(r.stages.front(), "Megatron-FSDP non-unit parameters gathered");
   REQUIRE(step != nullptr);
-  CHECK(step->bytes == kept->bytes);
+  CHECK(step->bytes == kept_bytes);
   CHECK(step->place == TransientPlace::phase_wide);
 }
 
