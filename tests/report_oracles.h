@@ -96,20 +96,41 @@ inline std::string check_report(const stagemem::Report& report) {
       return at + "non_parameter_bytes " + std::to_string(s.non_parameter_bytes) +
              " != peak - resident - gaps";
     }
-    const Wide headroom = report.device.bytes > 0 ? Wide{report.device.bytes} - s.peak_bytes : 0;
+    // The device check's figure: the replayed peak reserved (+ measured rows outside the
+    // allocator) when the allocator was replayed, else the peak allocated.
+    if (s.reserved_replayed) {
+      if (s.replayed_allocated_bytes < s.peak_bytes - s.gap_bytes)
+        return at + "the replay's peak allocated " + std::to_string(s.replayed_allocated_bytes) +
+               " < the derived peak allocated " + text(Wide{s.peak_bytes} - s.gap_bytes);
+      if (s.peak_reserved_bytes < s.replayed_allocated_bytes)
+        return at + "peak_reserved_bytes " + std::to_string(s.peak_reserved_bytes) +
+               " < the replay's peak allocated " + std::to_string(s.replayed_allocated_bytes);
+      if (s.fit_bytes != Wide{s.peak_reserved_bytes} + s.outside_allocator_bytes)
+        return at + "fit_bytes " + std::to_string(s.fit_bytes) +
+               " != peak reserved + rows outside the allocator";
+      Wide held = 0;
+      for (const auto& seg : s.segments_at_reserved_peak) held += seg.bytes;
+      if (held != s.peak_reserved_bytes)
+        return at + "segments at the reserved peak sum to " + text(held) + ", not " +
+               std::to_string(s.peak_reserved_bytes);
+    } else if (s.fit_bytes != s.peak_bytes || s.fit_basis != stagemem::FitBasis::allocated) {
+      return at + "not replayed, yet fit_bytes " + std::to_string(s.fit_bytes) +
+             " is not the peak allocated";
+    }
+    const Wide headroom = report.device.bytes > 0 ? Wide{report.device.bytes} - s.fit_bytes : 0;
     if (s.headroom_bytes != headroom) {
       return at + "headroom_bytes " + std::to_string(s.headroom_bytes) + " != " + text(headroom);
     }
-    max_peak = std::max(max_peak, s.peak_bytes);
+    max_peak = std::max(max_peak, s.fit_bytes);
   }
   if (!report.stages.empty()) {
     if (report.binding_stage < 0 ||
         report.binding_stage >= static_cast<std::int64_t>(report.stages.size())) {
       return "binding_stage " + std::to_string(report.binding_stage) + " is not a stage";
     }
-    if (report.stages[static_cast<std::size_t>(report.binding_stage)].peak_bytes != max_peak) {
+    if (report.stages[static_cast<std::size_t>(report.binding_stage)].fit_bytes != max_peak) {
       return "binding stage " + std::to_string(report.binding_stage) +
-             " does not have the largest peak " + std::to_string(max_peak);
+             " does not have the largest figure against the device " + std::to_string(max_peak);
     }
   }
   return "";

@@ -185,6 +185,9 @@ void draw_bar_tooltip(const AppState& state, StagesView& view, const stagemem::S
   ImGui::Text("peak %s per rank", labels.peak_gib.c_str());
   ImGui::SameLine();
   mono_text(state.mono_font, labels.peak_bytes);
+  ImGui::Text("peak reserved %s, device %s", labels.peak_reserved.c_str(),
+              labels.device_peak.c_str());
+  ImGui::TextWrapped("headroom against %s", labels.fit_basis.c_str());
   const BaselineState* baseline = compared_baseline(state);
   if (baseline_stage(baseline, stage.index) != nullptr) {
     const auto i = static_cast<std::size_t>(stage.index);
@@ -215,9 +218,11 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
   constexpr ImGuiTableFlags flags =
       ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
   const bool flat = report.flat_headroom_bytes > 0;
-  if (!ImGui::BeginTable("summary", flat ? 7 : 6, flags)) return;
+  if (!ImGui::BeginTable("summary", flat ? 9 : 8, flags)) return;
   ImGui::TableSetupColumn("stage");
-  ImGui::TableSetupColumn("peak");
+  ImGui::TableSetupColumn("peak allocated");
+  ImGui::TableSetupColumn("peak reserved");
+  ImGui::TableSetupColumn("device");
   ImGui::TableSetupColumn("headroom");
   ImGui::TableSetupColumn("non-parameter");
   ImGui::TableSetupColumn("phase that binds");
@@ -235,6 +240,10 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
     }
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(labels.peak_gib.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.peak_reserved.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(labels.device_peak.c_str());
     ImGui::TableNextColumn();
     if (stage.headroom_bytes < 0) {
       ImGui::TextColored(warning_text, "%s", labels.headroom.c_str());
@@ -257,6 +266,10 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
     }
   }
   ImGui::EndTable();
+  if (!report.stages.empty()) {
+    ImGui::TextDisabled("headroom is measured against %s",
+                        state.report_labels.stages.front().fit_basis.c_str());
+  }
 }
 
 float y_of(std::int64_t bytes, std::int64_t scale, float bottom, float top) {

@@ -203,7 +203,8 @@ bool advance_plan_search(PlanTab& tab) {
   tab.longest_slice_ms = std::max(tab.longest_slice_ms, slice);
   ++tab.slices;
   if (more) return true;
-  stagemem::PlanResult result = stagemem::select_plan(tab.search->entries(), tab.bounds.top);
+  stagemem::PlanResult result = stagemem::select_confirmed_plan(
+      tab.search->entries(), tab.bounds.top, tab.searched_config, *tab.model);
   result.device_bytes = tab.search->device_bytes();
   result.margin_bytes = tab.search->margin_bytes();
   result.configurations_searched = tab.search->searched();

@@ -179,6 +179,12 @@ ReportLabels make_report_labels(const stagemem::Report& report, stagemem::Amount
     out.axis = "stage " + std::to_string(stage.index);
     out.peak_gib = stagemem::amount_text(stage.peak_bytes, unit);
     out.peak_bytes = stagemem::group_digits(stage.peak_bytes) + " B";
+    out.peak_reserved =
+        stage.reserved_replayed ? stagemem::amount_text(stage.peak_reserved_bytes, unit) : "-";
+    out.device_peak = stage.device_peak_bytes >= 0
+                          ? stagemem::amount_text(stage.device_peak_bytes, unit)
+                          : "not measured";
+    out.fit_basis = stagemem::fit_basis_text(stage);
     out.headroom = report.device.bytes <= 0 ? "no device"
                    : stage.headroom_bytes < 0
                        ? stagemem::amount_text(stage.headroom_bytes, unit) + " (does not fit)"

@@ -37,6 +37,9 @@ struct StageLabels {
   std::string axis;               // "stage 3" (under the bar)
   std::string peak_gib;           // above the bar
   std::string peak_bytes;         // exact
+  std::string peak_reserved;      // "66.72 GiB" (allocator replay) or "-" when not replayed
+  std::string device_peak;        // reserved + measured device rows, or "not measured"
+  std::string fit_basis;          // vocabulary.h fit_basis_text: what headroom is measured against
   std::string headroom;           // "12.40 GiB" or "-3.10 GiB (does not fit)" or "no device"
   std::string non_parameter;      // "62.10 GiB"
   std::string phase;              // binding_phase_name: "forward-backward" / "optimizer-step"

@@ -51,7 +51,10 @@ constexpr const char* plan_help =
     "count the best few configurations by each derived cost factor (never combined):\n"
     "  bubble fraction     (P-1)/(v M) interleaved, (P-1)/M 1F1B (M micro-batches per step)\n"
     "  recompute overhead  recomputed forward FLOPs / (3 x forward FLOPs), from shapes\n"
-    "  headroom            device bytes - the binding stage's peak\n"
+    "  headroom            device bytes - the binding stage's peak reserved (the allocator\n"
+    "                      replayed for every configuration shown; the device figure when\n"
+    "                      the runtime-context and communication-buffers rows are measured;\n"
+    "                      the search itself prefilters on the peak allocated)\n"
     "With --margin (8GiB, or 20% for the 80 % rule) a configuration fits only when every\n"
     "stage's peak is at most the device's bytes minus the margin.\n"
     "e.g.\n"
@@ -363,7 +366,8 @@ void run_searches(std::vector<stagemem::PlanSearch>& searches) {
 
 // The shards' entries and counts merged, and the plan selected from them.
 PlanOutcome merge_searches(const std::vector<stagemem::PlanSearch>& searches, bool all,
-                           std::int64_t top) {
+                           std::int64_t top, const stagemem::Config& base,
+                           const stagemem::Model& model) {
   std::vector<stagemem::PlanEntry> entries;
   std::int64_t searched = 0, estimated = 0, pruned = 0;
   for (const auto& s : searches) {
@@ -381,7 +385,8 @@ PlanOutcome merge_searches(const std::vector<stagemem::PlanSearch>& searches, bo
     std::sort(outcome.every.begin(), outcome.every.end(),
               [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; });
   }
-  outcome.result = stagemem::select_plan(std::move(entries), top);
+  // The shown entries are confirmed with the allocator replay (fit against reserved / device).
+  outcome.result = stagemem::select_confirmed_plan(std::move(entries), top, base, model);
   outcome.result.configurations_searched = searched;
   outcome.result.configurations_estimated = estimated;
   outcome.result.configurations_pruned = pruned;
@@ -403,7 +408,8 @@ std::optional<PlanOutcome> search_plan(CommandLine& line, const stagemem::Model&
     return std::nullopt;
   }
   run_searches(searches);
-  PlanOutcome outcome = merge_searches(searches, request.all, request.bounds.top);
+  PlanOutcome outcome =
+      merge_searches(searches, request.all, request.bounds.top, line.config, model);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto searched = static_cast<double>(outcome.result.configurations_searched);
@@ -484,6 +490,8 @@ json entry_json(const PlanContext& context, const Shown& s) {
       {"megatron_args", s.megatron},
       {"config", json::parse(stagemem::config_to_json(s.config))},
       {"peak_bytes", e.peak_bytes},
+      {"fit_basis", std::string(stagemem::enum_name(e.fit_basis))},
+      {"fit_bytes", e.fit_bytes},
       {"headroom_bytes", e.headroom_bytes},
       {"spare_bytes", e.spare_bytes()},
       {"binding_stage", e.binding_stage},
@@ -645,9 +653,13 @@ void print_minimum_text(const PlanContext& context, const Shown& minimum) {
       c.sharding == stagemem::ShardingStrategy::automatic
           ? ""
           : (", sharding " + std::string(stagemem::enum_name(c.sharding))).c_str());
-  std::printf("  binding stage %lld: peak %s, headroom %s", static_cast<long long>(e.binding_stage),
-              stagemem::format_gib(e.peak_bytes).c_str(),
-              stagemem::format_gib(e.headroom_bytes).c_str());
+  std::printf("  binding stage %lld: peak %s", static_cast<long long>(e.binding_stage),
+              stagemem::format_gib(e.peak_bytes).c_str());
+  if (e.fit_basis != stagemem::FitBasis::allocated) {
+    std::printf(", %s %s", std::string(stagemem::enum_name(e.fit_basis)).c_str(),
+                stagemem::format_gib(e.fit_bytes).c_str());
+  }
+  std::printf(", headroom %s", stagemem::format_gib(e.headroom_bytes).c_str());
   if (e.margin_bytes > 0) {
     std::printf(" (%s beyond the %s margin)", stagemem::format_gib(e.spare_bytes()).c_str(),
                 stagemem::format_gib(e.margin_bytes).c_str());

@@ -56,7 +56,8 @@ test("a 64 x 64 kimi-k3 heat map fills progressively without stalling a frame", 
   // The cells agree with the report of the configuration they describe.
   const current = sweep.cells.find((c) => c.current);
   const report = await page.evaluate(() => Module.getReport());
-  assert.equal(current.peak, report.stages[report.binding_stage].peak_bytes);
+  // The sweep's cells are peaks-only estimates: the largest peak allocated of the stages.
+  assert.equal(current.peak, Math.max(...report.stages.map((s) => s.peak_bytes)));
 
   // Every cell valid: 64 sequence lengths x 64 global batches (28 .. 1792, DP 28).
   const gbs = Array.from({ length: 64 }, (_, i) => 28 * (i + 1)).join(",");

@@ -71,7 +71,7 @@ describe("stagemem panels on a production link", () => {
     for (const stage of report.stages) {
       // 1F1B: stage p holds min(P - p, M) = 8 - p micro-batches at its peak.
       assert.deepEqual(stage.in_flight_per_chunk, [8 - stage.index]);
-      assert.equal(stage.headroom_bytes, report.device_bytes - stage.peak_bytes);
+      assert.equal(stage.headroom_bytes, report.device_bytes - stage.fit_bytes);
       assert.equal(stage.non_parameter_bytes, stage.peak_bytes - stage.resident_bytes - stage.gap_bytes);
       assert.equal(stage.flat_headroom_margin_bytes, report.flat_headroom_bytes - stage.non_parameter_bytes);
       // The stacked bar drawn for the stage ends exactly at its peak.
@@ -154,7 +154,8 @@ describe("stagemem panels on a production link", () => {
     // The cell of the current values (seq 8192, mbs 1) is the report itself.
     const report = await getReport(page);
     const current = sweep.cells.find((c) => c.x === 2 && c.y === 0);
-    assert.equal(current.peak, report.stages[report.binding_stage].peak_bytes);
+    // Cells are peaks-only estimates (no allocator replay): the largest peak allocated.
+    assert.equal(current.peak, Math.max(...report.stages.map((s) => s.peak_bytes)));
     assert.equal(current.headroom, report.device_bytes - current.peak);
     t.diagnostic(`one full sweep of ${sweep.cells.length} estimates: ${sweep.sweepMs.toFixed(2)} ms`);
     // Not recomputed while nothing changes.
@@ -191,8 +192,9 @@ describe("stagemem panels on a production link", () => {
       return !hash.includes("seq=") && hash.includes("mbs=2");
     }, { what: "link follows the cell" });
     const applied = await getReport(page);
-    assert.equal(applied.stages[applied.binding_stage].peak_bytes, target.peak);
-    assert.equal(applied.binding_stage, target.bindingStage);
+    const peaks = applied.stages.map((s) => s.peak_bytes);
+    assert.equal(Math.max(...peaks), target.peak);
+    assert.equal(peaks.indexOf(target.peak), target.bindingStage);
     await context.close();
   });
 

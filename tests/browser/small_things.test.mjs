@@ -102,7 +102,7 @@ test("GB as well as GiB: the toggle switches every amount and the link keeps it"
   assert.match(after.deviceLabel, /^h100-80gb: 85\.03 GB$/);  // 85,027,979,264 B
   assert.ok(after.stageHeadroomLabels.every((h) => h.endsWith(" GB")));
   const verdict = (await page.evaluate(() => Module.getReport())).app.verdict;
-  assert.match(verdict, /^fits: stage \d binds at [0-9.]+ of 85\.0 GB$/);
+  assert.match(verdict, /^fits: stage \d binds at [0-9.]+ of 85\.0 GB reserved$/);
   // The Markdown copy follows the toggle; JSON stays in bytes.
   const markdown = await page.evaluate(() => Module.getMarkdownTable());
   assert.match(markdown, /\(GB = 10\^9 bytes\)/);

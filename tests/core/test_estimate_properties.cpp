@@ -106,6 +106,10 @@ std::string random_value(const ConfigField& f, Random& r) {
       if (is_parallel_size(f.key) && chance(r, 0.85)) return std::to_string(1 << uniform(r, 0, 4));
       if ((f.key == "dp" || f.key == "world") && chance(r, 0.7)) return "";
       if (f.key == "mbs" && chance(r, 0.7)) return std::to_string(uniform(r, 1, 8));
+      // PyTorch's allocator options: mostly values it accepts (validate() tests the others).
+      if (f.key == "roundup_power2_divisions" && chance(r, 0.9))
+        return std::to_string(std::int64_t{1} << uniform(r, 0, 6));
+      if (f.key == "empty_unused_memory_level" && chance(r, 0.8)) return "0";
       if (f.min < 1) {
         if (chance(r, 0.2)) return std::to_string(f.min);
         return std::to_string(log_uniform(r, 1, f.max));
@@ -221,8 +225,19 @@ struct Sweep {
   std::uint64_t known_in_flight = 0, known_all_gather = 0;
   std::vector<std::string> violations;
 
+  // Every 64th estimate replays the allocator (its own properties are in
+  // test_step_replay.cpp): the sweep's 100,000 configurations would take hours with all.
   const Report& run(const Config& c, Report& into) {
-    into = estimate(c);
+    Diagnostics model_errors;
+    const auto model = resolve_model(c, model_errors);
+    if (model) {
+      EstimateCache cache;
+      cache.keep_activations = false;
+      cache.replay_allocator = estimates % 64 == 0;
+      estimate_into(c, *model, cache, into);
+    } else {
+      into = estimate(c);
+    }
     ++estimates;
     known_in_flight += stagemem_tests::in_flight_exceeds_micro_batches(into);
     return into;

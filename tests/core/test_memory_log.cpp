@@ -162,7 +162,13 @@ TEST_CASE("A configuration with log readings cross-checks each rank and figure")
   CHECK(report.cross_checks[0].derived_bytes == report.stages[1].resident_bytes + 33'554'432);
   CHECK(report.cross_checks[1].derived_bytes == report.stages[1].peak_bytes);
   CHECK(report.cross_checks[1].explanations.front() == GapExplanation::max_allocated_figure);
-  CHECK(report.cross_checks[3].explanations.front() == GapExplanation::reserved_figure);
+  // Reserved figures compare with the allocator replay's: max reserved with its peak, reserved
+  // with what it holds after the step.
+  CHECK(report.cross_checks[3].explanations.front() == GapExplanation::allocator_replay);
+  CHECK(report.cross_checks[3].against_replay);
+  CHECK(report.cross_checks[3].derived_bytes == report.stages[1].peak_reserved_bytes);
+  CHECK(report.cross_checks[2].derived_bytes == report.stages[1].reserved_after_steps_bytes);
+  CHECK(report.cross_checks[2].alive_terms.empty());
   // The JSON report names the rank and the figure; the configuration's JSON keeps them.
   const std::string json = report_json(report, config, "", Diagnostics{});
   CHECK(json.find("\"rank\": 4") != std::string::npos);

@@ -330,7 +330,8 @@ TEST_CASE("plan: a search split over shards merges into the same result") {
     merged.insert(merged.end(), s.entries().begin(), s.entries().end());
     searched += s.searched();
   }
-  const PlanResult split = select_plan(merged, b.top);
+  // plan() confirms the entries it shows with the allocator replay: so does the merged one.
+  const PlanResult split = select_confirmed_plan(merged, b.top, base, model);
   CHECK(searched == whole.configurations_searched);
   CHECK(frontier_of(split) == frontier_of(whole));
   CHECK(split.minimum.ordinal == whole.minimum.ordinal);
@@ -670,7 +671,12 @@ TEST_CASE("plan: with a margin, fits means peak <= capacity - margin (equals a b
     CHECK(r.configurations_fitting == fitting);
     REQUIRE(fitting > 0);
     CHECK(fitting < fitting_without);  // the margin rules some configurations out
-    CHECK(frontier_of(r) == brute_frontier(shifted, 2));
+    // plan() then replays the allocator for the entries it shows (fit against reserved) and
+    // drops those that no longer fit: the same confirmation over the brute force's entries.
+    std::vector<PlanEntry> with_margin = all;
+    for (PlanEntry& e : with_margin) e.margin_bytes = kept;
+    CHECK(frontier_of(r) == frontier_of(select_confirmed_plan(with_margin, 2, base, model)));
+    CHECK(frontier_of(select_plan(with_margin, 2)) == brute_frontier(shifted, 2));
     for (const PlanEntry& e : r.frontier) {
       CHECK(e.margin_bytes == kept);
       CHECK(e.peak_bytes <= device - kept);

@@ -39,9 +39,10 @@ TEST_CASE("Markdown: summary, one row per stage with the three largest terms, th
   CHECK(md.find("- GPUs: 8\n") != std::string::npos);
   CHECK(md.find("- Device: h100-80gb (79.19 GiB per GPU)\n") != std::string::npos);
   CHECK(md.find("- Verdict: **" + verdict_text(r) + "**\n") != std::string::npos);
-  CHECK(md.find("| stage | layers | peak | headroom | fits | binding phase | largest terms |\n"
-                "| ---: | --- | ---: | ---: | --- | --- | --- |\n") != std::string::npos);
-  // Header + separator + 4 stages: the per-stage table has 7 columns, not one per term.
+  CHECK(md.find("| stage | layers | peak allocated | peak reserved | headroom | fits | binding "
+                "phase | largest terms |\n"
+                "| ---: | --- | ---: | ---: | ---: | --- | --- | --- |\n") != std::string::npos);
+  // Header + separator + 4 stages: the per-stage table has 8 columns, not one per term.
   CHECK(count_of(md, "\n| ") == 6);
   CHECK(md.find("| 0 (binding) | 0-7 | ") != std::string::npos);
   // Stage 0's three largest terms at Adam (2,270,232,576 params): the fp32 moments (8 B/param),
@@ -104,23 +105,24 @@ TEST_CASE("Markdown: the binding phase and the layers as the JSON and the CLI sp
 }
 
 TEST_CASE("Markdown: check - the stage table, a stage that does not fit, the result line") {
-  // On 40 GiB (42,949,672,960 B), stage 0 (peak 60,023,768,064 B = 55.90 GiB) is over by
-  // 17,074,095,104 B (15.90 GiB); stages 1 (42.84 GiB) and 3 (46.79 GiB) are over too; stage 2
-  // (38.59 GiB) fits with 1.41 GiB to spare.
+  // On 40 GiB (42,949,672,960 B) against the replayed peak reserved: stage 0 (60,023,768,064 B
+  // = 55.90 GiB allocated, 60,316,188,672 B = 56.17 GiB reserved) is over by 17,366,515,712 B
+  // (16.17 GiB); stages 1 (43.14 GiB reserved) and 3 (47.28 GiB) are over too; stage 2
+  // (38.89 GiB reserved) fits with 1.11 GiB to spare.
   Config c = llama_on_h100();
   c.device.preset.clear();
   c.device.bytes = std::int64_t{40} << 30;
   const Report r = estimate(c);
   REQUIRE(r.diagnostics.ok());
   const std::string md = check_markdown(r);
-  CHECK(
-      md.starts_with("**llama-3.1-8b** on **custom**: 42,949,672,960 B (40.00 GiB) per rank\n\n"
-                     "| stage | layers | peak GiB | headroom GiB | fits |\n"
-                     "| ---: | --- | ---: | ---: | --- |\n"
-                     "| 0 | 0-7 | 55.90 | -15.90 | no |\n"));
-  CHECK(md.find("| 2 | 16-23 | 38.59 | 1.41 | yes |\n") != std::string::npos);
-  CHECK(md.find("\n**Stage 0 does not fit**: peak 60,023,768,064 B (55.90 GiB) exceeds custom by "
-                "17,074,095,104 B (15.90 GiB).\nLargest terms:\n\n"
+  CHECK(md.starts_with(
+      "**llama-3.1-8b** on **custom**: 42,949,672,960 B (40.00 GiB) per rank\n\n"
+      "| stage | layers | allocated GiB | reserved GiB | device GiB | headroom GiB | fits |\n"
+      "| ---: | --- | ---: | ---: | ---: | ---: | --- |\n"
+      "| 0 | 0-7 | 55.90 | 56.17 | - | -16.17 | no |\n"));
+  CHECK(md.find("| 2 | 16-23 | 38.59 | 38.89 | - | 1.11 | yes |\n") != std::string::npos);
+  CHECK(md.find("\n**Stage 0 does not fit**: peak reserved 60,316,188,672 B (56.17 GiB) exceeds "
+                "custom by 17,366,515,712 B (16.17 GiB).\nLargest terms:\n\n"
                 "1. Adam exp\\_avg + exp\\_avg\\_sq (fp32): dense parameters (resident): "
                 "18,161,860,608 B (16.91 GiB)\n") != std::string::npos);
   CHECK(count_of(md, "does not fit**") == 3);

@@ -104,6 +104,12 @@ Config every_field_changed() {
                          .reduce_dtype = ReduceDtype::bf16,
                          .forward_prefetch = 3};
   c.parallel.schedule = PipelineSchedule::dualpipev;
+  // Every allocator field changed (expandable segments with emptying is refused by validate(),
+  // not by the encoding).
+  c.training.allocator = {.expandable_segments = true,
+                          .max_split_size_mb = 512,
+                          .roundup_power2_divisions = 4,
+                          .empty_unused_memory_level = 2};
   c.training.stack.transformer_engine = release(2, 11);
   c.training.stack.compile = CompileMode::on;
   // The kernel options set above are the user's (the field table's setters mark them so).

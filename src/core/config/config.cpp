@@ -97,6 +97,27 @@ void validate_precision_and_optimizer(const Config& config, Diagnostics& d) {
   }
 }
 
+// The allocator options PyTorch accepts, in the combinations the replay models.
+void validate_allocator(const Config& config, Diagnostics& d) {
+  const AllocatorSettings& a = config.training.allocator;
+  if (a.max_split_size_mb != 0 && !in_range(a.max_split_size_mb, 21, std::int64_t{1} << 30)) {
+    d.error("allocator.max_split_size_mb",
+            "must be 0 (unlimited) or an integer in [21, 1073741824] MiB (PyTorch refuses 20 and "
+            "below), got " +
+                std::to_string(a.max_split_size_mb));
+  }
+  const std::int64_t div = a.roundup_power2_divisions;
+  if (div < 0 || div > 64 || (div & (div - 1)) != 0) {
+    d.error("allocator.roundup_power2_divisions",
+            "must be 0 (off) or a power of two in [1, 64], got " + std::to_string(div));
+  }
+  if (a.expandable_segments && a.empty_unused_memory_level > 0) {
+    d.error("allocator.empty_unused_memory_level",
+            "emptying the cache of expandable segments (unmapping their free pages) is not "
+            "modelled: use 0 with expandable_segments");
+  }
+}
+
 // A known device preset, or bytes in range.
 void validate_device(const Config& config, Diagnostics& d) {
   if (!config.device.preset.empty() && !find_device(config.device.preset)) {
@@ -201,6 +222,7 @@ void validate_gap(const Config& config, std::size_t i, const std::string& field,
 // Every field but the layout and the activation inputs: precision, optimizer, device, and the
 // measurements and gap entries read from a run.
 void validate_precision_device_and_readings(const Config& config, Diagnostics& d) {
+  validate_allocator(config, d);
   validate_precision_and_optimizer(config, d);
   validate_device(config, d);
   if (config.measurements.size() > max_measurements) {

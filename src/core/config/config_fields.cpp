@@ -64,7 +64,7 @@ constexpr std::array<ChoiceAlias, 2> reshard_aliases = {{
 }};
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 69> fields = {{
+const std::array<ConfigField, 73> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -511,6 +511,32 @@ const std::array<ConfigField, 69> fields = {{
      .min = 0,
      .max = 16,
      STAGEMEM_INTEGER(training.sharding.forward_prefetch)},
+    // PyTorch's caching allocator (allocator_settings.h).
+    {.key = "expandable_segments",
+     .path = "allocator.expandable_segments",
+     .help = "PYTORCH_CUDA_ALLOC_CONF expandable_segments:True (one growing segment per pool)",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.allocator.expandable_segments)},
+    {.key = "max_split_size_mb",
+     .path = "allocator.max_split_size_mb",
+     .help = "PYTORCH_CUDA_ALLOC_CONF max_split_size_mb: blocks this large are never split "
+             "(0: unlimited)",
+     .min = 0,
+     .max = 1 << 30,
+     STAGEMEM_INTEGER(training.allocator.max_split_size_mb)},
+    {.key = "roundup_power2_divisions",
+     .path = "allocator.roundup_power2_divisions",
+     .help = "PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions (0: off; a power of two)",
+     .min = 0,
+     .max = 64,
+     STAGEMEM_INTEGER(training.allocator.roundup_power2_divisions)},
+    {.key = "empty_unused_memory_level",
+     .path = "allocator.empty_unused_memory_level",
+     .help = "Megatron's --empty-unused-memory-level: 1 empties the cache before the optimizer "
+             "step, 2 after it too",
+     .min = 0,
+     .max = 2,
+     STAGEMEM_INTEGER(training.allocator.empty_unused_memory_level)},
 }};
 
 #undef STAGEMEM_INTEGER

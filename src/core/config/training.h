@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "base/enum_names.h"
+#include "config/allocator_settings.h"
 #include "config/sharding.h"
 #include "config/software_stack.h"
 
@@ -238,6 +239,8 @@ struct TrainingConfig {
   // Bits (stack_kernel_bit, version_rules.h) of the kernel options the user set explicitly: those
   // keep their value whatever the stack says; the others follow the stack.
   std::uint32_t explicit_kernels = 0;
+  // PyTorch's caching allocator options and Megatron's cache emptying (allocator_settings.h).
+  AllocatorSettings allocator{};
   // A flat "non-parameter headroom" constant to compare against (e.g. the legacy 82 GiB); 0: none.
   std::int64_t flat_headroom_bytes = 0;
   friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;

@@ -49,7 +49,9 @@ void explain(CrossCheck& check, const StageReport& stage) {
       check.measurement.iteration == 1 && point == MeasurementPoint::steady_state_peak) {
     check.explanations.push_back(GapExplanation::first_iteration_only);
   }
-  if (figure == MemoryFigure::reserved || figure == MemoryFigure::max_reserved) {
+  if (check.against_replay) {
+    check.explanations.push_back(GapExplanation::allocator_replay);
+  } else if (figure == MemoryFigure::reserved || figure == MemoryFigure::max_reserved) {
     check.explanations.push_back(GapExplanation::reserved_figure);
   } else if (figure == MemoryFigure::max_allocated) {
     check.explanations.push_back(GapExplanation::max_allocated_figure);
@@ -102,6 +104,19 @@ void explain(CrossCheck& check, const StageReport& stage) {
   }
 }
 
+// The allocator replay's figure a reserved reading is compared with: max reserved at the peak
+// (the first step's after iteration 1), reserved (current) after the first or a later step; -1
+// when the stage was not replayed or the reading is not a reserved figure at those points.
+std::int64_t replayed_figure(const Measurement& m, const StageReport& stage) {
+  if (!stage.reserved_replayed) return -1;
+  const bool first = m.iteration == 1;
+  if (m.figure == MemoryFigure::max_reserved && m.point == MeasurementPoint::steady_state_peak)
+    return first ? stage.first_step_peak_reserved_bytes : stage.peak_reserved_bytes;
+  if (m.figure == MemoryFigure::reserved && m.point == MeasurementPoint::after_first_step)
+    return first ? stage.reserved_after_first_step_bytes : stage.reserved_after_steps_bytes;
+  return -1;
+}
+
 }  // namespace
 
 bool alive_at(Family family, AllocationPoint allocated, MeasurementPoint point) {
@@ -145,6 +160,9 @@ std::vector<CrossCheck> cross_check(const std::vector<Measurement>& measurements
       }
       check.derived_bytes = stage.terms[static_cast<std::size_t>(found)].bytes;
       check.alive_terms.push_back(found);
+    } else if (const std::int64_t replayed = replayed_figure(m, stage); replayed >= 0) {
+      check.derived_bytes = replayed;
+      check.against_replay = true;
     } else {
       for (std::size_t index = 0; index < stage.terms.size(); ++index) {
         const Term& t = stage.terms[index];

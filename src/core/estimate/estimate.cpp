@@ -12,6 +12,7 @@
 
 #include "estimate/estimate.h"
 
+#include "allocator/step_replay.h"
 #include "config/devices.h"
 #include "estimate/cross_check.h"
 #include "estimate/estimate_cache.h"
@@ -79,6 +80,7 @@ StageActivationTerms copy_activation_terms(const StageReport& from, std::int64_t
   copied.largest_transient = moved(from.largest_transient);
   copied.in_flight_per_chunk = from.in_flight_per_chunk;
   copied.chunk_stored_bytes = from.chunk_stored_bytes;
+  copied.activation_units = from.activation_units;
   copied.moment = from.forward_backward_moment;
   copied.moment.transient = moved(copied.moment.transient);
   copied.moment.enclosing = moved(copied.moment.enclosing);
@@ -309,6 +311,7 @@ bool add_activation_terms(const EstimateStep& in, std::vector<StageReport>& stag
   // The stage's old lists keep their storage for the next stage_activation_terms call.
   std::swap(stage.in_flight_per_chunk, activations.in_flight_per_chunk);
   std::swap(stage.chunk_stored_bytes, activations.chunk_stored_bytes);
+  std::swap(stage.activation_units, activations.activation_units);
   in.cache.pieces.spare_in_flight = std::move(activations.in_flight_per_chunk);
   in.cache.pieces.spare_chunk_bytes = std::move(activations.chunk_stored_bytes);
   return activations.fits;
@@ -407,25 +410,15 @@ bool set_peak(const EstimateStep& in, StageReport& stage, std::size_t slot) {
          add_bytes(stage.peak_bytes, phase);
 }
 
-// The stage's headroom on the device and against the flat headroom entered, if any.
-void set_headroom(StageReport& stage, const Config& config, const DeviceCapacity& device) {
-  if (config.training.flat_headroom_bytes > 0) {
-    stage.flat_headroom_margin = config.training.flat_headroom_bytes - stage.non_parameter_bytes;
-  }
-  if (device.bytes > 0) stage.headroom_bytes = device.bytes - stage.peak_bytes;
-}
-
-// The stage whose peak is largest (the first of equal ones): the one that binds.
-std::int64_t binding_stage(const std::vector<StageReport>& stages) {
-  std::int64_t largest = -1;
-  std::int64_t binding = -1;
-  for (const StageReport& stage : stages) {
-    if (stage.peak_bytes > largest) {
-      largest = stage.peak_bytes;
-      binding = stage.index;
-    }
-  }
-  return binding;
+// The replay's settings: the allocator options as the run's PyTorch honours them.
+ReplaySettings replay_settings(const Config& config) {
+  const AllocatorSettings& a = config.training.allocator;
+  ReplaySettings s;
+  s.rules.expandable_segments = a.expandable_segments;
+  s.rules.max_split_size = a.max_split_size_mb * (std::int64_t{1} << 20);  // <= 2^50
+  s.rules.roundup_power2_divisions = a.roundup_power2_divisions;
+  s.empty_unused_memory_level = a.empty_unused_memory_level;
+  return s;
 }
 
 // Ends an estimate whose stage does not fit in int64 bytes with an error naming what drives it;
@@ -435,6 +428,108 @@ void fail_overflow(Report& report, EstimateCache& cache, const StageReport& stag
   cache.spare_stages = std::move(report.stages);
   report.stages.clear();
   report.binding_stage = -1;
+}
+
+// A stage's allocator figures before (or without) the replay: it fits against its peak allocated.
+void clear_reserved(StageReport& stage) {
+  stage.reserved_replayed = false;
+  stage.fit_basis = FitBasis::allocated;
+  stage.fit_bytes = stage.peak_bytes;
+  stage.peak_reserved_bytes = 0;
+  stage.replayed_allocated_bytes = 0;
+  stage.first_step_peak_reserved_bytes = 0;
+  stage.reserved_after_first_step_bytes = 0;
+  stage.reserved_after_steps_bytes = 0;
+  stage.reserved_peak_moment = {};
+  stage.segments_at_reserved_peak.clear();
+  stage.outside_allocator_bytes = 0;
+  stage.device_peak_bytes = -1;
+}
+
+// The stage's replayed figures, the measured rows outside the allocator, and the figure the
+// device check uses. False when a figure does not fit in int64 bytes.
+bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
+  stage.reserved_replayed = true;
+  stage.peak_reserved_bytes = replayed.peak_reserved_bytes;
+  stage.replayed_allocated_bytes = replayed.peak_allocated_bytes;
+  stage.first_step_peak_reserved_bytes = replayed.first_step_peak_reserved_bytes;
+  stage.reserved_after_first_step_bytes = replayed.reserved_after_first_step;
+  stage.reserved_after_steps_bytes = replayed.reserved_after_steps;
+  stage.reserved_peak_moment = {.step = replayed.peak_step,
+                                .phase = replayed.peak_phase,
+                                .micro_batch = replayed.peak_micro_batch,
+                                .chunk = replayed.peak_chunk};
+  stage.segments_at_reserved_peak = replayed.segments_at_peak;
+  int measured_rows = 0;
+  for (const Term& t : stage.terms) {
+    if (t.family != Family::gap || t.tag != Tag::measured) continue;
+    const auto kind = static_cast<GapKind>(t.formula.factor(0));
+    if (kind != GapKind::runtime_context && kind != GapKind::communication_buffers) continue;
+    stage.outside_allocator_bytes += t.bytes;  // each at most 2^50
+    ++measured_rows;
+  }
+  std::int64_t device = 0;
+  const bool fits = replayed.fits &&
+                    checked_add(stage.peak_reserved_bytes, stage.outside_allocator_bytes, &device);
+  stage.device_peak_bytes = measured_rows == 2 ? device : -1;
+  stage.fit_basis = measured_rows == 2 ? FitBasis::device : FitBasis::reserved;
+  stage.fit_bytes = device;
+  return fits;
+}
+
+// The allocator step (allocator/step_replay.h): every stage's two steps replayed through the
+// caching allocator, within one budget of allocations for the whole estimate. Past the budget no
+// stage keeps replayed figures (all fit against their peak allocated) and a warning says why.
+// False when the estimate failed (a figure past 2^63 bytes).
+bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache) {
+  const std::int64_t budget = settings.max_allocations;
+  std::vector<ReplayedStage> replayed;
+  replayed.reserve(report.stages.size());
+  for (const StageReport& stage : report.stages) {
+    replayed.push_back(replay_stage(report, stage, settings));
+    settings.max_allocations -= replayed.back().allocations;
+    if (!replayed.back().complete) {
+      report.diagnostics.warn(
+          "training.global_batch",
+          "the allocator replay is bounded to " + std::to_string(budget) +
+              " activation tensor allocations per estimate (and " +
+              std::to_string(replay_max_passes) + " passes per stage and step), and stage " +
+              std::to_string(stage.index) +
+              " reached it: no peak reserved is derived and every stage fits against its peak "
+              "allocated. Fewer micro-batches per step (global batch / (DP x micro-batch)) or "
+              "layers per stage lift it");
+      return true;
+    }
+  }
+  for (std::size_t i = 0; i < report.stages.size(); ++i) {
+    if (!set_reserved(report.stages[i], replayed[i])) {
+      fail_overflow(report, cache, report.stages[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The stage's headroom on the device and against the flat headroom entered, if any.
+void set_headroom(StageReport& stage, const Config& config, const DeviceCapacity& device) {
+  if (config.training.flat_headroom_bytes > 0) {
+    stage.flat_headroom_margin = config.training.flat_headroom_bytes - stage.non_parameter_bytes;
+  }
+  if (device.bytes > 0) stage.headroom_bytes = device.bytes - stage.fit_bytes;
+}
+
+// The stage whose figure against the device is largest (the first of equal ones): the one that
+// binds.
+std::int64_t binding_stage(const std::vector<StageReport>& stages) {
+  std::int64_t largest = -1;
+  std::int64_t binding = -1;
+  for (const StageReport& stage : stages) {
+    if (stage.fit_bytes > largest) {
+      largest = stage.fit_bytes;
+      binding = stage.index;
+    }
+  }
+  return binding;
 }
 
 }  // namespace
@@ -501,9 +596,16 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
       if (in.peaks_only) return estimate_into(config, model, cache, report, EstimateDetail::terms);
       return fail_overflow(report, cache, stage);
     }
-    set_headroom(stage, config, report.device);
   }
   report.stages.resize(cache.parameters.size());
+  for (StageReport& stage : report.stages) {
+    clear_reserved(stage);
+    set_headroom(stage, config, report.device);
+  }
+  if (!in.peaks_only && cache.replay_allocator) {
+    if (!replay_stages(report, replay_settings(config), cache)) return;
+    for (StageReport& stage : report.stages) set_headroom(stage, config, report.device);
+  }
   report.binding_stage = binding_stage(report.stages);
   if (!in.peaks_only) {
     report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);

@@ -40,6 +40,7 @@ struct StageActivationMemo {
   std::int64_t largest_transient = -1;  // index into `terms`; -1: none
   std::vector<std::int64_t> in_flight_per_chunk;
   std::vector<std::int64_t> chunk_stored_bytes;
+  std::vector<std::int64_t> activation_units;
   PeakMoment moment;  // its transient and enclosing are indices into `terms`
   bool fits = true;
 };
@@ -99,6 +100,9 @@ struct EstimateCache {
   std::vector<StageActivationMemo> activations{};  // per stage, in report order
   // False for a cache that serves one estimate only (estimate(config, model)): it keeps no memo.
   bool keep_activations = true;
+  // False: full estimates skip the allocator replay (no peak reserved; every stage fits against
+  // its peak allocated). For property tests of other physics that run thousands of estimates.
+  bool replay_allocator = true;
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
   std::vector<StageReport> spare_stages{};
   std::vector<StageTermRange> activation_ranges{};  // scratch of one estimate, per stage

@@ -211,6 +211,7 @@ bool take_activation_memo(EstimateCache& cache, std::size_t slot, const Recomput
   out.largest_transient = moved(memo.largest_transient);
   out.in_flight_per_chunk.assign(memo.in_flight_per_chunk.begin(), memo.in_flight_per_chunk.end());
   out.chunk_stored_bytes.assign(memo.chunk_stored_bytes.begin(), memo.chunk_stored_bytes.end());
+  out.activation_units.assign(memo.activation_units.begin(), memo.activation_units.end());
   out.moment = memo.moment;
   out.moment.transient = moved(memo.moment.transient);
   out.moment.enclosing = moved(memo.moment.enclosing);
@@ -240,6 +241,7 @@ void keep_activation_memo(EstimateCache& cache, std::size_t slot, const Recomput
                                   computed.in_flight_per_chunk.end());
   memo.chunk_stored_bytes.assign(computed.chunk_stored_bytes.begin(),
                                  computed.chunk_stored_bytes.end());
+  memo.activation_units.assign(computed.activation_units.begin(), computed.activation_units.end());
   memo.moment = computed.moment;
   memo.moment.transient = relative(computed.moment.transient);
   memo.moment.enclosing = relative(computed.moment.enclosing);

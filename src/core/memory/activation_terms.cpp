@@ -173,7 +173,8 @@ class StoredSums {
   // Appends the sums for `alive` micro-batches per chunk as terms (or, with `out` null, only adds
   // up their bytes); false when one does not fit in int64 bytes.
   bool append_terms(std::vector<Term>* out, std::int64_t& total,
-                    const std::vector<std::int64_t>& alive) const {
+                    const std::vector<std::int64_t>& alive,
+                    std::vector<std::int64_t>* units = nullptr) const {
     if (sum_only_) {
       bool fits = fits_;
       for (std::int64_t c = 0; c < chunks_; ++c) {
@@ -214,13 +215,20 @@ class StoredSums {
       }
       if (copies <= 0) continue;
       const StoredBlock& block = blocks_[b];
+      const auto emit_units = [&] {
+        if (out == nullptr || units == nullptr) return;
+        for (std::int64_t c = 0; c < chunks_; ++c) units->push_back(unit(b, c));
+      };
       if (block.pieces == nullptr) {
         emit(block.group, block.single, copies);
+        emit_units();
         continue;
       }
       for (const ActivationPiece& p : *block.pieces) {
-        if ((p.dropped_by & block.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed()))
+        if ((p.dropped_by & block.dropped) == 0 && (p.bytes != 0 || p.formula.overflowed())) {
           emit(block.group, p, copies);
+          emit_units();
+        }
       }
     }
     return fits;
@@ -1172,7 +1180,10 @@ void append_stage_terms(const StoredSums& sums, const RankPieces& pieces_of_rank
   std::vector<Term>& stored = result.into != nullptr ? *result.into : result.stored;
   std::vector<Term>& out = result.into != nullptr ? *result.into : result.transients;
   result.first_stored = static_cast<std::int64_t>(stored.size());
-  result.fits = sums.append_terms(&stored, result.stored_bytes, result.in_flight_per_chunk) && fits;
+  result.activation_units.clear();
+  result.fits = sums.append_terms(&stored, result.stored_bytes, result.in_flight_per_chunk,
+                                  &result.activation_units) &&
+                fits;
   result.first_transient = static_cast<std::int64_t>(out.size());
   const auto emit = [&](const ActivationPiece& p, TransientScope scope) {
     Term& t = out.emplace_back();

@@ -54,6 +54,7 @@ struct StageActivationTerms {
   std::int64_t largest_transient = -1;            // its index in its list; -1 when there is none
   std::vector<std::int64_t> in_flight_per_chunk;  // at the peak moment
   std::vector<std::int64_t> chunk_stored_bytes;   // one micro-batch on each chunk
+  std::vector<std::int64_t> activation_units;     // StageReport::activation_units (full only)
   // The peak moment; its `transient` and `enclosing` are indices into the transient list (as
   // largest_transient); largest_transient_bytes is their sum.
   PeakMoment moment;

@@ -136,6 +136,24 @@ std::vector<StageTimeline> step_timeline(const Report& report) {
   return out;
 }
 
+std::vector<std::int64_t> transients_held_by_pass(const StageReport& stage, bool backward,
+                                                  std::int64_t chunk) {
+  bool fits = true;
+  const Held held = held_by_pass(stage, backward, chunk, fits);
+  std::vector<std::int64_t> out;
+  if (held.transient >= 0) out.push_back(held.transient);
+  if (held.enclosing >= 0) out.push_back(held.enclosing);
+  for (std::size_t i = 0; i < stage.terms.size(); ++i) {
+    const Term& t = stage.terms[i];
+    if (t.family != Family::transient) continue;
+    const bool wide = t.place == TransientPlace::phase_wide ||
+                      (t.place == TransientPlace::pass_wide &&
+                       (t.allocated_at == AllocationPoint::backward) == backward);
+    if (wide) out.push_back(static_cast<std::int64_t>(i));
+  }
+  return out;
+}
+
 PeakMoment peak_moment(const StageReport& stage) {
   if (stage.optimizer_phase_binds) return {.phase = StepPhase::optimizer_step};
   return stage.forward_backward_moment;

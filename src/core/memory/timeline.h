@@ -56,6 +56,12 @@ struct StageTimeline {
 StageTimeline stage_timeline(const Report& report, const StageReport& stage);
 std::vector<StageTimeline> step_timeline(const Report& report);
 
+// The transients a pass of `chunk` holds together at its moment (the rule of this header): indices
+// into stage.terms, the moment's transient first, then the working set it sits inside, then the
+// pass-wide and phase-wide ones. The allocator replay (allocator/step_replay.h) allocates them.
+std::vector<std::int64_t> transients_held_by_pass(const StageReport& stage, bool backward,
+                                                  std::int64_t chunk);
+
 // The stage's peak moment: the forward/backward one, or the optimizer step when that binds.
 PeakMoment peak_moment(const StageReport& stage);
 

@@ -611,6 +611,8 @@ void PlanSearch::visit(const InnerPoint& point) {
   // policy while the in-flight counts stay fixed (peaks never fall as mbs grows then; tested).
   if (!e.fits() && in_flight_fixed && (failed == 0 || mbs < failed)) failed = mbs;
   e.peak_bytes = report.stages[static_cast<std::size_t>(e.binding_stage)].peak_bytes;
+  e.fit_basis = report.stages[static_cast<std::size_t>(e.binding_stage)].fit_basis;
+  e.fit_bytes = report.stages[static_cast<std::size_t>(e.binding_stage)].fit_bytes;
   e.bubble_fraction = bubble_fraction(p.pipeline_parallel, p.virtual_stages, e.micro_batches);
   const RecomputeConfig& rc = work_.training.recompute;
   e.recompute_overhead =
@@ -705,6 +707,46 @@ PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top) {
   return out;
 }
 
+PlanResult select_confirmed_plan(std::vector<PlanEntry> entries, std::int64_t top,
+                                 const Config& base, const Model& model,
+                                 std::int64_t max_confirmations) {
+  std::vector<bool> confirmed(entries.size(), false);
+  std::map<std::int64_t, std::size_t> index_of;  // ordinal -> entry
+  for (std::size_t i = 0; i < entries.size(); ++i) index_of[entries[i].ordinal] = i;
+  EstimateCache cache;
+  cache.keep_activations = false;
+  Report report;
+  for (;;) {
+    PlanResult shown = select_plan(entries, top);
+    bool confirmed_one = false;
+    std::vector<const PlanEntry*> listed;
+    if (shown.has_minimum) listed.push_back(&shown.minimum);
+    for (const PlanEntry& e : shown.frontier) listed.push_back(&e);
+    for (const PlanEntry* e : listed) {
+      const auto at = index_of.find(e->ordinal);
+      if (at == index_of.end() || confirmed[at->second] || max_confirmations <= 0) continue;
+      confirmed[at->second] = true;
+      confirmed_one = true;
+      --max_confirmations;
+      PlanEntry& entry = entries[at->second];
+      estimate_into(candidate_config(base, entry.candidate), model, cache, report);
+      if (!report.diagnostics.ok() || report.stages.empty()) continue;
+      const StageReport* binding = &report.stages.front();
+      for (const StageReport& s : report.stages) {
+        if (s.headroom_bytes < binding->headroom_bytes) binding = &s;
+      }
+      entry.headroom_bytes = binding->headroom_bytes;
+      entry.binding_stage = binding->index;
+      entry.peak_bytes = binding->peak_bytes;
+      entry.fit_basis = binding->fit_basis;
+      entry.fit_bytes = binding->fit_bytes;
+    }
+    // Shown entries changed: select again (a confirmed entry that no longer fits drops out, and
+    // the ranks by headroom may move) until every entry shown is confirmed.
+    if (!confirmed_one) return shown;
+  }
+}
+
 PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds) {
   PlanSearch search(base, model, bounds);
   while (search.step(1 << 20)) {
@@ -714,7 +756,7 @@ PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds
     out.diagnostics = search.diagnostics();
     return out;
   }
-  PlanResult out = select_plan(search.entries(), bounds.top);
+  PlanResult out = select_confirmed_plan(search.entries(), bounds.top, base, model);
   out.diagnostics = search.diagnostics();
   out.device_bytes = search.device_bytes();
   out.margin_bytes = search.margin_bytes();

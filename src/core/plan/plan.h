@@ -137,8 +137,12 @@ struct PlanEntry {
   std::int64_t ordinal = 0;  // enumeration order: the last tie-breaker
   std::int64_t gpus = 0;     // TP x PP x CP x DP
   std::int64_t micro_batches = 0;
-  std::int64_t peak_bytes = 0;      // the binding stage's peak
-  std::int64_t headroom_bytes = 0;  // device bytes - peak (the margin is not subtracted)
+  std::int64_t peak_bytes = 0;  // the binding stage's peak allocated
+  // What headroom is measured against: the search estimates peaks only (allocated);
+  // select_confirmed_plan replays the allocator for the entries it shows (reserved or device).
+  FitBasis fit_basis = FitBasis::allocated;
+  std::int64_t fit_bytes = 0;       // the binding stage's figure of that basis
+  std::int64_t headroom_bytes = 0;  // device bytes - fit_bytes (the margin is not subtracted)
   std::int64_t margin_bytes = 0;    // the search's safety margin (plan_margin_bytes)
   std::int64_t binding_stage = 0;
   double bubble_fraction = 0.0;
@@ -249,6 +253,15 @@ class PlanSearch {
 
 // The minimum and frontier from the entries of one or more searches (any order).
 PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top);
+
+// select_plan, then each entry it shows (the minimum and the frontier) estimated in full with
+// the allocator replay: its headroom is then measured against the device figure, or the peak
+// reserved (StageReport::fit_basis). An entry that no longer fits is dropped and the selection
+// made again, until every entry shown is confirmed (at most `max_confirmations` full estimates;
+// entries beyond that keep fit_basis allocated and say so).
+PlanResult select_confirmed_plan(std::vector<PlanEntry> entries, std::int64_t top,
+                                 const Config& base, const Model& model,
+                                 std::int64_t max_confirmations = 256);
 
 // The whole search in one call.
 PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds);

@@ -29,6 +29,17 @@ std::string explanation(const CrossCheck& check, const StageReport& stage, GapEx
              "caching allocator's cached free blocks and its fragmentation (the allocator-"
              "fragmentation gap row), which no tensor shape derives: the allocated figures "
              "compare with the tensors themselves";
+    case GapExplanation::allocator_replay:
+      return std::string(
+                 "derived is the caching allocator replayed over two steps (the stage's "
+                 "tensors in the step's order, PyTorch's rounding, segments and best-fit "
+                 "reuse): ") +
+             (check.measurement.figure == MemoryFigure::max_reserved
+                  ? "its largest reserved bytes"
+                  : "its reserved bytes at the end of the step") +
+             (check.measurement.iteration == 1 ? " in the first step" : "") +
+             "; the replay leaves out tensors of other streams (NCCL buffers recorded on them) "
+             "and per-parameter optimizer tensors (one tensor per term)";
     case GapExplanation::max_allocated_figure:
       return "max allocated (torch.cuda.max_memory_allocated) is the peak since the process "
              "started, never reset by Megatron's report: it includes the first iterations, where "

@@ -1,5 +1,9 @@
 #include "render/report_json.h"
 
+#include <array>
+#include <map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "config/version_rules.h"
@@ -49,6 +53,41 @@ json moment_json(const StageReport& s, const PeakMoment& m) {
           {"inside", term_name_or_null(s, m.enclosing)}};
 }
 
+// The allocator replay's figures of a stage (allocator/step_replay.h): null when not replayed.
+json allocator_json(const StageReport& s) {
+  if (!s.reserved_replayed) return nullptr;
+  const ReservedPeakMoment& m = s.reserved_peak_moment;
+  const bool step = m.phase == StepPhase::optimizer_step;
+  // The segments held at the peak, grouped by pool and size (largest first): a replay holds
+  // hundreds of them.
+  std::map<std::pair<bool, std::int64_t>, std::array<std::int64_t, 2>> groups;
+  std::int64_t cached_free = 0;
+  for (const HeldSegment& seg : s.segments_at_reserved_peak) {
+    auto& g = groups[{seg.small_pool, seg.bytes}];
+    ++g[0];
+    g[1] += seg.allocated_bytes;
+    cached_free += seg.bytes - seg.allocated_bytes;
+  }
+  json segments = json::array();
+  for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+    segments.push_back({{"pool", it->first.first ? "small" : "large"},
+                        {"bytes", it->first.second},
+                        {"count", it->second[0]},
+                        {"allocated_bytes", it->second[1]}});
+  }
+  return {{"replayed_allocated_bytes", s.replayed_allocated_bytes},
+          {"reserved_peak",
+           {{"step", m.step},
+            {"phase", std::string(phase_name(m.phase))},
+            {"micro_batch", step ? json(nullptr) : json(m.micro_batch)},
+            {"chunk", step ? json(nullptr) : json(m.chunk)}}},
+          {"outside_allocator_bytes", s.outside_allocator_bytes},
+          {"segments_at_reserved_peak",
+           {{"count", static_cast<std::int64_t>(s.segments_at_reserved_peak.size())},
+            {"by_size", segments}}},
+          {"cached_free_bytes_at_reserved_peak", cached_free}};
+}
+
 json stage_json(const StageReport& s, const Report& report, const Config& config) {
   json layers = json::array();
   for (const LayerRange& c : s.chunks) layers.push_back({{"first", c.first}, {"count", c.count}});
@@ -75,6 +114,11 @@ json stage_json(const StageReport& s, const Report& report, const Config& config
       {"peak_moment", moment_json(s, peak_moment(s))},
       {"non_parameter_bytes", s.non_parameter_bytes},
       {"peak_bytes", s.peak_bytes},
+      {"peak_reserved_bytes", s.reserved_replayed ? json(s.peak_reserved_bytes) : json(nullptr)},
+      {"device_peak_bytes", s.device_peak_bytes >= 0 ? json(s.device_peak_bytes) : json(nullptr)},
+      {"fit_basis", std::string(enum_name(s.fit_basis))},
+      {"fit_bytes", s.fit_bytes},
+      {"allocator", allocator_json(s)},
       {"terms", terms},
   };
   if (report.device.bytes > 0) stage["headroom_bytes"] = s.headroom_bytes;
@@ -176,12 +220,18 @@ std::string check_json(const Report& report, const Config& config, std::string_v
                        {"family", std::string(family_name(t->family))},
                        {"bytes", t->bytes}});
     }
-    stages.push_back({{"index", s.index},
-                      {"layers", stage_layers_text(s)},
-                      {"peak_bytes", s.peak_bytes},
-                      {"headroom_bytes", s.headroom_bytes},
-                      {"fits", s.headroom_bytes >= 0},
-                      {"largest_terms", terms}});
+    stages.push_back(
+        {{"index", s.index},
+         {"layers", stage_layers_text(s)},
+         {"peak_bytes", s.peak_bytes},
+         {"peak_reserved_bytes", s.reserved_replayed ? json(s.peak_reserved_bytes) : json(nullptr)},
+         {"device_peak_bytes",
+          s.device_peak_bytes >= 0 ? json(s.device_peak_bytes) : json(nullptr)},
+         {"fit_basis", std::string(enum_name(s.fit_basis))},
+         {"fit_bytes", s.fit_bytes},
+         {"headroom_bytes", s.headroom_bytes},
+         {"fits", s.headroom_bytes >= 0},
+         {"largest_terms", terms}});
   }
   const json out = {{"schema_version", report_schema_version},
                     {"kind", "check"},

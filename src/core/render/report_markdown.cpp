@@ -20,7 +20,8 @@ namespace {
 Table stage_table(const Report& report, AmountUnit unit) {
   Table table{.columns = {{"stage", Align::right},
                           {"layers"},
-                          {"peak", Align::right},
+                          {"peak allocated", Align::right},
+                          {"peak reserved", Align::right},
                           {"headroom", Align::right},
                           {"fits"},
                           {"binding phase"},
@@ -30,6 +31,7 @@ Table stage_table(const Report& report, AmountUnit unit) {
     table.rows.push_back(
         {std::to_string(s.index) + (s.index == report.binding_stage ? " (binding)" : ""),
          stage_layers_text(s), amount_text(s.peak_bytes, unit),
+         s.reserved_replayed ? amount_text(s.peak_reserved_bytes, unit) : "-",
          has_device ? amount_text(s.headroom_bytes, unit) : "no device",
          std::string(fits_text(s, report)), std::string(binding_phase_name(s)),
          largest_terms_text(s, 3, unit)});
@@ -52,6 +54,17 @@ Table term_table(const StageReport& s, AmountUnit unit) {
   }
   table.rows.push_back({"peak", amount_text(s.peak_bytes, unit), group_digits(s.peak_bytes), "", "",
                         "", "resident + measured gaps + the binding phase"});
+  if (s.reserved_replayed) {
+    table.rows.push_back({"peak reserved", amount_text(s.peak_reserved_bytes, unit),
+                          group_digits(s.peak_reserved_bytes), "", "", "",
+                          "the caching allocator replayed over two steps (segments held: " +
+                              std::to_string(s.segments_at_reserved_peak.size()) + ")"});
+  }
+  if (s.device_peak_bytes >= 0) {
+    table.rows.push_back({"device", amount_text(s.device_peak_bytes, unit),
+                          group_digits(s.device_peak_bytes), "", "", "",
+                          "peak reserved + runtime context + communication buffers (measured)"});
+  }
   return table;
 }
 
@@ -219,19 +232,26 @@ std::string check_markdown(const Report& report, AmountUnit unit) {
   const std::string u(unit_name(unit));
   Table table{.columns = {{"stage", Align::right},
                           {"layers"},
-                          {"peak " + u, Align::right, CellKind::number},
+                          {"allocated " + u, Align::right, CellKind::number},
+                          {"reserved " + u, Align::right, CellKind::number},
+                          {"device " + u, Align::right, CellKind::number},
                           {"headroom " + u, Align::right, CellKind::number},
                           {"fits"}}};
   for (const StageReport& s : report.stages) {
-    table.rows.push_back({std::to_string(s.index), stage_layers_text(s),
-                          amount_number(s.peak_bytes, unit), amount_number(s.headroom_bytes, unit),
-                          std::string(fits_text(s, report))});
+    table.rows.push_back(
+        {std::to_string(s.index), stage_layers_text(s), amount_number(s.peak_bytes, unit),
+         s.reserved_replayed ? amount_number(s.peak_reserved_bytes, unit) : "-",
+         s.device_peak_bytes >= 0 ? amount_number(s.device_peak_bytes, unit) : "-",
+         amount_number(s.headroom_bytes, unit), std::string(fits_text(s, report))});
   }
   out += markdown_table(table);
+  if (!report.stages.empty())
+    out += "\nHeadroom is measured against: " + fit_basis_text(report.stages.front()) + ".\n";
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes >= 0) continue;
-    out += "\n**Stage " + std::to_string(s.index) + " does not fit**: peak " +
-           bytes_text(s.peak_bytes, unit) + " exceeds " + markdown_cell(report.device.name) +
+    out += "\n**Stage " + std::to_string(s.index) +
+           " does not fit**: " + (s.fit_basis == FitBasis::allocated ? "peak " : "peak reserved ") +
+           bytes_text(s.fit_bytes, unit) + " exceeds " + markdown_cell(report.device.name) +
            " by " + bytes_text(-s.headroom_bytes, unit) + ".\nLargest terms:\n\n";
     for (const Term* t : largest_terms(s, check_largest_terms)) {
       out += "1. " + markdown_cell(term_name(*t)) + " (" + std::string(family_name(t->family)) +

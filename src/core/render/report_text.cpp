@@ -95,12 +95,30 @@ std::string report_text(const Report& report, const Config& config, AmountUnit u
              std::string(allocation_point_name(term.allocated_at)).c_str());
       append(out, "%-36s = %s\n", "", term_formula(term).c_str());
     }
-    append(out, "%-6lld total: resident %s, measured gaps %s, peak %s", ll(stage.index),
+    append(out, "%-6lld total: resident %s, measured gaps %s, peak allocated %s", ll(stage.index),
            amount_text(stage.resident_bytes, unit).c_str(),
            amount_text(stage.gap_bytes, unit).c_str(), amount_text(stage.peak_bytes, unit).c_str());
+    if (stage.reserved_replayed)
+      append(out, ", peak reserved %s", amount_text(stage.peak_reserved_bytes, unit).c_str());
+    if (stage.device_peak_bytes >= 0)
+      append(out, ", device %s", amount_text(stage.device_peak_bytes, unit).c_str());
     if (report.device.bytes > 0)
-      append(out, ", headroom %s", amount_text(stage.headroom_bytes, unit).c_str());
-    out += "\n\n";
+      append(out, ", headroom %s against %s", amount_text(stage.headroom_bytes, unit).c_str(),
+             std::string(fit_basis_name(stage)).c_str());
+    out += "\n";
+    if (stage.reserved_replayed) {
+      const ReservedPeakMoment& m = stage.reserved_peak_moment;
+      std::int64_t cached = 0;
+      for (const HeldSegment& seg : stage.segments_at_reserved_peak)
+        cached += seg.bytes - seg.allocated_bytes;
+      append(out,
+             "%-6s allocator replay: reserved peaks in step %lld, %s; %lld segments held, "
+             "%s of them cached free\n",
+             "", ll(m.step), reserved_moment_text(stage).c_str(),
+             ll(static_cast<std::int64_t>(stage.segments_at_reserved_peak.size())),
+             amount_text(cached, unit).c_str());
+    }
+    out += "\n";
   }
   if (report.binding_stage >= 0) append(out, "binding stage: %lld\n", ll(report.binding_stage));
   // The cross-checks' verdict first, one line, then each reading's details.
@@ -171,16 +189,26 @@ std::string check_result_text(const Report& report, AmountUnit unit) {
 std::string check_text(const Report& report, AmountUnit unit) {
   std::string out = "model " + report.model + " on " + report.device.name + ": " +
                     bytes_text(report.device.bytes, unit) + " per rank\n\n";
-  append(out, "%-6s %-16s %14s %14s  %s\n", "stage", "layers", "peak", "headroom", "fits");
+  append(out, "%-6s %-16s %14s %14s %14s %14s  %s\n", "stage", "layers", "allocated", "reserved",
+         "device", "headroom", "fits");
+  const auto figure = [unit](bool known, std::int64_t bytes) {
+    return known ? amount_text(bytes, unit) : std::string("-");
+  };
   for (const StageReport& s : report.stages) {
-    append(out, "%-6lld %-16s %14s %14s  %s\n", ll(s.index), stage_layers_text(s).c_str(),
-           amount_text(s.peak_bytes, unit).c_str(), amount_text(s.headroom_bytes, unit).c_str(),
-           std::string(fits_text(s, report)).c_str());
+    append(out, "%-6lld %-16s %14s %14s %14s %14s  %s\n", ll(s.index), stage_layers_text(s).c_str(),
+           amount_text(s.peak_bytes, unit).c_str(),
+           figure(s.reserved_replayed, s.peak_reserved_bytes).c_str(),
+           figure(s.device_peak_bytes >= 0, s.device_peak_bytes).c_str(),
+           amount_text(s.headroom_bytes, unit).c_str(), std::string(fits_text(s, report)).c_str());
   }
+  if (!report.stages.empty())
+    append(out, "headroom is measured against: %s\n",
+           fit_basis_text(report.stages.front()).c_str());
   for (const StageReport& s : report.stages) {
     if (s.headroom_bytes >= 0) continue;
-    append(out, "\nstage %lld does not fit: peak %s exceeds %s by %s\n  largest terms:\n",
-           ll(s.index), bytes_text(s.peak_bytes, unit).c_str(), report.device.name.c_str(),
+    append(out, "\nstage %lld does not fit: %s %s exceeds %s by %s\n  largest terms:\n",
+           ll(s.index), s.fit_basis == FitBasis::allocated ? "peak" : "peak reserved",
+           bytes_text(s.fit_bytes, unit).c_str(), report.device.name.c_str(),
            bytes_text(-s.headroom_bytes, unit).c_str());
     for (const Term* t : largest_terms(s, check_largest_terms)) {
       append(out, "    %-66s %12s  %s B  [%s]\n", term_name(*t).c_str(),

@@ -192,6 +192,27 @@ std::string_view fits_text(const StageReport& stage, const Report& report) {
   return stage.headroom_bytes >= 0 ? "yes" : "no";
 }
 
+std::string fit_basis_text(const StageReport& stage) {
+  switch (stage.fit_basis) {
+    case FitBasis::device:
+      return "device (peak reserved + the measured runtime context and communication buffers)";
+    case FitBasis::reserved:
+      return stage.outside_allocator_bytes > 0
+                 ? "peak reserved (allocator replay) + the measured rows outside the allocator; "
+                   "the device figure needs both the runtime-context and the communication-"
+                   "buffers rows measured"
+                 : "peak reserved (allocator replay); the device figure needs the runtime-"
+                   "context and communication-buffers rows measured";
+    case FitBasis::allocated:
+      break;
+  }
+  return "peak allocated (the allocator was not replayed)";
+}
+
+std::string_view fit_basis_name(const StageReport& stage) {
+  return enum_name(stage.fit_basis);
+}
+
 std::string measurement_title(const Measurement& m) {
   std::string out;
   if (m.figure != MemoryFigure::unspecified)
@@ -226,19 +247,38 @@ std::string verdict_text(const Report& report, AmountUnit unit) {
   const std::string u = " " + std::string(unit_name(unit));
   const StageReport& binding = report.stages[static_cast<std::size_t>(report.binding_stage)];
   const std::string stage = "stage " + std::to_string(binding.index);
+  // The figure the check uses: peak reserved (or the device figure) once the allocator is
+  // replayed, else the peak allocated.
+  const std::string figure =
+      binding.fit_basis == FitBasis::allocated ? "peak" : std::string(fit_basis_name(binding));
   if (report.device.bytes <= 0) {
-    return "no device chosen: " + stage + " peaks at " + gib1(binding.peak_bytes) + u;
+    std::string text = "no device chosen: " + stage + " peaks at " + gib1(binding.peak_bytes) + u;
+    if (binding.fit_basis != FitBasis::allocated)
+      text += " allocated, " + gib1(binding.fit_bytes) + u + " " + figure;
+    return text;
   }
   if (binding.headroom_bytes < 0) {
     std::int64_t over = 0;
     for (const StageReport& s : report.stages) over += s.headroom_bytes < 0 ? 1 : 0;
-    std::string text = stage + " is " + gib1(-binding.headroom_bytes) + u + " over (peak " +
-                       gib1(binding.peak_bytes) + " of " + gib1(report.device.bytes) + u + ")";
+    std::string text = stage + " is " + gib1(-binding.headroom_bytes) + u + " over (" + figure +
+                       " " + gib1(binding.fit_bytes) + " of " + gib1(report.device.bytes) + u + ")";
     if (over > 1) text += "; " + std::to_string(over) + " stages do not fit";
     return text;
   }
-  return "fits: " + stage + " binds at " + gib1(binding.peak_bytes) + " of " +
-         gib1(report.device.bytes) + u;
+  std::string text = "fits: " + stage + " binds at " + gib1(binding.fit_bytes) + " of " +
+                     gib1(report.device.bytes) + u;
+  if (binding.fit_basis != FitBasis::allocated) text += " " + figure;
+  return text;
+}
+
+std::string reserved_moment_text(const StageReport& stage) {
+  const ReservedPeakMoment& m = stage.reserved_peak_moment;
+  if (m.phase == StepPhase::optimizer_step) return "optimizer step";
+  if (m.micro_batch < 0) return "model and optimizer init";
+  std::string out = m.phase == StepPhase::backward ? "backward" : "forward";
+  out += " of micro-batch " + std::to_string(m.micro_batch);
+  if (stage.chunks.size() > 1) out += " on chunk " + std::to_string(m.chunk);
+  return out;
 }
 
 std::string moment_name(const StageReport& stage, const PeakMoment& moment) {

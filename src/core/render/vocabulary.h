@@ -92,6 +92,12 @@ std::string largest_terms_text(const StageReport& stage, std::size_t count = 3,
 std::string ratio_text(const CrossCheck& check);
 // Does a stage fit: "yes" / "no", or "-" when no device was chosen.
 std::string_view fits_text(const StageReport& stage, const Report& report);
+// What a stage's headroom is measured against (StageReport::fit_basis), in words: "device
+// (reserved + runtime context + communication buffers)", "reserved (allocator replay; ...)" or
+// "peak allocated (...)".
+std::string fit_basis_text(const StageReport& stage);
+// The stage's figure the device check uses, short: "reserved", "device" or "allocated".
+std::string_view fit_basis_name(const StageReport& stage);
 // Where a measurement was read: "max-allocated at steady-state-peak, stage 1, rank 4",
 // "after-first-step, stage 0", "term AttnRes internal, stage 3"; a log's reading with its
 // iteration: "allocated after 10 iterations (between steps: after-first-step), stage 0, rank 0",
@@ -106,6 +112,9 @@ std::string verdict_text(const Report& report, AmountUnit unit = AmountUnit::gib
 // named only when the rank has more than one; a recompute working set names its layers).
 std::string moment_name(const StageReport& stage, const PeakMoment& moment);
 std::string event_name(const StageReport& stage, const TimelineEvent& event);
+// When the replayed reserved bytes peak: "backward of micro-batch 0 on chunk 1" / "optimizer
+// step" / "model and optimizer init" (the step is said by the caller).
+std::string reserved_moment_text(const StageReport& stage);
 
 // What makes the stage's peak, largest part first, then the moment (the Timeline tab's headline):
 // "Peak 120.62 GiB = 45.31 GiB stored activations of 16 micro-batches in flight + 0.44 GiB

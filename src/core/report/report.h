@@ -20,12 +20,14 @@
 // MEASURED term references its source text in the Config it was estimated from: keep that Config.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "config/config.h"
 #include "parallel/layout.h"
 #include "report/formula.h"
@@ -86,6 +88,34 @@ struct PeakMoment {
   std::int64_t enclosing = -1;    // index of the recompute working set it sits inside; -1: none
 };
 
+// One segment the caching allocator holds (allocator/caching_allocator.h): its reserved bytes and
+// the bytes of its live blocks.
+struct HeldSegment {
+  std::int64_t address = 0;  // an offset in the replay's address space (order only)
+  std::int64_t bytes = 0;
+  std::int64_t allocated_bytes = 0;
+  std::int64_t blocks = 0;
+  bool small_pool = false;
+};
+
+// When the replayed reserved bytes peak: step 1 or 2, and the pass or the optimizer step.
+struct ReservedPeakMoment {
+  std::int64_t step = 1;
+  StepPhase phase = StepPhase::forward;
+  std::int64_t micro_batch = -1;
+  std::int64_t chunk = -1;
+};
+
+// What a stage's capacity check compares with the device: the device figure (reserved + the
+// runtime context and communication buffers, both measured), the reserved figure (+ whichever of
+// those rows is measured), or, in a peaks-only estimate without the replay, the peak allocated.
+enum class FitBasis : std::uint8_t { allocated, reserved, device };
+template <>
+struct EnumNames<FitBasis> {
+  static constexpr std::array<std::string_view, 3> names = {"allocated", "reserved", "device"};
+};
+static_assert(names_end_at<FitBasis::device>());
+
 struct LayerRange {
   std::int64_t first = 0;
   std::int64_t count = 0;
@@ -110,11 +140,34 @@ struct StageReport {
   std::vector<std::int64_t> in_flight_per_chunk;  // micro-batches held at the peak, per chunk
   // Stored activation bytes of one micro-batch on each virtual chunk (the step timeline's steps).
   std::vector<std::int64_t> chunk_stored_bytes;
+  // The tensors one micro-batch's forward allocates for each stored activation term on each
+  // virtual chunk (the chunk's layers that keep the piece): activation_units[k x chunks + c] for
+  // the stage's k-th Family::activation term in term order. The allocator replay's input.
+  std::vector<std::int64_t> activation_units;
   // The forward/backward phase's peak moment (timeline.h's peak_moment() gives the stage's,
   // the optimizer step when that binds).
   PeakMoment forward_backward_moment;
-  std::int64_t peak_bytes = 0;      // resident + gaps + the larger phase
-  std::int64_t headroom_bytes = 0;  // device bytes - peak; 0 when no device is chosen
+  std::int64_t peak_bytes = 0;  // resident + gaps + the larger phase (peak allocated)
+  // The allocator replay (allocator/step_replay.h; full estimates only, 0 in a peaks estimate):
+  // the largest reserved bytes of two steps, the replay's own peak allocated (block sizes, 512 B
+  // rounded, unsplit remainders whole), when reserved peaked and the segments held then.
+  bool reserved_replayed = false;  // false: not replayed (peaks estimate, or past its bound)
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t replayed_allocated_bytes = 0;
+  // The figures Megatron's memory log prints: max reserved after the first step, and reserved
+  // (current) after the first and after the second step.
+  std::int64_t first_step_peak_reserved_bytes = 0;
+  std::int64_t reserved_after_first_step_bytes = 0;
+  std::int64_t reserved_after_steps_bytes = 0;
+  ReservedPeakMoment reserved_peak_moment;
+  std::vector<HeldSegment> segments_at_reserved_peak;
+  // MEASURED rows outside the allocator (runtime context, communication buffers): the device
+  // figure is reserved + these; device_peak_bytes is -1 until both rows are measured.
+  std::int64_t outside_allocator_bytes = 0;
+  std::int64_t device_peak_bytes = -1;
+  FitBasis fit_basis = FitBasis::allocated;
+  std::int64_t fit_bytes = 0;       // the figure headroom is measured against (fit_basis)
+  std::int64_t headroom_bytes = 0;  // device bytes - fit_bytes; 0 when no device is chosen
   // peak - resident - gaps: what a flat "non-parameter headroom" constant stands in for.
   std::int64_t non_parameter_bytes = 0;
   // flat constant - non_parameter_bytes (< 0: the flat constant under-provisions this stage);
@@ -126,6 +179,7 @@ struct StageReport {
 // that render/cross_check_text.h turns into a sentence.
 enum class GapExplanation : std::uint8_t {
   reserved_figure,         // a reserved figure also holds the allocator's cached free blocks
+  allocator_replay,        // derived is the allocator replay's reserved figure (step_replay.h)
   max_allocated_figure,    // max allocated is the peak since the process started
   not_alive_yet,           // CrossCheck::later_terms (later_bytes) are allocated after the point
   term_formula_only,       // a term reading: the formula names only its tensors
@@ -142,7 +196,10 @@ enum class GapExplanation : std::uint8_t {
 // references into the stage's terms (Measurement::stage); its text is rendered on demand.
 struct CrossCheck {
   Measurement measurement;
-  std::int64_t derived_bytes = 0;             // sum of the derived terms alive at the point
+  std::int64_t derived_bytes = 0;  // sum of the derived terms alive at the point
+  // A reserved figure of a replayed stage: derived_bytes is the replay's figure, not a term sum
+  // (alive_terms then lists nothing).
+  bool against_replay = false;
   std::int64_t gap_bytes = 0;                 // measured - derived
   bool has_ratio = false;                     // false when derived is 0
   double ratio = 0.0;                         // measured / derived

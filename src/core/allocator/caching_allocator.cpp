@@ -1,0 +1,296 @@
+#include "allocator/caching_allocator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/checked_math.h"
+
+namespace stagemem {
+namespace {
+
+// Sizes past this make every sum meaningless; no device holds them.
+constexpr std::int64_t kLargestSize = std::int64_t{1} << 56;
+constexpr std::int64_t kLargestTotal = std::int64_t{1} << 62;
+
+std::int64_t round_up(std::int64_t value, std::int64_t step) {
+  return (value + step - 1) / step * step;
+}
+
+bool power_of_two(std::int64_t v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+std::int64_t floor_power_of_two(std::int64_t v) {
+  return std::int64_t{1} << (63 - __builtin_clzll(static_cast<std::uint64_t>(v)));
+}
+
+}  // namespace
+
+std::int64_t allocator_round_size(std::int64_t size, std::int64_t roundup_power2_divisions) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  if (roundup_power2_divisions > 1 && size > kMinBlockSize * roundup_power2_divisions) {
+    // roundup_power2_next_division: [2^k, 2^(k+1)) split into `divisions` equal steps.
+    if (power_of_two(size)) return size;
+    const std::int64_t floor = floor_power_of_two(size);
+    const std::int64_t step =
+        floor >> (63 - __builtin_clzll(static_cast<std::uint64_t>(roundup_power2_divisions)));
+    if (step == 0) return floor << 1;
+    const std::int64_t rounded_down = size & ~(step - 1);
+    return rounded_down == size ? size : rounded_down + step;
+  }
+  return round_up(size, kMinBlockSize);
+}
+
+std::int64_t allocator_segment_size(std::int64_t rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return round_up(rounded, kRoundLarge);
+}
+
+CachingAllocator::CachingAllocator(const AllocatorRules& rules) : rules_(rules) {}
+
+std::int32_t CachingAllocator::new_block() {
+  std::int32_t b = 0;
+  if (!recycled_.empty()) {
+    b = recycled_.back();
+    recycled_.pop_back();
+    blocks_[static_cast<std::size_t>(b)] = Block{};
+  } else {
+    b = static_cast<std::int32_t>(blocks_.size());
+    blocks_.emplace_back();
+  }
+  blocks_[static_cast<std::size_t>(b)].in_use = true;
+  return b;
+}
+
+void CachingAllocator::drop_block(std::int32_t b) {
+  blocks_[static_cast<std::size_t>(b)].in_use = false;
+  recycled_.push_back(b);
+}
+
+void CachingAllocator::insert_free(std::int32_t b) {
+  const Block& block = blocks_[static_cast<std::size_t>(b)];
+  pool(block.small_pool).insert({block.size, block.address, b});
+}
+
+void CachingAllocator::erase_free(std::int32_t b) {
+  const Block& block = blocks_[static_cast<std::size_t>(b)];
+  pool(block.small_pool).erase({block.size, block.address, b});
+}
+
+// Past 2^62 bytes nothing is meaningful (fits() turns false) and the sums stop growing, so no
+// later arithmetic can wrap.
+void CachingAllocator::add_reserved(std::int64_t bytes) {
+  if (!checked_add(reserved_, bytes, &reserved_) || reserved_ > kLargestTotal) {
+    fits_ = false;
+    reserved_ = kLargestTotal;
+  }
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+}
+
+void CachingAllocator::add_allocated(std::int64_t bytes) {
+  if (!checked_add(allocated_, bytes, &allocated_) || allocated_ > kLargestTotal) {
+    fits_ = false;
+    allocated_ = kLargestTotal;
+  }
+  peak_allocated_ = std::max(peak_allocated_, allocated_);
+}
+
+// get_free_block: the smallest cached block that fits (lowest address among equal sizes), unless
+// max_split_size keeps it for larger requests or it is too large for an oversize request.
+std::int32_t CachingAllocator::find_free_block(std::int64_t size, bool small_pool) const {
+  const FreeSet& free = small_pool ? small_free_ : large_free_;
+  const auto it = free.lower_bound({size, std::numeric_limits<std::int64_t>::min(), -1});
+  if (it == free.end()) return -1;
+  if (rules_.max_split_size > 0) {
+    if (size < rules_.max_split_size && it->size >= rules_.max_split_size) return -1;
+    if (size >= rules_.max_split_size && it->size >= size + kLargeBuffer) return -1;
+  }
+  return it->block;
+}
+
+bool CachingAllocator::should_split(const Block& block, std::int64_t size) const {
+  const std::int64_t remaining = block.size - size;
+  if (block.small_pool || rules_.expandable_segments) return remaining >= kMinBlockSize;
+  const bool below_max_split = rules_.max_split_size == 0 || size < rules_.max_split_size;
+  return below_max_split && remaining > kSmallSize;
+}
+
+// alloc_block: a new segment (cudaMalloc) holding one free block.
+std::int32_t CachingAllocator::new_segment(std::int64_t size, bool small_pool) {
+  const std::int64_t bytes = allocator_segment_size(size);
+  const std::int32_t b = new_block();
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  block.address = next_address_;
+  block.size = bytes;
+  block.small_pool = small_pool;
+  block.segment = static_cast<std::int32_t>(segment_heads_.size());
+  segment_heads_.push_back(b);
+  if (!checked_add(next_address_, round_up(bytes, kRoundLarge), &next_address_)) fits_ = false;
+  segments_hash_ +=
+      mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(bytes));
+  add_reserved(bytes);
+  return b;
+}
+
+// try_allocate_expandable_block: the pool's one segment maps the pages the request needs beyond
+// the free block at its end (which the new pages extend).
+std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_pool) {
+  const std::int64_t page = small_pool ? kSmallBuffer : kLargeBuffer;
+  std::int32_t& segment = expandable_segment_[small_pool ? 1 : 0];
+  std::int64_t& mapped = expandable_mapped_[small_pool ? 1 : 0];
+  if (segment < 0) {
+    segment = static_cast<std::int32_t>(segment_heads_.size());
+    segment_heads_.push_back(-1);
+    // The segment's virtual range is larger than any device (PyTorch reserves 9/8 of it).
+    expandable_base_[small_pool ? 1 : 0] = next_address_;
+    if (!checked_add(next_address_, kLargestSize, &next_address_)) fits_ = false;
+  }
+  std::int32_t tail = segment_heads_[static_cast<std::size_t>(segment)];
+  while (tail >= 0 && blocks_[static_cast<std::size_t>(tail)].next >= 0)
+    tail = blocks_[static_cast<std::size_t>(tail)].next;
+  const bool tail_free = tail >= 0 && !blocks_[static_cast<std::size_t>(tail)].allocated;
+  const std::int64_t have = tail_free ? blocks_[static_cast<std::size_t>(tail)].size : 0;
+  const std::int64_t pages = round_up(size - have, page);
+  add_reserved(pages);
+  const auto base = static_cast<std::uint64_t>(expandable_base_[small_pool ? 1 : 0]);
+  segments_hash_ -= mix64(base, static_cast<std::uint64_t>(mapped));
+  segments_hash_ += mix64(base, static_cast<std::uint64_t>(mapped + pages));
+  if (tail_free) {
+    erase_free(tail);
+    blocks_[static_cast<std::size_t>(tail)].size += pages;
+    mapped += pages;
+    return tail;
+  }
+  const std::int32_t b = new_block();
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  block.size = pages;
+  block.small_pool = small_pool;
+  block.segment = segment;
+  if (tail >= 0) {
+    block.address = blocks_[static_cast<std::size_t>(tail)].address +
+                    blocks_[static_cast<std::size_t>(tail)].size;
+    block.prev = tail;
+    blocks_[static_cast<std::size_t>(tail)].next = b;
+  } else {
+    block.address = expandable_base_[small_pool ? 1 : 0];
+    segment_heads_[static_cast<std::size_t>(segment)] = b;
+  }
+  mapped += pages;
+  return b;
+}
+
+std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
+  if (size < 0 || size > kLargestSize) {
+    fits_ = false;
+    size = 0;
+  }
+  const std::int64_t rounded = allocator_round_size(size, rules_.roundup_power2_divisions);
+  const bool small_pool = rounded <= kSmallSize;
+  std::int32_t b = find_free_block(rounded, small_pool);
+  if (b >= 0) {
+    erase_free(b);
+  } else {
+    b = rules_.expandable_segments ? grow_expandable(rounded, small_pool)
+                                   : new_segment(rounded, small_pool);
+  }
+  if (should_split(blocks_[static_cast<std::size_t>(b)], rounded)) {
+    const std::int32_t rest = new_block();
+    Block& block = blocks_[static_cast<std::size_t>(b)];
+    Block& remainder = blocks_[static_cast<std::size_t>(rest)];
+    remainder.address = block.address + rounded;
+    remainder.size = block.size - rounded;
+    remainder.small_pool = block.small_pool;
+    remainder.segment = block.segment;
+    remainder.prev = b;
+    remainder.next = block.next;
+    if (block.next >= 0) blocks_[static_cast<std::size_t>(block.next)].prev = rest;
+    block.next = rest;
+    block.size = rounded;
+    insert_free(rest);
+  }
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  block.allocated = true;
+  block.requested = size;
+  block.label = label;
+  if (fits_) requested_ += size;  // each size <= 2^56; sums stop once past 2^62
+  add_allocated(block.size);
+  return b;
+}
+
+void CachingAllocator::free(std::int32_t handle) {
+  auto b = handle;
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  if (!block.in_use || !block.allocated) return;
+  block.allocated = false;
+  if (!fits_) return;  // the sums are saturated: nothing after this is meaningful
+  allocated_ -= block.size;
+  requested_ -= block.requested;
+  // try_merge_blocks with the previous and the next block of the segment.
+  for (const bool with_next : {false, true}) {
+    Block& self = blocks_[static_cast<std::size_t>(b)];
+    const std::int32_t other = with_next ? self.next : self.prev;
+    if (other < 0 || blocks_[static_cast<std::size_t>(other)].allocated) continue;
+    erase_free(other);
+    Block& o = blocks_[static_cast<std::size_t>(other)];
+    const std::int32_t keep = with_next ? b : other;
+    const std::int32_t gone = with_next ? other : b;
+    Block& kept = blocks_[static_cast<std::size_t>(keep)];
+    const Block& dropped = blocks_[static_cast<std::size_t>(gone)];
+    kept.size = self.size + o.size;
+    kept.next = dropped.next;
+    if (dropped.next >= 0) blocks_[static_cast<std::size_t>(dropped.next)].prev = keep;
+    drop_block(gone);
+    b = keep;
+  }
+  insert_free(b);
+}
+
+void CachingAllocator::empty_cache() {
+  for (std::size_t s = 0; s < segment_heads_.size(); ++s) {
+    const std::int32_t head = segment_heads_[s];
+    if (head < 0) continue;
+    const Block& block = blocks_[static_cast<std::size_t>(head)];
+    const bool expandable = expandable_segment_[0] == static_cast<std::int32_t>(s) ||
+                            expandable_segment_[1] == static_cast<std::int32_t>(s);
+    if (expandable || block.allocated || block.next >= 0) continue;
+    erase_free(head);
+    reserved_ -= block.size;
+    segments_hash_ -=
+        mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(block.size));
+    drop_block(head);
+    segment_heads_[s] = -1;
+  }
+}
+
+void CachingAllocator::reset_peaks() {
+  peak_allocated_ = allocated_;
+  peak_reserved_ = reserved_;
+}
+
+std::int64_t CachingAllocator::segment_count() const {
+  return static_cast<std::int64_t>(
+      std::count_if(segment_heads_.begin(), segment_heads_.end(), [](auto h) { return h >= 0; }));
+}
+
+std::vector<HeldSegment> CachingAllocator::segments() const {
+  std::vector<HeldSegment> out;
+  for (const std::int32_t head : segment_heads_) {
+    if (head < 0) continue;
+    HeldSegment view;
+    view.address = blocks_[static_cast<std::size_t>(head)].address;
+    view.small_pool = blocks_[static_cast<std::size_t>(head)].small_pool;
+    for (std::int32_t b = head; b >= 0; b = blocks_[static_cast<std::size_t>(b)].next) {
+      const Block& block = blocks_[static_cast<std::size_t>(b)];
+      view.bytes += block.size;
+      if (block.allocated) view.allocated_bytes += block.size;
+      ++view.blocks;
+    }
+    out.push_back(view);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const HeldSegment& a, const HeldSegment& b) { return a.address < b.address; });
+  return out;
+}
+
+}  // namespace stagemem

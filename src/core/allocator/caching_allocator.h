@@ -1,0 +1,163 @@
+// caching_allocator.h — PyTorch's CUDA caching allocator, replayed on sizes instead of memory.
+//
+// Purpose: a job runs out of memory at what the allocator has reserved from the device, not at
+// the bytes its tensors hold. This is the allocator's bookkeeping, rule for rule, from
+// c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.x; the release and each rule's source line are in
+// docs/physics-notes.md, "Allocator replay"), driven by a sequence of malloc and free calls:
+//  - sizes round up to 512 B (round_size), or to a power-of-two division when
+//    roundup_power2_divisions is set;
+//  - requests up to 1 MiB come from the small pool, carved from 2 MiB segments; larger ones from
+//    the large pool: 20 MiB segments below 10 MiB, else the request rounded up to 2 MiB
+//    (get_allocation_size);
+//  - a request takes the best-fitting cached free block of its pool (smallest size, then lowest
+//    address); under max_split_size a request below it never takes a block at or above it, and
+//    a request at or above it takes a cached block only within 20 MiB of its size
+//    (get_free_block);
+//  - a block is split when the remainder is >= 512 B (small pool, expandable segments) or
+//    > 1 MiB for requests below max_split_size (large pool); the allocation takes the low part
+//    (should_split, alloc_found_block); an unsplit block counts whole in allocated bytes;
+//  - a freed block merges with free neighbours of its own segment (free_block);
+//  - expandable segments: one growing segment per pool, mapped in 2 MiB (small) or 20 MiB (large)
+//    pages; when no mapped free block fits, the segment maps the pages the request needs beyond
+//    the free block at its end (try_allocate_expandable_block);
+//  - empty_cache releases every segment that is wholly free (release_cached_blocks).
+// The state is also kept as a hash (segments_hash, block_address, block_size) for the step
+// replay's fast path. Reserved bytes are the segments' (mapped pages') sizes; peaks are the largest
+// values since construction, as max_memory_allocated / max_memory_reserved report them. Units:
+// bytes (int64). Addresses are offsets in a virtual space: new segments take increasing addresses,
+// as the device's allocator hands them out when nothing is freed. Limitations: one stream (blocks
+// recorded on other streams, record_stream, and their delayed reuse are not replayed); no device
+// limit, hence never the release-and-retry path taken when cudaMalloc fails;
+// garbage_collection_threshold (active only with a per-process memory fraction) is not replayed;
+// with expandable segments empty_cache is not replayed (the caller refuses that combination). ROCm:
+// the same rules, but expandable segments exist only from PyTorch 2.11 (the caller decides).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "report/report.h"
+
+namespace stagemem {
+
+struct AllocatorRules {
+  bool expandable_segments = false;
+  std::int64_t max_split_size = 0;            // bytes; 0: unlimited (PyTorch's SIZE_MAX default)
+  std::int64_t roundup_power2_divisions = 0;  // 0 or 1: off; else a power of two
+};
+
+inline constexpr std::int64_t kMinBlockSize = 512;
+inline constexpr std::int64_t kSmallSize = 1 << 20;
+inline constexpr std::int64_t kSmallBuffer = 2 << 20;
+inline constexpr std::int64_t kLargeBuffer = 20 << 20;
+inline constexpr std::int64_t kMinLargeAlloc = 10 << 20;
+inline constexpr std::int64_t kRoundLarge = 2 << 20;
+
+// round_size: the block size a request of `size` bytes asks for.
+std::int64_t allocator_round_size(std::int64_t size, std::int64_t roundup_power2_divisions);
+// get_allocation_size: the segment a rounded request allocates when no cached block fits.
+std::int64_t allocator_segment_size(std::int64_t rounded);
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(const AllocatorRules& rules);
+
+  // Allocates `size` bytes (>= 0) for a caller's tensor; `label` is kept with the block (see
+  // canonical_state). Returns the block's handle.
+  std::int32_t malloc(std::int64_t size, std::uint64_t label);
+  void free(std::int32_t handle);
+  void empty_cache();
+  void reset_peaks();
+
+  std::int64_t allocated() const { return allocated_; }
+  std::int64_t reserved() const { return reserved_; }
+  std::int64_t requested() const { return requested_; }
+  std::int64_t peak_allocated() const { return peak_allocated_; }
+  std::int64_t peak_reserved() const { return peak_reserved_; }
+  std::int64_t segment_count() const;
+  std::vector<HeldSegment> segments() const;
+  // False once a size passed 2^62 bytes: every figure is then meaningless.
+  bool fits() const { return fits_; }
+
+  // The allocator's state as numbers: each segment in address order, then its blocks in address
+  // order as (size, label) with `relabel` applied to live blocks' labels (free blocks: 0). Two
+  // states with equal canonical forms evolve identically under the same calls.
+  // A live block's address and size (valid until it is freed).
+  std::int64_t block_address(std::int32_t handle) const {
+    return blocks_[static_cast<std::size_t>(handle)].address;
+  }
+  std::int64_t block_size(std::int32_t handle) const {
+    return blocks_[static_cast<std::size_t>(handle)].size;
+  }
+  // A hash of the segments held (address and reserved bytes of each): with the live blocks'
+  // addresses and sizes it determines the allocator's whole state (free blocks are the rest of
+  // each segment, always merged).
+  std::uint64_t segments_hash() const { return segments_hash_; }
+
+ private:
+  struct Block {
+    std::int64_t address = 0;
+    std::int64_t size = 0;
+    std::int64_t requested = 0;
+    std::uint64_t label = 0;
+    std::int32_t prev = -1;  // neighbours inside the segment
+    std::int32_t next = -1;
+    std::int32_t segment = -1;  // index into segment_heads_
+    bool allocated = false;
+    bool small_pool = false;
+    bool in_use = false;  // a live entry of blocks_ (not on the recycled list)
+  };
+  struct FreeKey {
+    std::int64_t size;
+    std::int64_t address;
+    std::int32_t block;
+    bool operator<(const FreeKey& o) const {
+      return size != o.size ? size < o.size : address < o.address;
+    }
+  };
+  using FreeSet = std::set<FreeKey>;
+
+  std::int32_t new_block();
+  void drop_block(std::int32_t b);
+  FreeSet& pool(bool small_pool) { return small_pool ? small_free_ : large_free_; }
+  void insert_free(std::int32_t b);
+  void erase_free(std::int32_t b);
+  std::int32_t find_free_block(std::int64_t size, bool small_pool) const;
+  std::int32_t new_segment(std::int64_t size, bool small_pool);
+  std::int32_t grow_expandable(std::int64_t size, bool small_pool);
+  bool should_split(const Block& block, std::int64_t size) const;
+  void add_reserved(std::int64_t bytes);
+  void add_allocated(std::int64_t bytes);
+
+  AllocatorRules rules_;
+  std::vector<Block> blocks_;
+  std::vector<std::int32_t> recycled_;
+  std::vector<std::int32_t> segment_heads_;        // first block of each segment; -1: released
+  std::int32_t expandable_segment_[2] = {-1, -1};  // [small_pool]: its segment index
+  std::int64_t expandable_mapped_[2] = {0, 0};     // mapped bytes of each expandable segment
+  std::int64_t expandable_base_[2] = {0, 0};       // its first address
+  FreeSet small_free_;
+  FreeSet large_free_;
+  std::int64_t next_address_ = 0;
+  std::int64_t allocated_ = 0;
+  std::int64_t reserved_ = 0;
+  std::int64_t requested_ = 0;
+  std::int64_t peak_allocated_ = 0;
+  std::int64_t peak_reserved_ = 0;
+  std::uint64_t segments_hash_ = 0;
+  bool fits_ = true;
+};
+
+// The 64-bit mix (splitmix64's finaliser) the state hashes are built from.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+inline std::uint64_t mix64(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0) {
+  return mix64(mix64(mix64(a) ^ b) ^ c);
+}
+
+}  // namespace stagemem

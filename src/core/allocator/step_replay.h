@@ -1,0 +1,82 @@
+// step_replay.h — a stage's training steps replayed tensor by tensor through the caching
+// allocator (caching_allocator.h): its peak reserved bytes and the segments it holds then.
+//
+// Purpose: peak allocated (StageReport::peak_bytes) is not what a device runs out of; the
+// allocator's reserved bytes are. They follow from the order in which tensors of each size are
+// allocated and freed, which the step timeline (memory/timeline.h) already knows. The replay:
+//  1. model and optimizer init: each resident term allocated at model or optimizer init, one
+//     tensor per term, in term order;
+//  2. step 1, pass by pass in the schedule's order (parallel/schedule.h): a forward pass
+//     allocates its micro-batch's stored activations on its chunk (StageReport::
+//     activation_units tensors of each term, layer by layer: one tensor of each term per layer
+//     in term order), then the transients the pass holds together (timeline.h's
+//     transients_held_by_pass), and frees those transients; a backward pass allocates its
+//     transients, frees them, then frees the micro-batch's activations in reverse order. With
+//     --empty-unused-memory-level >= 1 the cache is emptied after the last backward (Megatron's
+//     train_step);
+//  3. the optimizer step: the resident terms created by the first step (Adam's moments,
+//     workspaces, TE's dummy weight-gradient buffers) are allocated, then the step's transients
+//     together, which are then freed; the tensors kept past the step (between_steps) are
+//     allocated and stay until the next step's first forward; at level 2 the cache is emptied
+//     after the step;
+//  4. step 2 the same, on the blocks step 1 left cached.
+// The result is the largest reserved (and allocated) figure of both steps and the segments held
+// when reserved peaked.
+// Assumptions (stated in the report's text): one stream; resident terms are one tensor each
+// (Megatron's contiguous parameter and gradient buffers are; per-parameter optimizer tensors are
+// several, each of which may reserve up to 2 MiB more than it holds); a layer's tensors in term
+// order; measured gap rows that are not allocator memory (runtime context, communication
+// buffers) are left out and the allocator-fragmentation row is replaced by the replay.
+// Fast path: the allocator's state after each pass is kept as a 64-bit hash, updated on every
+// malloc and free (segments; each live block's address, size and tensor; micro-batches by their
+// age on their chunk). When the state after a pass equals the state after an earlier pass of the
+// step and the schedule repeats with that period, the repeating passes are skipped whole: they
+// would leave the same state and the same peaks. Exact up to a 64-bit hash collision.
+// Units: bytes (int64) per rank.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+#include "report/report.h"
+
+namespace stagemem {
+
+struct ReplaySettings {
+  AllocatorRules rules{};
+  std::int64_t empty_unused_memory_level = 0;  // Megatron's --empty-unused-memory-level
+  bool fast_path = true;  // false: every pass replayed (the tests compare both)
+  // The replay stops (ReplayedStage::complete false) once it has allocated this many activation
+  // tensors (passes the fast path skips cost nothing): it bounds the time of one estimate (about
+  // 20 ns each) whatever the layers and micro-batches. estimate() shares one budget among its
+  // stages. A stage of more than replay_max_passes passes per step is not replayed at all.
+  std::int64_t max_allocations = std::int64_t{1} << 20;
+};
+
+inline constexpr std::int64_t replay_max_passes = std::int64_t{1} << 20;
+
+struct ReplayedStage {
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;  // the allocator's: block sizes, 512 B rounded
+  std::int64_t reserved_after_steps = 0;  // after the second step
+  // What Megatron's memory log prints after iteration 1: max reserved, reserved.
+  std::int64_t first_step_peak_reserved_bytes = 0;
+  std::int64_t reserved_after_first_step = 0;
+  // When reserved peaked: step 1 or 2, and the pass (or the optimizer step).
+  std::int64_t peak_step = 1;
+  StepPhase peak_phase = StepPhase::forward;
+  std::int64_t peak_micro_batch = -1;
+  std::int64_t peak_chunk = -1;
+  std::vector<HeldSegment> segments_at_peak;  // the segments held when reserved peaked
+  std::int64_t passes_replayed = 0;           // passes replayed one by one (the rest skipped)
+  std::int64_t passes_skipped = 0;
+  std::int64_t allocations = 0;  // tensor allocations replayed
+  bool complete = true;          // false: stopped at max_allocations; the figures are partial
+  bool fits = true;
+};
+
+ReplayedStage replay_stage(const Report& report, const StageReport& stage,
+                           const ReplaySettings& settings);
+
+}  // namespace stagemem

@@ -1,0 +1,34 @@
+// allocator_settings.h — how the run configures PyTorch's CUDA caching allocator, as an input of
+// the allocator replay (allocator/step_replay.h).
+//
+// Purpose: reserved memory depends on the allocator's options, which users set through
+// PYTORCH_CUDA_ALLOC_CONF and Megatron's --empty-unused-memory-level:
+//  - expandable_segments (PYTORCH_CUDA_ALLOC_CONF expandable_segments:True): one growing segment
+//    per pool instead of one cudaMalloc per segment; PyTorch's default is off;
+//  - max_split_size_mb: blocks at or above it are never split (0: unlimited, PyTorch's default);
+//  - roundup_power2_divisions: sizes above 512 B x divisions round up to one of `divisions`
+//    equal steps between powers of two (0: off, PyTorch's default);
+//  - empty_unused_memory_level: Megatron's option: 1 empties the cache after the step's last
+//    backward, 2 after the optimizer step too (0: never, Megatron's default).
+// Units: max_split_size_mb in MiB, the others counts.
+// Allowed ranges (validate() names the field): max_split_size_mb 0 or [21, 2^30] (PyTorch refuses
+// 20 and below); roundup_power2_divisions 0 or a power of two in [1, 64];
+// empty_unused_memory_level [0, 2], and 0 with expandable segments (their release of pages is not
+// replayed).
+// Limitations: garbage_collection_threshold (active only under a per-process memory fraction),
+// per-size-interval roundup lists and pinned-memory options are not inputs.
+#pragma once
+
+#include <cstdint>
+
+namespace stagemem {
+
+struct AllocatorSettings {
+  bool expandable_segments = false;
+  std::int64_t max_split_size_mb = 0;
+  std::int64_t roundup_power2_divisions = 0;
+  std::int64_t empty_unused_memory_level = 0;
+  friend bool operator==(const AllocatorSettings&, const AllocatorSettings&) = default;
+};
+
+}  // namespace stagemem

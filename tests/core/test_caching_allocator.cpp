@@ -1,0 +1,219 @@
+// The caching allocator replay, rule by rule (c10/cuda/CUDACachingAllocator.cpp), with worked
+// numbers, and properties over random call sequences.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+
+using namespace stagemem;
+
+namespace {
+constexpr std::int64_t KiB = 1024;
+constexpr std::int64_t MiB = 1024 * 1024;
+}  // namespace
+
+TEST_CASE("round_size: 512 B granules, and power-of-two divisions when set") {
+  CHECK(allocator_round_size(0, 0) == 512);
+  CHECK(allocator_round_size(1, 0) == 512);
+  CHECK(allocator_round_size(512, 0) == 512);
+  CHECK(allocator_round_size(513, 0) == 1024);
+  CHECK(allocator_round_size(3 * MiB + 1, 0) == 3 * MiB + 512);
+  // Divisions apply above 512 B x divisions only: 1200 B with 4 divisions (<= 2048 B) keeps
+  // the 512 B rule (PyTorch's comment example, 1200 -> 1280, skips that guard).
+  CHECK(allocator_round_size(1200, 4) == 1536);
+  // 5 MiB + 1 with 4 divisions: [4 MiB, 8 MiB) in 1 MiB steps -> 6 MiB (512 B rule: 5 MiB +
+  // 512); with 2 divisions, 2 MiB steps -> 6 MiB; 3 MiB + 1 with 2 -> 4 MiB.
+  CHECK(allocator_round_size(5 * MiB + 1, 4) == 6 * MiB);
+  CHECK(allocator_round_size(5 * MiB + 1, 2) == 6 * MiB);
+  CHECK(allocator_round_size(3 * MiB + 1, 2) == 4 * MiB);
+  // A power of two stays.
+  CHECK(allocator_round_size(8 * MiB, 4) == 8 * MiB);
+}
+
+TEST_CASE("get_allocation_size: 2 MiB small segments, 20 MiB below 10 MiB, else 2 MiB steps") {
+  CHECK(allocator_segment_size(512) == 2 * MiB);
+  CHECK(allocator_segment_size(1 * MiB) == 2 * MiB);
+  CHECK(allocator_segment_size(1 * MiB + 512) == 20 * MiB);
+  CHECK(allocator_segment_size(10 * MiB - 512) == 20 * MiB);
+  CHECK(allocator_segment_size(10 * MiB) == 10 * MiB);
+  CHECK(allocator_segment_size(10 * MiB + 512) == 12 * MiB);
+}
+
+TEST_CASE("Small requests share a 2 MiB segment; large ones get their own") {
+  CachingAllocator a({});
+  // 4 x 100 KiB: one 2 MiB small segment, 4 blocks of 100 KiB (512-aligned already) + remainder.
+  for (int i = 0; i < 4; ++i) a.malloc(100 * KiB, 0);
+  CHECK(a.reserved() == 2 * MiB);
+  CHECK(a.allocated() == 400 * KiB);
+  CHECK(a.segment_count() == 1);
+  // 30 MiB + 1 B: rounded to 30 MiB + 512, its segment to 32 MiB; the 2 MiB - 512 B remainder
+  // is > 1 MiB, so the block is split and allocated counts 30 MiB + 512.
+  a.malloc(30 * MiB + 1, 0);
+  CHECK(a.reserved() == 34 * MiB);
+  CHECK(a.allocated() == 400 * KiB + 30 * MiB + 512);
+  CHECK(a.requested() == 400 * KiB + 30 * MiB + 1);
+}
+
+TEST_CASE("A large block with a remainder of at most 1 MiB is handed out whole") {
+  CachingAllocator a({});
+  // 11 MiB + 512 B rounds its segment up to 12 MiB: 1 MiB - 512 B would remain, <= 1 MiB, so
+  // the whole 12 MiB block is allocated (allocated_bytes counts 12 MiB).
+  a.malloc(11 * MiB + 512, 0);
+  CHECK(a.reserved() == 12 * MiB);
+  CHECK(a.allocated() == 12 * MiB);
+  // A 3 MiB request takes a 20 MiB segment and splits it (17 MiB remain).
+  a.malloc(3 * MiB, 0);
+  CHECK(a.reserved() == 32 * MiB);
+  CHECK(a.allocated() == 15 * MiB);
+  // A 16 MiB request fits the cached 17 MiB remainder: no new segment; 1 MiB remains, which is
+  // not > 1 MiB, so the whole 17 MiB is allocated.
+  a.malloc(16 * MiB, 0);
+  CHECK(a.reserved() == 32 * MiB);
+  CHECK(a.allocated() == 32 * MiB);
+}
+
+TEST_CASE("Best fit: the smallest cached block that fits, then the lowest address") {
+  CachingAllocator a({});
+  const auto big = a.malloc(40 * MiB, 0);
+  const auto mid = a.malloc(24 * MiB, 0);
+  const auto small = a.malloc(12 * MiB, 0);
+  a.free(big);
+  a.free(mid);
+  a.free(small);
+  CHECK(a.reserved() == 76 * MiB);
+  CHECK(a.allocated() == 0);
+  // 11 MiB: the 12 MiB block fits best (remainder 1 MiB, not split: 12 MiB allocated).
+  a.malloc(11 * MiB, 0);
+  CHECK(a.allocated() == 12 * MiB);
+  // 20 MiB: the 24 MiB block (remainder 4 MiB > 1 MiB: split, 20 MiB allocated).
+  a.malloc(20 * MiB, 0);
+  CHECK(a.allocated() == 32 * MiB);
+  // 30 MiB: the 40 MiB block; still no new segment.
+  a.malloc(30 * MiB, 0);
+  CHECK(a.allocated() == 62 * MiB);
+  CHECK(a.reserved() == 76 * MiB);
+  // 5 MiB: the 4 MiB remainder of the 24 MiB segment is too small; the 10 MiB remainder of the
+  // 40 MiB one fits (split: 5 MiB remain).
+  a.malloc(5 * MiB, 0);
+  CHECK(a.reserved() == 76 * MiB);
+  CHECK(a.allocated() == 67 * MiB);
+}
+
+TEST_CASE("Freed neighbours merge inside their segment, never across segments") {
+  CachingAllocator a({});
+  const auto x = a.malloc(10 * MiB, 0);  // a segment of exactly 10 MiB
+  const auto y = a.malloc(10 * MiB, 0);  // another one
+  a.free(x);
+  a.free(y);
+  // Two free 10 MiB segments: a 20 MiB request fits neither and maps a third.
+  a.malloc(20 * MiB, 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CachingAllocator b({});
+  const auto p = b.malloc(4 * MiB, 0);  // 20 MiB segment, split
+  const auto q = b.malloc(4 * MiB, 0);  // the same segment
+  b.free(p);
+  b.free(q);  // merges with p and with the 12 MiB remainder: the segment is one free block
+  b.malloc(20 * MiB, 0);
+  CHECK(b.reserved() == 20 * MiB);
+  CHECK(b.segment_count() == 1);
+}
+
+TEST_CASE("max_split_size: large cached blocks are kept for large requests") {
+  AllocatorRules rules;
+  rules.max_split_size = 64 * MiB;
+  CachingAllocator a(rules);
+  const auto big = a.malloc(100 * MiB, 0);
+  a.free(big);
+  // A 30 MiB request (< 64 MiB) may not take the 100 MiB block (>= 64 MiB): a new segment.
+  a.malloc(30 * MiB, 0);
+  CHECK(a.reserved() == 130 * MiB);
+  // A 70 MiB request (>= 64 MiB) may take a cached block only within 20 MiB of its size: 100
+  // MiB >= 70 + 20, so it maps a new one too.
+  a.malloc(70 * MiB, 0);
+  CHECK(a.reserved() == 200 * MiB);
+  // An 85 MiB request takes the 100 MiB block whole (oversize blocks are never split).
+  a.malloc(85 * MiB, 0);
+  CHECK(a.reserved() == 200 * MiB);
+  CHECK(a.allocated() == 200 * MiB);
+}
+
+TEST_CASE("Expandable segments map 20 MiB pages for the large pool and split at 512 B") {
+  AllocatorRules rules;
+  rules.expandable_segments = true;
+  CachingAllocator a(rules);
+  // 30 MiB: two 20 MiB pages (40 MiB) mapped, the block split (10 MiB remain free).
+  const auto x = a.malloc(30 * MiB, 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.allocated() == 30 * MiB);
+  // 25 MiB: the 10 MiB free tail is extended by one 20 MiB page (15 MiB needed).
+  a.malloc(25 * MiB, 0);
+  CHECK(a.reserved() == 60 * MiB);
+  CHECK(a.segment_count() == 1);
+  // The 30 MiB hole at the start is reused by a 12 MiB + 1 KiB request, split at 512 B.
+  a.free(x);
+  a.malloc(12 * MiB + KiB, 0);
+  CHECK(a.reserved() == 60 * MiB);
+  CHECK(a.allocated() == 37 * MiB + KiB);
+  // Small requests map 2 MiB pages of their own segment.
+  a.malloc(100 * KiB, 0);
+  CHECK(a.reserved() == 62 * MiB);
+  CHECK(a.segment_count() == 2);
+}
+
+TEST_CASE("empty_cache returns wholly free segments only; peaks stay") {
+  CachingAllocator a({});
+  const auto x = a.malloc(40 * MiB, 0);
+  const auto y = a.malloc(4 * MiB, 0);  // a 20 MiB segment, partly used
+  a.malloc(4 * MiB, 0);                 // the same segment
+  a.free(x);
+  a.free(y);
+  CHECK(a.reserved() == 60 * MiB);
+  a.empty_cache();
+  CHECK(a.reserved() == 20 * MiB);  // the 40 MiB segment went; the split one stays
+  CHECK(a.peak_reserved() == 60 * MiB);
+  a.reset_peaks();
+  CHECK(a.peak_reserved() == 20 * MiB);
+}
+
+TEST_CASE("Property: reserved covers allocated, which covers requested; all return to zero") {
+  std::mt19937_64 rng(2026);
+  for (const bool expandable : {false, true}) {
+    for (const std::int64_t max_split : {std::int64_t{0}, 64 * MiB}) {
+      AllocatorRules rules;
+      rules.expandable_segments = expandable;
+      rules.max_split_size = max_split;
+      CachingAllocator a(rules);
+      std::vector<std::int32_t> live;
+      for (int step = 0; step < 4000; ++step) {
+        const bool grow = live.empty() || rng() % 3 != 0;
+        if (grow) {
+          const std::int64_t size = rng() % 2 == 0 ? static_cast<std::int64_t>(rng() % (2 * MiB))
+                                                   : static_cast<std::int64_t>(rng() % (200 * MiB));
+          live.push_back(a.malloc(size, 1));
+        } else {
+          const std::size_t i = rng() % live.size();
+          a.free(live[i]);
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+        REQUIRE(a.reserved() >= a.allocated());
+        REQUIRE(a.allocated() >= a.requested());
+        REQUIRE(a.peak_reserved() >= a.reserved());
+        REQUIRE(a.peak_allocated() >= a.allocated());
+      }
+      for (const auto h : live) a.free(h);
+      CHECK(a.allocated() == 0);
+      CHECK(a.requested() == 0);
+      if (!expandable) {
+        a.empty_cache();
+        CHECK(a.reserved() == 0);
+        CHECK(a.segment_count() == 0);
+      }
+      std::int64_t segments = 0;
+      for (const HeldSegment& s : a.segments()) segments += s.bytes;
+      CHECK(segments == a.reserved());
+    }
+  }
+}

@@ -1,0 +1,164 @@
+// The step replayed through the caching allocator (allocator/step_replay.h): a worked stage by
+// hand, the cache emptying Megatron's option adds, and properties over random configurations
+// (the fast path is exact; reserved >= the replay's allocated >= the report's peak allocated).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "allocator/step_replay.h"
+#include "estimate/estimate.h"
+
+using namespace stagemem;
+
+namespace {
+
+constexpr std::int64_t MiB = 1024 * 1024;
+constexpr TermInfo kTestTerm{"test tensor", "none"};
+
+Term make_term(Family family, std::int64_t bytes, AllocationPoint at) {
+  Term t;
+  t.info = &kTestTerm;
+  t.family = family;
+  t.bytes = bytes;
+  t.allocated_at = at;
+  return t;
+}
+
+// One pipeline rank (1F1B, M = 2), two layers: 100 MiB of resident state, one 30 MiB activation
+// per layer and micro-batch, a 25 MiB backward transient and, when `optimizer_bytes` > 0, an
+// optimizer-step transient of that size.
+Report worked_stage(std::int64_t optimizer_bytes) {
+  Report r;
+  r.micro_batches = 2;
+  StageReport& s = r.stages.emplace_back();
+  s.chunks = {LayerRange{0, 2}};
+  s.terms.push_back(make_term(Family::resident, 100 * MiB, AllocationPoint::model_init));
+  Term activation = make_term(Family::activation, 60 * MiB, AllocationPoint::forward);
+  activation.copies = 2;  // 30 MiB per layer and micro-batch
+  s.terms.push_back(activation);
+  s.activation_units = {2};
+  s.terms.push_back(make_term(Family::transient, 25 * MiB, AllocationPoint::backward));
+  if (optimizer_bytes > 0)
+    s.terms.push_back(
+        make_term(Family::transient, optimizer_bytes, AllocationPoint::optimizer_step));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("Worked stage: segments per tensor, an unsplit remainder, reuse in the next pass") {
+  // Init: the 100 MiB resident segment. F0: two 30 MiB activations, two new 30 MiB segments
+  // (160 MiB). B0: the 25 MiB transient finds no free block: a segment of 26 MiB (2 MiB steps);
+  // its 1 MiB remainder is not > 1 MiB, so the block is allocated whole: 186 MiB reserved and
+  // allocated. F1 and B1 reuse the cached blocks (best fit: the 30 MiB ones, then the 26 MiB one),
+  // and so does step 2.
+  const Report r = worked_stage(0);
+  const ReplayedStage x = replay_stage(r, r.stages[0], {});
+  REQUIRE(x.complete);
+  CHECK(x.peak_reserved_bytes == 186 * MiB);
+  CHECK(x.peak_allocated_bytes == 186 * MiB);
+  CHECK(x.reserved_after_steps == 186 * MiB);
+  CHECK(x.peak_step == 1);
+  CHECK(x.peak_phase == StepPhase::backward);
+  CHECK(x.peak_micro_batch == 0);
+  REQUIRE(x.segments_at_peak.size() == 4);
+  CHECK(x.segments_at_peak[3].bytes == 26 * MiB);
+  CHECK(x.segments_at_peak[3].allocated_bytes == 26 * MiB);
+}
+
+TEST_CASE("Worked stage with expandable segments: 20 MiB pages, 512 B splits") {
+  // Init maps 5 pages (100 MiB). F0: 30 MiB maps 2 pages (40 MiB, 10 free at the end); the next
+  // 30 MiB extends that free tail by one page. B0: 25 MiB maps 2 more pages (15 MiB free after
+  // it): 200 MiB reserved, 185 MiB allocated (exact splits). Everything after reuses the mapped
+  // pages: F1 splits the 100 MiB hole the freed micro-batch and transient left.
+  const Report r = worked_stage(0);
+  ReplaySettings settings;
+  settings.rules.expandable_segments = true;
+  const ReplayedStage x = replay_stage(r, r.stages[0], settings);
+  CHECK(x.peak_reserved_bytes == 200 * MiB);
+  CHECK(x.peak_allocated_bytes == 185 * MiB);
+  CHECK(x.segments_at_peak.size() == 1);
+}
+
+TEST_CASE("--empty-unused-memory-level 1 returns the free segments before the optimizer step") {
+  // Level 0: the 50 MiB optimizer transient fits none of the cached 30/30/26 MiB blocks: a new
+  // segment, 236 MiB; step 2 reuses everything. Level 1: the cache is emptied after the last
+  // backward (100 MiB left), the step maps 50 MiB (150); in step 2 the first activation splits
+  // the cached 50 MiB block, the second maps 30 MiB (180), the transient 26 MiB (206); emptied
+  // again before the step: the peak is 206 MiB.
+  const Report r = worked_stage(50 * MiB);
+  const ReplayedStage never = replay_stage(r, r.stages[0], {});
+  CHECK(never.peak_reserved_bytes == 236 * MiB);
+  CHECK(never.peak_phase == StepPhase::optimizer_step);
+  ReplaySettings level1;
+  level1.empty_unused_memory_level = 1;
+  const ReplayedStage emptied = replay_stage(r, r.stages[0], level1);
+  CHECK(emptied.peak_reserved_bytes == 206 * MiB);
+  CHECK(emptied.peak_step == 2);
+  CHECK(emptied.peak_phase == StepPhase::backward);
+  CHECK(emptied.reserved_after_steps == 150 * MiB);
+}
+
+TEST_CASE("The replay stops at its bound and says so") {
+  const Report r = worked_stage(0);
+  ReplaySettings settings;
+  settings.max_allocations = 3;  // F0 takes 2, F1 2 more: past 3 before step 1's last pass
+  const ReplayedStage x = replay_stage(r, r.stages[0], settings);
+  CHECK_FALSE(x.complete);
+  CHECK(x.allocations == 4);  // it stopped before F1's backward
+  // A larger budget lets it finish: 8 activation allocations over two steps.
+  settings.max_allocations = 8;
+  CHECK(replay_stage(r, r.stages[0], settings).complete);
+}
+
+TEST_CASE("Property: the fast path is exact; reserved >= replayed allocated >= peak allocated") {
+  const std::uint64_t seed = 20261203;
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const char* presets[] = {"llama-3.1-8b", "deepseek-v3", "mixtral-8x7b", "kimi-linear-48b-a3b"};
+  int stages = 0, skipped = 0;
+  for (int i = 0; stages < 300 && i < 2000; ++i) {
+    INFO("seed " << seed << " configuration " << i);
+    Config c;
+    c.model = presets[pick(0, 3)];
+    c.parallel.pipeline_parallel = std::int64_t{1} << pick(0, 2);
+    c.parallel.virtual_stages = c.parallel.pipeline_parallel > 1 && pick(0, 1) ? 2 : 1;
+    c.parallel.tensor_parallel = std::int64_t{1} << pick(0, 2);
+    c.parallel.sequence_parallel = c.parallel.tensor_parallel > 1;
+    c.parallel.data_parallel = 1;
+    c.training.sequence_length = std::int64_t{1} << pick(10, 13);
+    c.training.global_batch = c.parallel.pipeline_parallel * pick(1, 24);
+    c.training.recompute.policy = static_cast<RecomputePolicy>(pick(0, 2));
+    c.training.allocator.expandable_segments = pick(0, 2) == 0;
+    c.training.allocator.max_split_size_mb = pick(0, 3) == 0 ? 256 : 0;
+    c.training.allocator.roundup_power2_divisions = pick(0, 3) == 0 ? 4 : 0;
+    const Report r = estimate(c);
+    if (!r.diagnostics.ok()) continue;
+    for (const StageReport& s : r.stages) {
+      REQUIRE(s.reserved_replayed);
+      ReplaySettings slow;
+      slow.rules.expandable_segments = c.training.allocator.expandable_segments;
+      slow.rules.max_split_size = c.training.allocator.max_split_size_mb * MiB;
+      slow.rules.roundup_power2_divisions = c.training.allocator.roundup_power2_divisions;
+      slow.fast_path = false;
+      const ReplayedStage every = replay_stage(r, s, slow);
+      REQUIRE(every.peak_reserved_bytes == s.peak_reserved_bytes);
+      REQUIRE(every.peak_allocated_bytes == s.replayed_allocated_bytes);
+      REQUIRE(every.segments_at_peak.size() == s.segments_at_reserved_peak.size());
+      REQUIRE(s.peak_reserved_bytes >= s.replayed_allocated_bytes);
+      REQUIRE(s.replayed_allocated_bytes >= s.peak_bytes);
+      REQUIRE(s.fit_bytes == s.peak_reserved_bytes);
+      std::int64_t held = 0;
+      for (const HeldSegment& seg : s.segments_at_reserved_peak) held += seg.bytes;
+      REQUIRE(held == s.peak_reserved_bytes);
+      ++stages;
+      skipped += s.peak_reserved_bytes > 0 ? 0 : 1;
+    }
+  }
+  CHECK(stages >= 300);
+  CHECK(skipped == 0);
+}
