@@ -1,12 +1,11 @@
 // The caching allocator replay, rule by rule (c10/cuda/CUDACachingAllocator.cpp), with worked
 // numbers, and properties over random call sequences.
-#include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "allocator/caching_allocator.h"
+#include "catch.h"
 
 using namespace stagemem;
 

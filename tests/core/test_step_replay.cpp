@@ -1,13 +1,14 @@
 // The step replayed through the caching allocator (allocator/step_replay.h): a worked stage by
 // hand, the cache emptying Megatron's option adds, and properties over random configurations
 // (the fast path is exact; reserved >= the replay's allocated >= the report's peak allocated).
-#include <catch2/catch.hpp>
-
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 
 #include "allocator/step_replay.h"
+#include "catch.h"
+#include "config/url_fragment.h"
 #include "estimate/estimate.h"
 
 using namespace stagemem;
@@ -161,4 +162,50 @@ TEST_CASE("Property: the fast path is exact; reserved >= replayed allocated >= p
   }
   CHECK(stages >= 300);
   CHECK(skipped == 0);
+}
+
+TEST_CASE("GPT-2 345M, TP 4 with SP (public log): reserved vs the replay", "[measured]") {
+  // hwang2006/large-scale-lm-tutorials docs/06_tensor_parallelism.md at 1a0c8a81 (Megatron-LM,
+  // fp16, Adam without the distributed optimizer, no recompute, TP 4 + SP, mbs 4, gbs 16, seq
+  // 1024; default allocator settings): "after 20 iterations memory (MB) | allocated: 1761.69 |
+  // max allocated: 2589.14 | reserved: 2608.0 | max reserved: 2608.0" (MB = MiB;
+  // docs/research/issue26-measured-reserved.md, R1). The derived peak allocated is itself 7.5 %
+  // above the measured one on this 2023 V100 stack (not modelled: its Megatron release and fp16
+  // loss scaler), so the +-3 % target for reserved is not met here: the gap is printed and only
+  // bounded at 12 %. Measured numbers never feed the model.
+  const DecodedConfig d = decode_fragment(
+      "v=1&custom=name:gpt2-345m;h:1024;v:50257;norm:ln;tied:1;pos:1024;gqa:16,16,64,qkvbias,"
+      "obias;mlp:4096,gelu,bias;layers:gd*24&tp=4&pp=1&dp=1&sp=1&seq=1024&mbs=4&gbs=16&dropout=1&"
+      "optimizer=adam");
+  REQUIRE(d.diagnostics.ok());
+  Config c = d.config;
+  c.measurements = {
+      {.point = MeasurementPoint::steady_state_peak,
+       .stage = 0,
+       .bytes = 2608LL << 20,
+       .source = "R1 max reserved",
+       .figure = MemoryFigure::max_reserved,
+       .iteration = 20},
+      {.point = MeasurementPoint::steady_state_peak,
+       .stage = 0,
+       .bytes = static_cast<std::int64_t>(2589.14 * 1048576.0),
+       .source = "R1 max allocated",
+       .figure = MemoryFigure::max_allocated,
+       .iteration = 20},
+  };
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  REQUIRE(r.cross_checks.size() == 2);
+  const CrossCheck& reserved = r.cross_checks[0];
+  const CrossCheck& allocated = r.cross_checks[1];
+  CHECK(reserved.against_replay);
+  CHECK(reserved.derived_bytes == r.stages[0].peak_reserved_bytes);
+  std::printf(
+      "GPT-2 345M TP4 (R1): max reserved measured 2608.0 MiB, derived %.1f MiB (%+.2f %%); "
+      "max allocated measured 2589.1 MiB, derived %.1f MiB (%+.2f %%)\n",
+      static_cast<double>(reserved.derived_bytes) / 1048576.0, 100.0 * (1.0 / reserved.ratio - 1.0),
+      static_cast<double>(allocated.derived_bytes) / 1048576.0,
+      100.0 * (1.0 / allocated.ratio - 1.0));
+  CHECK(reserved.ratio > 0.88);
+  CHECK(reserved.ratio < 1.12);
 }
