@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <vector>
 
 #include "estimate/estimate.h"
@@ -151,6 +152,49 @@ int main(int argc, char** argv) {
         "over %d runs\n",
         *a.what != '\0' ? " after " : "", a.what, median(times),
         *std::min_element(times.begin(), times.end()), iterations);
+  }
+
+  // The allocator replay's cost (allocator/step_replay.h): the same kept-report estimate after a
+  // sequence-length change with the replay off (what the estimate computed before it existed)
+  // and on, side by side, for the kimi-k3 layout above and for Llama-3.1-70B at PP 4 x VPP 5
+  // with 256 micro-batches per step. (After a change that moves no tensor, such as the device,
+  // the replay is taken from EstimateCache::replays: the lines above.)
+  stagemem::Config llama;
+  llama.model = "llama-3.1-70b";
+  llama.parallel.tensor_parallel = 8;
+  llama.parallel.pipeline_parallel = 4;
+  llama.parallel.virtual_stages = 5;
+  llama.parallel.data_parallel = 8;
+  llama.training.global_batch = 2048;
+  const auto llama_model = stagemem::resolve_model(llama, diagnostics);
+  if (!llama_model) return 1;
+  for (const auto& [name, cfg, mdl] :
+       {std::tuple{"kimi-k3 PP 8 x VPP 2", &config, &*model},
+        std::tuple{"llama-3.1-70b PP 4 x VPP 5, M 256", &llama, &*llama_model}}) {
+    double medians[2] = {0, 0};
+    for (const bool replay : {false, true}) {
+      stagemem::EstimateCache replay_cache;
+      replay_cache.replay_allocator = replay;
+      stagemem::Report into;
+      std::vector<double> times;
+      const int runs = std::max(1, iterations / 10);
+      // The sequence length alternates, so every estimate rebuilds its tensors (a slider being
+      // dragged): the replay cannot be taken from EstimateCache::replays.
+      stagemem::Config changing = *cfg;
+      for (int i = 0; i < runs; ++i) {
+        changing.training.sequence_length = i % 2 == 0 ? 4096 : 8192;
+        const auto start = Clock::now();
+        stagemem::estimate_into(changing, *mdl, replay_cache, into);
+        const auto stop = Clock::now();
+        sink += into.stages.back().fit_bytes;
+        times.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+      }
+      medians[replay ? 1 : 0] = median(times);
+    }
+    std::printf(
+        "full estimate after a sequence-length change (%s), layout cached: without the allocator "
+        "replay median %.1f us, with it %.1f us (x%.2f)\n",
+        name, medians[0], medians[1], medians[1] / std::max(medians[0], 1e-9));
   }
 
   // A sweep as `stagemem sweep` and the app's heat map run it (plan/sweep.h): seq x mbs x

@@ -41,7 +41,7 @@ TEST_CASE("get_allocation_size: 2 MiB small segments, 20 MiB below 10 MiB, else 
   CHECK(allocator_segment_size(10 * MiB + 512) == 12 * MiB);
 }
 
-TEST_CASE("Small requests share a 2 MiB segment; large ones get their own") {
+TEST_CASE("Small requests share a 2 MiB segment and large ones get their own") {
   CachingAllocator a({});
   // 4 x 100 KiB: one 2 MiB small segment, 4 blocks of 100 KiB (512-aligned already) + remainder.
   for (int i = 0; i < 4; ++i) a.malloc(100 * KiB, 0);
@@ -162,7 +162,7 @@ TEST_CASE("Expandable segments map 20 MiB pages for the large pool and split at 
   CHECK(a.segment_count() == 2);
 }
 
-TEST_CASE("empty_cache returns wholly free segments only; peaks stay") {
+TEST_CASE("empty_cache returns wholly free segments only and peaks stay") {
   CachingAllocator a({});
   const auto x = a.malloc(40 * MiB, 0);
   const auto y = a.malloc(4 * MiB, 0);  // a 20 MiB segment, partly used
@@ -177,7 +177,7 @@ TEST_CASE("empty_cache returns wholly free segments only; peaks stay") {
   CHECK(a.peak_reserved() == 20 * MiB);
 }
 
-TEST_CASE("Property: reserved covers allocated, which covers requested; all return to zero") {
+TEST_CASE("Property: reserved covers allocated, which covers requested, and all return to zero") {
   std::mt19937_64 rng(2026);
   for (const bool expandable : {false, true}) {
     for (const std::int64_t max_split : {std::int64_t{0}, 64 * MiB}) {

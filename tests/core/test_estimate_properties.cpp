@@ -106,10 +106,13 @@ std::string random_value(const ConfigField& f, Random& r) {
       if (is_parallel_size(f.key) && chance(r, 0.85)) return std::to_string(1 << uniform(r, 0, 4));
       if ((f.key == "dp" || f.key == "world") && chance(r, 0.7)) return "";
       if (f.key == "mbs" && chance(r, 0.7)) return std::to_string(uniform(r, 1, 8));
-      // PyTorch's allocator options: mostly values it accepts (validate() tests the others).
-      if (f.key == "roundup_power2_divisions" && chance(r, 0.9))
+      // PyTorch's allocator options: almost always values it accepts (validate() and the bad-
+      // input corpus test the others), so the sweep's share of valid configurations holds.
+      if (f.key == "roundup_power2_divisions" && chance(r, 0.97))
         return std::to_string(std::int64_t{1} << uniform(r, 0, 6));
-      if (f.key == "empty_unused_memory_level" && chance(r, 0.8)) return "0";
+      if (f.key == "max_split_size_mb" && chance(r, 0.97))
+        return chance(r, 0.5) ? "0" : std::to_string(log_uniform(r, 21, f.max));
+      if (f.key == "empty_unused_memory_level" && chance(r, 0.95)) return "0";
       if (f.min < 1) {
         if (chance(r, 0.2)) return std::to_string(f.min);
         return std::to_string(log_uniform(r, 1, f.max));

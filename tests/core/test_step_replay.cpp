@@ -83,7 +83,7 @@ TEST_CASE("Worked stage with expandable segments: 20 MiB pages, 512 B splits") {
   CHECK(x.segments_at_peak.size() == 1);
 }
 
-TEST_CASE("--empty-unused-memory-level 1 returns the free segments before the optimizer step") {
+TEST_CASE("Megatron's empty-unused-memory-level 1 returns the free segments before the step") {
   // Level 0: the 50 MiB optimizer transient fits none of the cached 30/30/26 MiB blocks: a new
   // segment, 236 MiB; step 2 reuses everything. Level 1: the cache is emptied after the last
   // backward (100 MiB left), the step maps 50 MiB (150); in step 2 the first activation splits
@@ -114,7 +114,7 @@ TEST_CASE("The replay stops at its bound and says so") {
   CHECK(replay_stage(r, r.stages[0], settings).complete);
 }
 
-TEST_CASE("Property: the fast path is exact; reserved >= replayed allocated >= peak allocated") {
+TEST_CASE("Property: the fast path is exact and reserved >= replayed allocated >= peak allocated") {
   const std::uint64_t seed = 20261203;
   std::mt19937_64 rng(seed);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {

@@ -10,7 +10,9 @@ namespace {
 
 // Sizes past this make every sum meaningless; no device holds them.
 constexpr std::int64_t kLargestSize = std::int64_t{1} << 56;
-constexpr std::int64_t kLargestTotal = std::int64_t{1} << 62;
+// Past this many bytes reserved (or addresses handed out) nothing is meaningful: fits() turns
+// false and the figures stop growing, so address + size never wraps.
+constexpr std::int64_t kLargestTotal = std::int64_t{1} << 60;
 
 std::int64_t round_up(std::int64_t value, std::int64_t step) {
   return (value + step - 1) / step * step;
@@ -126,7 +128,11 @@ std::int32_t CachingAllocator::new_segment(std::int64_t size, bool small_pool) {
   block.small_pool = small_pool;
   block.segment = static_cast<std::int32_t>(segment_heads_.size());
   segment_heads_.push_back(b);
-  if (!checked_add(next_address_, round_up(bytes, kRoundLarge), &next_address_)) fits_ = false;
+  if (next_address_ > kLargestTotal) {
+    fits_ = false;  // the address stays put: meaningless from here on, but never wraps
+  } else {
+    next_address_ += round_up(bytes, kRoundLarge);
+  }
   segments_hash_ +=
       mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(bytes));
   add_reserved(bytes);
@@ -144,14 +150,22 @@ std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_poo
     segment_heads_.push_back(-1);
     // The segment's virtual range is larger than any device (PyTorch reserves 9/8 of it).
     expandable_base_[small_pool ? 1 : 0] = next_address_;
-    if (!checked_add(next_address_, kLargestSize, &next_address_)) fits_ = false;
+    if (next_address_ > kLargestTotal) {
+      fits_ = false;
+    } else {
+      next_address_ += kLargestSize;
+    }
   }
   std::int32_t tail = segment_heads_[static_cast<std::size_t>(segment)];
   while (tail >= 0 && blocks_[static_cast<std::size_t>(tail)].next >= 0)
     tail = blocks_[static_cast<std::size_t>(tail)].next;
   const bool tail_free = tail >= 0 && !blocks_[static_cast<std::size_t>(tail)].allocated;
   const std::int64_t have = tail_free ? blocks_[static_cast<std::size_t>(tail)].size : 0;
-  const std::int64_t pages = round_up(size - have, page);
+  std::int64_t pages = round_up(size - have, page);
+  if (mapped > kLargestTotal - pages) {
+    fits_ = false;  // past 2^60 bytes mapped: the segment stops growing (nothing is meaningful)
+    pages = 0;
+  }
   add_reserved(pages);
   const auto base = static_cast<std::uint64_t>(expandable_base_[small_pool ? 1 : 0]);
   segments_hash_ -= mix64(base, static_cast<std::uint64_t>(mapped));

@@ -477,6 +477,26 @@ bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
   return fits;
 }
 
+// Every input of a stage's replay, as numbers: equal keys replay to equal results.
+void replay_key(const Report& report, const StageReport& stage, const ReplaySettings& settings,
+                std::vector<std::int64_t>& key) {
+  key.clear();
+  key.insert(key.end(), {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
+                         settings.rules.roundup_power2_divisions,
+                         settings.empty_unused_memory_level, settings.fast_path ? 1 : 0,
+                         settings.max_allocations, static_cast<std::int64_t>(report.schedule),
+                         report.micro_batches, static_cast<std::int64_t>(report.stages.size()),
+                         stage.index, static_cast<std::int64_t>(stage.chunks.size()),
+                         static_cast<std::int64_t>(stage.terms.size())});
+  for (const Term& t : stage.terms) {
+    key.insert(key.end(),
+               {static_cast<std::int64_t>(t.family), static_cast<std::int64_t>(t.tag),
+                static_cast<std::int64_t>(t.allocated_at), static_cast<std::int64_t>(t.place),
+                t.chunk, t.bytes, t.copies, t.family == Family::gap ? t.formula.factor(0) : 0});
+  }
+  key.insert(key.end(), stage.activation_units.begin(), stage.activation_units.end());
+}
+
 // The allocator step (allocator/step_replay.h): every stage's two steps replayed through the
 // caching allocator, within one budget of allocations for the whole estimate. Past the budget no
 // stage keeps replayed figures (all fit against their peak allocated) and a warning says why.
@@ -485,8 +505,21 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
   const std::int64_t budget = settings.max_allocations;
   std::vector<ReplayedStage> replayed;
   replayed.reserve(report.stages.size());
-  for (const StageReport& stage : report.stages) {
-    replayed.push_back(replay_stage(report, stage, settings));
+  if (cache.replays.size() < report.stages.size()) cache.replays.resize(report.stages.size());
+  std::vector<std::int64_t> key;
+  for (std::size_t i = 0; i < report.stages.size(); ++i) {
+    const StageReport& stage = report.stages[i];
+    replay_key(report, stage, settings, key);
+    EstimateCache::ReplayMemo& memo = cache.replays[i];
+    if (cache.keep_activations && memo.key == key) {
+      replayed.push_back(memo.result);
+    } else {
+      replayed.push_back(replay_stage(report, stage, settings));
+      if (cache.keep_activations) {
+        memo.key = key;
+        memo.result = replayed.back();
+      }
+    }
     settings.max_allocations -= replayed.back().allocations;
     if (!replayed.back().complete) {
       report.diagnostics.warn(

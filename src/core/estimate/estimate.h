@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "allocator/step_replay.h"
 #include "config/config.h"
 #include "config/sharding_rules.h"
 #include "memory/activation_pieces.h"
@@ -103,6 +104,15 @@ struct EstimateCache {
   // False: full estimates skip the allocator replay (no peak reserved; every stage fits against
   // its peak allocated). For property tests of other physics that run thousands of estimates.
   bool replay_allocator = true;
+  // Per stage: the allocator replay's inputs (replay_key in estimate.cpp: the settings, the
+  // schedule, M and every number of the stage the replay reads) and its result. An estimate whose
+  // stage has the same inputs takes the result instead of replaying: a change that moves no
+  // tensor (the device, a measurement) costs no replay. Only when keep_activations is set.
+  struct ReplayMemo {
+    std::vector<std::int64_t> key;
+    ReplayedStage result;
+  };
+  std::vector<ReplayMemo> replays{};
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
   std::vector<StageReport> spare_stages{};
   std::vector<StageTermRange> activation_ranges{};  // scratch of one estimate, per stage
