@@ -75,7 +75,7 @@ struct Reducer {
   }
   void operator()(const SetPlanInputs& a) const { set_plan_inputs(state.plan, a.inputs); }
   void operator()(const StartPlanSearch&) const { start_plan_search(state.plan, state.config); }
-  void operator()(const StopPlanSearch&) const { state.plan.search.reset(); }
+  void operator()(const StopPlanSearch&) const { stop_plan_search(state.plan); }
   void operator()(const ApplyPlanRow& a) const {
     const PlanTab& plan = state.plan;
     if (!plan.has_result || a.row >= plan.result.frontier.size()) return;

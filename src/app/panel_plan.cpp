@@ -357,9 +357,17 @@ void draw_plan(const AppState& state, PlanView& view, Actions& out) {
   view.axis_low_gpus = view.axis_high_gpus = 0;
   if (tab.search) {
     char overlay[160];
-    std::snprintf(overlay, sizeof overlay, "%lld searched, %.0f ms, longest slice %.1f ms",
-                  static_cast<long long>(tab.search->searched()), tab.elapsed_ms,
-                  tab.longest_slice_ms);
+    if (tab.confirmation) {
+      std::snprintf(overlay, sizeof overlay,
+                    "%lld searched; %lld shown entries confirmed with the allocator replay, "
+                    "%.0f ms",
+                    static_cast<long long>(tab.search->searched()),
+                    static_cast<long long>(tab.confirmation->confirmed()), tab.elapsed_ms);
+    } else {
+      std::snprintf(overlay, sizeof overlay, "%lld searched, %.0f ms, longest slice %.1f ms",
+                    static_cast<long long>(tab.search->searched()), tab.elapsed_ms,
+                    tab.longest_slice_ms);
+    }
     ImGui::ProgressBar(static_cast<float>(plan_progress(tab)), ImVec2(-1.0f, 0.0f), overlay);
     view.status = overlay;
   } else {

@@ -223,7 +223,7 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
   ImGui::TableSetupColumn("peak allocated");
   ImGui::TableSetupColumn("peak reserved");
   ImGui::TableSetupColumn("device");
-  ImGui::TableSetupColumn("headroom");
+  ImGui::TableSetupColumn(state.report_labels.headroom_column.c_str());
   ImGui::TableSetupColumn("non-parameter");
   ImGui::TableSetupColumn("phase that binds");
   ImGui::TableSetupColumn("in flight");
@@ -250,6 +250,7 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
     } else {
       ImGui::TextUnformatted(labels.headroom.c_str());
     }
+    ImGui::SetItemTooltip("headroom is measured against %s", labels.fit_basis.c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(labels.non_parameter.c_str());
     ImGui::TableNextColumn();
@@ -266,10 +267,6 @@ void draw_summary(const AppState& state, const stagemem::Report& report) {
     }
   }
   ImGui::EndTable();
-  if (!report.stages.empty()) {
-    ImGui::TextDisabled("headroom is measured against %s",
-                        state.report_labels.stages.front().fit_basis.c_str());
-  }
 }
 
 float y_of(std::int64_t bytes, std::int64_t scale, float bottom, float top) {

@@ -164,8 +164,13 @@ void set_plan_inputs(PlanTab& tab, PlanInputs inputs) {
   plan_bounds_from_inputs(tab.inputs, ignored, tab.input_error);
 }
 
-void start_plan_search(PlanTab& tab, const stagemem::Config& config) {
+void stop_plan_search(PlanTab& tab) {
+  tab.confirmation.reset();
   tab.search.reset();
+}
+
+void start_plan_search(PlanTab& tab, const stagemem::Config& config) {
+  stop_plan_search(tab);
   stagemem::PlanBounds bounds;
   if (!plan_bounds_from_inputs(tab.inputs, bounds, tab.input_error)) return;
   stagemem::Diagnostics d;
@@ -197,14 +202,24 @@ bool advance_plan_search(PlanTab& tab) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   };
   bool more = true;
-  while (more && elapsed() < tab.slice_budget_ms) more = tab.search->step(points_per_step);
+  if (!tab.confirmation) {
+    while (more && elapsed() < tab.slice_budget_ms) more = tab.search->step(points_per_step);
+    if (!more) {
+      tab.confirmation = std::make_unique<stagemem::PlanConfirmation>(
+          tab.search->entries(), tab.bounds.top, tab.searched_config, *tab.model);
+      more = true;
+    }
+  }
+  // One full estimate per step: each replays the allocator over every stage.
+  while (tab.confirmation && more && elapsed() < tab.slice_budget_ms) {
+    more = tab.confirmation->step(1);
+  }
   const double slice = elapsed();
   tab.elapsed_ms += slice;
   tab.longest_slice_ms = std::max(tab.longest_slice_ms, slice);
   ++tab.slices;
   if (more) return true;
-  stagemem::PlanResult result = stagemem::select_confirmed_plan(
-      tab.search->entries(), tab.bounds.top, tab.searched_config, *tab.model);
+  stagemem::PlanResult result = tab.confirmation->result();
   result.device_bytes = tab.search->device_bytes();
   result.margin_bytes = tab.search->margin_bytes();
   result.configurations_searched = tab.search->searched();
@@ -215,7 +230,7 @@ bool advance_plan_search(PlanTab& tab) {
   tab.result_bounds = tab.bounds;
   tab.applied_row = -1;
   tab.has_result = true;
-  tab.search.reset();
+  stop_plan_search(tab);
   return false;
 }
 

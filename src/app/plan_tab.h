@@ -46,6 +46,9 @@ struct PlanTab {
   // The running search (null when idle) and what it searches.
   std::unique_ptr<stagemem::Model> model;
   std::unique_ptr<stagemem::PlanSearch> search;
+  // Once the space is searched: the shown entries confirmed with the allocator replay, a few
+  // per frame (null until then).
+  std::unique_ptr<stagemem::PlanConfirmation> confirmation;
   stagemem::Config searched_config;
   stagemem::PlanBounds bounds;
   double slice_budget_ms = 9.0;  // search time per frame (a 60 Hz frame is 16.7 ms)
@@ -70,6 +73,8 @@ bool plan_bounds_from_inputs(const PlanInputs& inputs, stagemem::PlanBounds& bou
 void set_plan_inputs(PlanTab& tab, PlanInputs inputs);
 // Starts a search of `config`'s model (the previous one is dropped).
 void start_plan_search(PlanTab& tab, const stagemem::Config& config);
+// Drops the running search and its confirmation (the last result stays).
+void stop_plan_search(PlanTab& tab);
 // Runs the search for at most the slice budget; finishes it (result) when the space is done.
 // True while the search goes on (the caller asks for another frame).
 bool advance_plan_search(PlanTab& tab);

@@ -171,6 +171,10 @@ ReportLabels make_report_labels(const stagemem::Report& report, stagemem::Amount
     labels.flat_headroom = stagemem::amount_text(report.flat_headroom_bytes, unit);
   }
   labels.scale_bytes = std::max<std::int64_t>(1, report.device.bytes);
+  labels.headroom_column =
+      report.stages.empty()
+          ? std::string("headroom")
+          : "headroom vs " + std::string(stagemem::fit_basis_name(report.stages.front()));
   labels.stages.reserve(report.stages.size());
   for (const auto& stage : report.stages) {
     StageLabels& out = labels.stages.emplace_back();

@@ -70,6 +70,7 @@ struct ReportLabels {
   std::string total_parameters;                // "8,030,261,248"
   std::string device;                          // "mi355x: 288.00 GiB" or ""
   std::string flat_headroom;                   // "82.00 GiB" or ""
+  std::string headroom_column;      // the summary's header: "headroom vs reserved" (fit_basis_name)
   std::int64_t scale_bytes = 1;     // the chart's full height: largest of peaks, device, flat line
   std::vector<LegendEntry> legend;  // by family (resident, gaps, activations, transients)
 };

@@ -114,7 +114,12 @@ describe("cold start", () => {
     // the stack's gates of low_precision_rules inlined), low_precision.cpp +3.7 KB, the
     // attention and MLP pieces +4.6 KB, plan.cpp's recipe axis +1.5 KB; the app's Compare with
     // bf16 +1.0 KB); again 3 % room.
-    const wasmBudget = 650_000;
+    // Issues 25 and 26: 671,610 B with sharded data parallelism (sharding rules and terms,
+    // torchtitan's pieces, the Plan tab's sharding axis) and the allocator replay (the caching
+    // allocator, the step replay, the reserved and device figures in every output, the plan's
+    // confirmation): +40.8 KB gzip over issue 24's build, core 262.6 KB of the 554.6 KB of code
+    // (scripts/size-report.sh out/build/web); again 3 % room.
+    const wasmBudget = 692_000;
     const jsBudget = 48_000;
     assert.ok(wasm <= wasmBudget, `stagemem.wasm is ${wasm} B gzip, over its budget of ${wasmBudget} B`);
     assert.ok(js <= jsBudget, `stagemem.js is ${js} B gzip, over its budget of ${jsBudget} B`);

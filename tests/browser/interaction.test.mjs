@@ -63,15 +63,18 @@ describe("stagemem driven with real mouse and keyboard events", () => {
     assert.ok(expected.includes(`- Verdict: **${report.app.verdict}**`), expected);
     const rows = expected.split("\n").filter((line) => line.startsWith("|"));
     assert.equal(rows.length, 2 + report.stages.length, "header, separator and one row per stage");
-    assert.equal(rows[0], "| stage | layers | peak | headroom | fits | binding phase | largest terms |");
+    assert.equal(rows[0], "| stage | layers | peak allocated | peak reserved | headroom | fits | binding phase " +
+                          "| largest terms |");
     report.stages.forEach((stage, i) => {
       const cells = rows[2 + i].split(" | ");
       assert.ok(cells[0].startsWith(`| ${stage.index}`));
       // One first-last range per virtual chunk, joined by "," (vocabulary.h), as the CLI prints.
       assert.equal(cells[1], stage.layers.map((l) => `${l.first}-${l.first + l.count - 1}`).join(","));
-      assert.equal(cells[4], stage.headroom_bytes >= 0 ? "yes" : "no");
-      assert.equal(cells[5], stage.binding_phase, "the binding phase as the JSON spells it");
-      assert.equal(cells[6].split("; ").length, 3, "the three largest terms");
+      // Peak reserved from the allocator replay, in the unit of the peak.
+      assert.match(cells[3], /^\d+\.\d\d GiB$/);
+      assert.equal(cells[5], stage.headroom_bytes >= 0 ? "yes" : "no");
+      assert.equal(cells[6], stage.binding_phase, "the binding phase as the JSON spells it");
+      assert.equal(cells[7].split("; ").length, 3, "the three largest terms");
     });
     assert.match(rows[2 + report.binding_stage], /\(binding\)/);
     const href = await page.evaluate(() => location.href);

@@ -337,6 +337,42 @@ TEST_CASE("plan: a search split over shards merges into the same result") {
   CHECK(split.minimum.ordinal == whole.minimum.ordinal);
 }
 
+TEST_CASE("plan: confirming one entry per step (as the browser does) equals the one-call result") {
+  const Model model = preset("llama-3.1-8b");
+  const Config base = base_config("llama-3.1-8b", "h100-80gb", 4096, 32);
+  PlanBounds b;
+  b.pp = {1, 2, 4};
+  b.mbs = {1, 2};
+  b.max_gpus = 32;
+  PlanSearch search(base, model, b);
+  while (search.step(1 << 20)) {
+  }
+  const PlanResult whole = select_confirmed_plan(search.entries(), b.top, base, model);
+  PlanConfirmation stepwise(search.entries(), b.top, base, model);
+  std::int64_t steps = 0;
+  while (stepwise.step(1)) ++steps;
+  CHECK(stepwise.done());
+  const PlanResult split = stepwise.result();
+  // One estimate per step: every step but the last confirmed exactly one entry.
+  CHECK(stepwise.confirmed() >= steps);
+  CHECK(stepwise.confirmed() <= steps + 1);
+  CHECK(frontier_of(split) == frontier_of(whole));
+  REQUIRE(split.has_minimum);
+  CHECK(split.minimum.ordinal == whole.minimum.ordinal);
+  // Every entry shown was replayed: its headroom is against the reserved figure (no device rows
+  // are measured here), never the search's allocated peak.
+  CHECK(split.minimum.fit_basis == FitBasis::reserved);
+  for (const PlanEntry& e : split.frontier) {
+    CHECK(e.fit_basis == FitBasis::reserved);
+    CHECK(e.fit_bytes >= e.peak_bytes);
+  }
+  // A budget of no confirmation leaves the search's selection, on allocated.
+  PlanConfirmation none(search.entries(), b.top, base, model, 0);
+  CHECK_FALSE(none.step(1));
+  CHECK(none.confirmed() == 0);
+  CHECK(none.result().minimum.fit_basis == FitBasis::allocated);
+}
+
 TEST_CASE(
     "plan: every reported configuration fits by the estimate `check` runs, every rejected "
     "one does not") {

@@ -209,3 +209,38 @@ TEST_CASE("GPT-2 345M, TP 4 with SP (public log): reserved vs the replay", "[mea
   CHECK(reserved.ratio > 0.88);
   CHECK(reserved.ratio < 1.12);
 }
+
+TEST_CASE(
+    "ROCm before PyTorch 2.11 ignores expandable_segments: replayed without, with a warning") {
+  // CUDAAllocatorConfig::expandable_segments() returns false where the driver API is not
+  // compiled in (ROCm until pytorch/pytorch#177974): the run gets one segment per cudaMalloc.
+  const auto estimate_of = [](const std::string& fragment) {
+    const DecodedFragment d = decode_fragment(fragment);
+    REQUIRE(d.diagnostics.ok());
+    return estimate(d.config);
+  };
+  const std::string base = "v=1&model=llama-3.1-8b&pp=2&gbs=64&device=mi300x";
+  const Report plain = estimate_of(base + "&stack=torch%3D2.9,arch%3Dgfx942");
+  const Report old_rocm =
+      estimate_of(base + "&expandable_segments=1&stack=torch%3D2.9,arch%3Dgfx942");
+  const Report new_rocm =
+      estimate_of(base + "&expandable_segments=1&stack=torch%3D2.11,arch%3Dgfx942");
+  const Report plain_new = estimate_of(base + "&stack=torch%3D2.11,arch%3Dgfx942");
+  const Report cuda = estimate_of(base + "&expandable_segments=1&stack=torch%3D2.9,arch%3Dsm90");
+  REQUIRE(plain.stages.size() == 2);
+  const auto warned = [](const Report& r) {
+    for (const auto& w : r.diagnostics.warnings)
+      if (w.field == "allocator.expandable_segments") return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < plain.stages.size(); ++i) {
+    CHECK(old_rocm.stages[i].peak_reserved_bytes == plain.stages[i].peak_reserved_bytes);
+    // Honoured from 2.11: one segment per pool, mapped in pages: another figure.
+    CHECK(new_rocm.stages[i].peak_reserved_bytes != plain_new.stages[i].peak_reserved_bytes);
+    CHECK(new_rocm.stages[i].peak_bytes == plain_new.stages[i].peak_bytes);
+  }
+  CHECK(warned(old_rocm));
+  CHECK_FALSE(warned(new_rocm));
+  CHECK_FALSE(warned(cuda));
+  CHECK_FALSE(warned(plain));
+}

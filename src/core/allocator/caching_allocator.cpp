@@ -71,13 +71,16 @@ void CachingAllocator::drop_block(std::int32_t b) {
 }
 
 void CachingAllocator::insert_free(std::int32_t b) {
-  const Block& block = blocks_[static_cast<std::size_t>(b)];
-  pool(block.small_pool).insert({block.size, block.address, b});
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  block.free_at = pool(block.small_pool).insert({block.size, block.address, b}).first;
+  block.cached = true;
 }
 
 void CachingAllocator::erase_free(std::int32_t b) {
-  const Block& block = blocks_[static_cast<std::size_t>(b)];
-  pool(block.small_pool).erase({block.size, block.address, b});
+  Block& block = blocks_[static_cast<std::size_t>(b)];
+  if (!block.cached) return;
+  pool(block.small_pool).erase(block.free_at);
+  block.cached = false;
 }
 
 // Past 2^62 bytes nothing is meaningful (fits() turns false) and the sums stop growing, so no
@@ -156,9 +159,8 @@ std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_poo
       next_address_ += kLargestSize;
     }
   }
-  std::int32_t tail = segment_heads_[static_cast<std::size_t>(segment)];
-  while (tail >= 0 && blocks_[static_cast<std::size_t>(tail)].next >= 0)
-    tail = blocks_[static_cast<std::size_t>(tail)].next;
+  std::int32_t& tail_of_segment = expandable_tail_[small_pool ? 1 : 0];
+  const std::int32_t tail = tail_of_segment;
   const bool tail_free = tail >= 0 && !blocks_[static_cast<std::size_t>(tail)].allocated;
   const std::int64_t have = tail_free ? blocks_[static_cast<std::size_t>(tail)].size : 0;
   std::int64_t pages = round_up(size - have, page);
@@ -190,6 +192,7 @@ std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_poo
     block.address = expandable_base_[small_pool ? 1 : 0];
     segment_heads_[static_cast<std::size_t>(segment)] = b;
   }
+  tail_of_segment = b;
   mapped += pages;
   return b;
 }
@@ -221,6 +224,9 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
     if (block.next >= 0) blocks_[static_cast<std::size_t>(block.next)].prev = rest;
     block.next = rest;
     block.size = rounded;
+    for (std::int32_t& tail : expandable_tail_) {
+      if (tail == b) tail = rest;
+    }
     insert_free(rest);
   }
   Block& block = blocks_[static_cast<std::size_t>(b)];
@@ -254,6 +260,9 @@ void CachingAllocator::free(std::int32_t handle) {
     kept.size = self.size + o.size;
     kept.next = dropped.next;
     if (dropped.next >= 0) blocks_[static_cast<std::size_t>(dropped.next)].prev = keep;
+    for (std::int32_t& tail : expandable_tail_) {
+      if (tail == gone) tail = keep;
+    }
     drop_block(gone);
     b = keep;
   }

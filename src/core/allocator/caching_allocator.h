@@ -30,13 +30,15 @@
 // limit, hence never the release-and-retry path taken when cudaMalloc fails;
 // garbage_collection_threshold (active only with a per-process memory fraction) is not replayed;
 // with expandable segments empty_cache is not replayed (the caller refuses that combination). ROCm:
-// the same rules, but expandable segments exist only from PyTorch 2.11 (the caller decides).
+// the same rules, but expandable segments exist only from PyTorch 2.11 (the estimate turns them off
+// before that, version rule rocm-expandable-segments).
 #pragma once
 
 #include <cstdint>
 #include <set>
 #include <vector>
 
+#include "base/node_pool.h"
 #include "report/report.h"
 
 namespace stagemem {
@@ -62,6 +64,9 @@ std::int64_t allocator_segment_size(std::int64_t rounded);
 class CachingAllocator {
  public:
   explicit CachingAllocator(const AllocatorRules& rules);
+  // The free sets allocate their nodes from node_pool_: not copyable or movable.
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // Allocates `size` bytes (>= 0) for a caller's tensor; `label` is kept with the block (see
   // canonical_state). Returns the block's handle.
@@ -96,7 +101,17 @@ class CachingAllocator {
   std::uint64_t segments_hash() const { return segments_hash_; }
 
  private:
+  struct FreeKey {
+    std::int64_t size;
+    std::int64_t address;
+    std::int32_t block;
+    bool operator<(const FreeKey& o) const {
+      return size != o.size ? size < o.size : address < o.address;
+    }
+  };
+  using FreeSet = std::set<FreeKey, std::less<FreeKey>, NodePoolAllocator<FreeKey>>;
   struct Block {
+    FreeSet::iterator free_at{};  // its entry in its pool's free set while `cached`
     std::int64_t address = 0;
     std::int64_t size = 0;
     std::int64_t requested = 0;
@@ -107,16 +122,8 @@ class CachingAllocator {
     bool allocated = false;
     bool small_pool = false;
     bool in_use = false;  // a live entry of blocks_ (not on the recycled list)
+    bool cached = false;  // in its pool's free set (a free block once the sums saturate is not)
   };
-  struct FreeKey {
-    std::int64_t size;
-    std::int64_t address;
-    std::int32_t block;
-    bool operator<(const FreeKey& o) const {
-      return size != o.size ? size < o.size : address < o.address;
-    }
-  };
-  using FreeSet = std::set<FreeKey>;
 
   std::int32_t new_block();
   void drop_block(std::int32_t b);
@@ -137,8 +144,10 @@ class CachingAllocator {
   std::int32_t expandable_segment_[2] = {-1, -1};  // [small_pool]: its segment index
   std::int64_t expandable_mapped_[2] = {0, 0};     // mapped bytes of each expandable segment
   std::int64_t expandable_base_[2] = {0, 0};       // its first address
-  FreeSet small_free_;
-  FreeSet large_free_;
+  std::int32_t expandable_tail_[2] = {-1, -1};     // the block at its end (-1: none yet)
+  NodePool node_pool_;                             // before the sets: it outlives them
+  FreeSet small_free_{NodePoolAllocator<FreeKey>(&node_pool_)};
+  FreeSet large_free_{NodePoolAllocator<FreeKey>(&node_pool_)};
   std::int64_t next_address_ = 0;
   std::int64_t allocated_ = 0;
   std::int64_t reserved_ = 0;

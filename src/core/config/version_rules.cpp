@@ -127,6 +127,16 @@ constexpr std::array<VersionRuleInfo, enum_count<VersionRule>> rules = {{
                "to the end of the backward only",
      .change = "Megatron-LM commit 378d81fbd3 (#4717), megatron_fsdp/param_and_grad_buffer.py "
                "AllGatherPipeline.reset(preserve_non_fsdp_units)"},
+    {.rule = VersionRule::rocm_expandable_segments,
+     .component = StackComponent::torch,
+     .from = release(2, 11),
+     .behaviour = "on ROCm (gfx942, gfx950) expandable_segments maps the pool's segment in pages, "
+                  "as on CUDA",
+     .before = "ROCm builds lack PYTORCH_C10_DRIVER_API_SUPPORTED: CUDAAllocatorConfig::"
+               "expandable_segments() warns 'expandable_segments not supported on this "
+               "platform' and returns false; the allocator makes one segment per cudaMalloc",
+     .change = "pytorch/pytorch#177974 (ROCm/pytorch#3106), c10/cuda/CUDAAllocatorConfig.h "
+               "expandable_segments() and CUDACachingAllocator.cpp ExpandableSegment (L292)"},
 }};
 
 // version_rule() indexes the table by the enum: one row per rule, in the enum's order.
@@ -225,6 +235,12 @@ GemmWorkspaces stack_gemm_workspaces(const SoftwareStack& stack) {
       return GemmWorkspaces::none;
   }
   return GemmWorkspaces::sm90;
+}
+
+bool rocm_ignores_expandable_segments(const SoftwareStack& stack) {
+  const bool rocm =
+      stack.architecture == Architecture::gfx942 || stack.architecture == Architecture::gfx950;
+  return rocm && !rule_holds(stack, VersionRule::rocm_expandable_segments);
 }
 
 void derive_stack_kernels(TrainingConfig& training) {

@@ -40,10 +40,11 @@ enum class VersionRule : std::uint8_t {
   te_linear_save_original_input,             // TE's Linear can save its bf16 input instead
   megatron_proj_saves_original_input,        // Megatron sets it on the attention projection
   megatron_fsdp_keeps_non_unit_buckets,      // Megatron-FSDP keeps embedding/head gathered
+  rocm_expandable_segments,                  // PyTorch on ROCm honours expandable_segments
 };
 template <>
 struct EnumNames<VersionRule> {
-  static constexpr std::array<std::string_view, 14> names = {
+  static constexpr std::array<std::string_view, 15> names = {
       "te-cross-entropy-fp32-gradient",
       "moe-probs-in-activation",
       "fla-gate-in-kernel",
@@ -57,9 +58,10 @@ struct EnumNames<VersionRule> {
       "te-per-tensor-fp8-one-copy-on-blackwell",
       "te-linear-save-original-input",
       "megatron-proj-saves-original-input",
-      "megatron-fsdp-keeps-non-unit-buckets"};
+      "megatron-fsdp-keeps-non-unit-buckets",
+      "rocm-expandable-segments"};
 };
-static_assert(names_end_at<VersionRule::megatron_fsdp_keeps_non_unit_buckets>());
+static_assert(names_end_at<VersionRule::rocm_expandable_segments>());
 
 struct VersionRuleInfo {
   VersionRule rule;
@@ -93,6 +95,11 @@ constexpr std::uint32_t stack_kernel_bit(StackKernel k) {
 MoeUnpermute stack_moe_unpermute(const SoftwareStack& stack);
 FlaVersion stack_fla_version(const SoftwareStack& stack);
 GemmWorkspaces stack_gemm_workspaces(const SoftwareStack& stack);
+
+// Whether the run's PyTorch ignores expandable_segments: on a ROCm architecture (gfx942, gfx950)
+// before the release of rule rocm_expandable_segments, CUDAAllocatorConfig::expandable_segments()
+// warns "expandable_segments not supported on this platform" and returns false.
+bool rocm_ignores_expandable_segments(const SoftwareStack& stack);
 
 // Sets every StackKernel option the user did not set explicitly from training.stack.
 void derive_stack_kernels(TrainingConfig& training);

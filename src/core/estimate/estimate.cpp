@@ -14,6 +14,7 @@
 
 #include "allocator/step_replay.h"
 #include "config/devices.h"
+#include "config/version_rules.h"
 #include "estimate/cross_check.h"
 #include "estimate/estimate_cache.h"
 #include "memory/activation_terms.h"
@@ -636,7 +637,19 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     set_headroom(stage, config, report.device);
   }
   if (!in.peaks_only && cache.replay_allocator) {
-    if (!replay_stages(report, replay_settings(config), cache)) return;
+    ReplaySettings settings = replay_settings(config);
+    if (settings.rules.expandable_segments &&
+        rocm_ignores_expandable_segments(config.training.stack)) {
+      settings.rules.expandable_segments = false;
+      report.diagnostics.warn(
+          "allocator.expandable_segments",
+          "PyTorch " + release_text(config.training.stack.torch) + " on " +
+              std::string(enum_name(config.training.stack.architecture)) +
+              " ignores expandable_segments (it warns 'expandable_segments not supported on this "
+              "platform'; ROCm support from torch 2.11): replayed with one segment per "
+              "cudaMalloc");
+    }
+    if (!replay_stages(report, settings, cache)) return;
     for (StageReport& stage : report.stages) set_headroom(stage, config, report.device);
   }
   report.binding_stage = binding_stage(report.stages);

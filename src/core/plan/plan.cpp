@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 
 #include "base/checked_math.h"
@@ -707,44 +708,77 @@ PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top) {
   return out;
 }
 
+PlanConfirmation::PlanConfirmation(std::vector<PlanEntry> entries, std::int64_t top,
+                                   const Config& base, const Model& model,
+                                   std::int64_t max_confirmations)
+    : entries_(std::move(entries)),
+      top_(top),
+      base_(base),
+      model_(&model),
+      budget_(max_confirmations),
+      confirmed_(entries_.size(), false) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) index_of_[entries_[i].ordinal] = i;
+  cache_.keep_activations = false;
+}
+
+void PlanConfirmation::confirm(std::size_t index) {
+  confirmed_[index] = true;
+  ++confirmed_count_;
+  --budget_;
+  PlanEntry& entry = entries_[index];
+  estimate_into(candidate_config(base_, entry.candidate), *model_, cache_, report_);
+  if (!report_.diagnostics.ok() || report_.stages.empty()) return;
+  const StageReport* binding = &report_.stages.front();
+  for (const StageReport& s : report_.stages) {
+    if (s.headroom_bytes < binding->headroom_bytes) binding = &s;
+  }
+  entry.headroom_bytes = binding->headroom_bytes;
+  entry.binding_stage = binding->index;
+  entry.peak_bytes = binding->peak_bytes;
+  entry.fit_basis = binding->fit_basis;
+  entry.fit_bytes = binding->fit_bytes;
+}
+
+bool PlanConfirmation::step(std::int64_t estimates) {
+  estimates = std::max<std::int64_t>(1, estimates);
+  while (!done_ && estimates > 0) {
+    if (next_pending_ == pending_.size()) {
+      // Every entry of the last selection is confirmed: select again (a confirmed entry that no
+      // longer fits drops out, and the ranks by headroom may move) until nothing new is shown.
+      pending_.clear();
+      next_pending_ = 0;
+      const PlanResult shown = select_plan(entries_, top_);
+      std::vector<const PlanEntry*> listed;
+      if (shown.has_minimum) listed.push_back(&shown.minimum);
+      for (const PlanEntry& e : shown.frontier) listed.push_back(&e);
+      for (const PlanEntry* e : listed) {
+        const auto at = index_of_.find(e->ordinal);
+        if (at == index_of_.end() || confirmed_[at->second]) continue;
+        if (std::find(pending_.begin(), pending_.end(), at->second) != pending_.end()) continue;
+        pending_.push_back(at->second);
+      }
+      if (pending_.empty() || budget_ <= 0) {
+        done_ = true;
+        break;
+      }
+    }
+    if (budget_ <= 0) {
+      done_ = true;
+      break;
+    }
+    confirm(pending_[next_pending_++]);
+    --estimates;
+  }
+  return !done_;
+}
+
 PlanResult select_confirmed_plan(std::vector<PlanEntry> entries, std::int64_t top,
                                  const Config& base, const Model& model,
                                  std::int64_t max_confirmations) {
-  std::vector<bool> confirmed(entries.size(), false);
-  std::map<std::int64_t, std::size_t> index_of;  // ordinal -> entry
-  for (std::size_t i = 0; i < entries.size(); ++i) index_of[entries[i].ordinal] = i;
-  EstimateCache cache;
-  cache.keep_activations = false;
-  Report report;
-  for (;;) {
-    PlanResult shown = select_plan(entries, top);
-    bool confirmed_one = false;
-    std::vector<const PlanEntry*> listed;
-    if (shown.has_minimum) listed.push_back(&shown.minimum);
-    for (const PlanEntry& e : shown.frontier) listed.push_back(&e);
-    for (const PlanEntry* e : listed) {
-      const auto at = index_of.find(e->ordinal);
-      if (at == index_of.end() || confirmed[at->second] || max_confirmations <= 0) continue;
-      confirmed[at->second] = true;
-      confirmed_one = true;
-      --max_confirmations;
-      PlanEntry& entry = entries[at->second];
-      estimate_into(candidate_config(base, entry.candidate), model, cache, report);
-      if (!report.diagnostics.ok() || report.stages.empty()) continue;
-      const StageReport* binding = &report.stages.front();
-      for (const StageReport& s : report.stages) {
-        if (s.headroom_bytes < binding->headroom_bytes) binding = &s;
-      }
-      entry.headroom_bytes = binding->headroom_bytes;
-      entry.binding_stage = binding->index;
-      entry.peak_bytes = binding->peak_bytes;
-      entry.fit_basis = binding->fit_basis;
-      entry.fit_bytes = binding->fit_bytes;
-    }
-    // Shown entries changed: select again (a confirmed entry that no longer fits drops out, and
-    // the ranks by headroom may move) until every entry shown is confirmed.
-    if (!confirmed_one) return shown;
+  PlanConfirmation confirmation(std::move(entries), top, base, model, max_confirmations);
+  while (confirmation.step(std::numeric_limits<std::int64_t>::max())) {
   }
+  return confirmation.result();
 }
 
 PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds) {

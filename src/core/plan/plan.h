@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -262,6 +263,38 @@ PlanResult select_plan(std::vector<PlanEntry> entries, std::int64_t top);
 PlanResult select_confirmed_plan(std::vector<PlanEntry> entries, std::int64_t top,
                                  const Config& base, const Model& model,
                                  std::int64_t max_confirmations = 256);
+
+// select_confirmed_plan in steps, so that a front end confirms a few entries per frame (one full
+// estimate with the replay can take tens of milliseconds on a large interleaved layout).
+// `model` must outlive it. step() until it returns false, then result() is select_confirmed_plan's.
+class PlanConfirmation {
+ public:
+  PlanConfirmation(std::vector<PlanEntry> entries, std::int64_t top, const Config& base,
+                   const Model& model, std::int64_t max_confirmations = 256);
+  // Confirms at most `estimates` entries (at least one); false once every entry shown is
+  // confirmed or the confirmation budget is spent.
+  bool step(std::int64_t estimates);
+  bool done() const { return done_; }
+  std::int64_t confirmed() const { return confirmed_count_; }
+  // The selection over the entries as confirmed so far (final once done()).
+  PlanResult result() const { return select_plan(entries_, top_); }
+
+ private:
+  void confirm(std::size_t entry);
+  std::vector<PlanEntry> entries_;
+  std::int64_t top_ = 1;
+  Config base_;
+  const Model* model_ = nullptr;
+  std::int64_t budget_ = 0;
+  std::vector<bool> confirmed_;
+  std::map<std::int64_t, std::size_t> index_of_;  // ordinal -> entry
+  std::vector<std::size_t> pending_;              // shown, not yet confirmed, in the order shown
+  std::size_t next_pending_ = 0;
+  std::int64_t confirmed_count_ = 0;
+  bool done_ = false;
+  EstimateCache cache_;
+  Report report_;
+};
 
 // The whole search in one call.
 PlanResult plan(const Config& base, const Model& model, const PlanBounds& bounds);
