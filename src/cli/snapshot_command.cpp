@@ -27,7 +27,10 @@ constexpr std::array<stagemem_cli::CommandOption, 2> snapshot_options = {{
     {"--json", "",
      "JSON: file, reserved_bytes, active_bytes, buckets[] {name, measured_bytes, block_bytes, "
      "blocks, derived_bytes, gap_bytes, match, derived_terms[], by_module{}}, "
-     "optimizer_state_seen, peak {device, event, live_bytes, size, bucket, where}"},
+     "optimizer_state_seen, peak {device, event, live_bytes, size, bucket, where}, segments "
+     "{measured_segments, derived_segments, measured_reserved_bytes, "
+     "derived_peak_reserved_bytes, by_size[] {pool, bytes, measured_count, derived_count}} "
+     "(null without a model)"},
 }};
 
 std::string bytes_text(std::int64_t bytes) {
@@ -55,6 +58,36 @@ void print_bucket_rows(const stagemem::SnapshotSummary& s,
       std::printf("  derived: %s  %s\n", stagemem::term_name(*t).c_str(),
                   bytes_text(t->bytes).c_str());
     }
+  }
+}
+
+// The snapshot's segments next to the replay's at the stage's peak reserved, by pool and size.
+void print_segments_text(const stagemem::SegmentComparison& c, const stagemem::StageReport& stage) {
+  if (!c.measured) {
+    std::printf("\nsegments: the summary a link carries lists none (load the file to compare)\n");
+    return;
+  }
+  if (!c.derived) {
+    std::printf("\nsegments: %lld in the snapshot; the stage was not replayed (no derived ones)\n",
+                static_cast<long long>(c.measured_segments));
+    return;
+  }
+  std::printf(
+      "\nsegments: %lld in the snapshot (reserved %s) vs %lld held by the allocator replay when "
+      "reserved peaks (%s, %s)\n",
+      static_cast<long long>(c.measured_segments), bytes_text(c.measured_reserved_bytes).c_str(),
+      static_cast<long long>(c.derived_segments), bytes_text(c.derived_reserved_bytes).c_str(),
+      stagemem::reserved_moment_text(stage).c_str());
+  std::printf("%-6s %30s %10s %10s\n", "pool", "segment size", "measured", "derived");
+  constexpr std::size_t shown = 24;
+  for (std::size_t i = 0; i < c.rows.size() && i < shown; ++i) {
+    const auto& r = c.rows[i];
+    std::printf("%-6s %30s %10lld %10lld\n", r.small_pool ? "small" : "large",
+                bytes_text(r.segment_bytes).c_str(), static_cast<long long>(r.measured_count),
+                static_cast<long long>(r.derived_count));
+  }
+  if (c.rows.size() > shown) {
+    std::printf("... %zu more segment sizes (--json lists them all)\n", c.rows.size() - shown);
   }
 }
 
@@ -89,6 +122,7 @@ void print_snapshot_text(const std::string& file, const stagemem::SnapshotSummar
   if (compared) {
     const std::string moment = stagemem::moment_name(*compared, stagemem::peak_moment(*compared));
     std::printf("%s\n", stagemem::compare_snapshot_peak(s, *compared, moment).text.c_str());
+    print_segments_text(stagemem::compare_segments(s, *compared), *compared);
   }
 }
 
@@ -119,6 +153,23 @@ json bucket_json(const stagemem::SnapshotSummary& s, const stagemem::SnapshotCom
   return entry;
 }
 
+// The segments by pool and size, measured and derived (null counts: that side has none).
+json segments_json(const stagemem::SegmentComparison& c) {
+  json rows = json::array();
+  for (const auto& r : c.rows) {
+    rows.push_back({{"pool", r.small_pool ? "small" : "large"},
+                    {"bytes", r.segment_bytes},
+                    {"measured_count", c.measured ? json(r.measured_count) : json(nullptr)},
+                    {"derived_count", c.derived ? json(r.derived_count) : json(nullptr)}});
+  }
+  return {
+      {"measured_segments", c.measured ? json(c.measured_segments) : json(nullptr)},
+      {"derived_segments", c.derived ? json(c.derived_segments) : json(nullptr)},
+      {"measured_reserved_bytes", c.measured_reserved_bytes},
+      {"derived_peak_reserved_bytes", c.derived ? json(c.derived_reserved_bytes) : json(nullptr)},
+      {"by_size", rows}};
+}
+
 // The measured peak event of the device trace; null when the snapshot has no trace.
 json peak_json(const stagemem::SnapshotSummary& s) {
   if (!s.peak.found) return nullptr;
@@ -131,12 +182,12 @@ json peak_json(const stagemem::SnapshotSummary& s) {
 }
 
 void print_snapshot_json(const std::string& file, const stagemem::SnapshotSummary& s,
-                         const std::vector<stagemem::SnapshotComparisonRow>& rows, bool compared,
-                         std::int64_t stage) {
+                         const std::vector<stagemem::SnapshotComparisonRow>& rows,
+                         const stagemem::StageReport* compared_stage, std::int64_t stage) {
   json buckets = json::array();
-  for (const auto& row : rows) buckets.push_back(bucket_json(s, row, compared));
+  for (const auto& row : rows) buckets.push_back(bucket_json(s, row, compared_stage != nullptr));
   json out = {{"file", file},
-              {"stage", compared ? json(stage) : json(nullptr)},
+              {"stage", compared_stage ? json(stage) : json(nullptr)},
               {"reserved_bytes", s.reserved_bytes},
               {"active_bytes", s.active_bytes},
               {"blocks_without_frames", s.blocks_without_frames},
@@ -146,6 +197,8 @@ void print_snapshot_json(const std::string& file, const stagemem::SnapshotSummar
     out["lazy_state_note"] = std::string(stagemem::snapshot_lazy_state_note());
   }
   out["peak"] = peak_json(s);
+  out["segments"] = compared_stage ? segments_json(stagemem::compare_segments(s, *compared_stage))
+                                   : json(nullptr);
   stagemem_cli::print_json(out);
 }
 
@@ -275,7 +328,7 @@ void print_snapshot(const SnapshotInput& input,
                     const std::vector<stagemem::SnapshotComparisonRow>& rows,
                     const stagemem::StageReport* compared, std::int64_t stage, bool as_json) {
   if (as_json) {
-    print_snapshot_json(input.name, input.summary, rows, compared != nullptr, stage);
+    print_snapshot_json(input.name, input.summary, rows, compared, stage);
     return;
   }
   if (input.from_link) {

@@ -15,6 +15,16 @@ add_test(NAME "cli: snapshot --json has the buckets"
          COMMAND ${cli} snapshot ${snapshots}/after_step.pickle --preset llama-3.1-8b --json)
 set_tests_properties("cli: snapshot --json has the buckets" PROPERTIES PASS_REGULAR_EXPRESSION
                      "\"name\": \"parameter and gradient buffers\",[^}]*\"measured_bytes\": 3145728")
+add_test(NAME "cli: snapshot shows the measured segments next to the replayed ones"
+         COMMAND ${cli} snapshot ${snapshots}/after_step.pickle --preset llama-3.1-8b --pp 4)
+set_tests_properties("cli: snapshot shows the measured segments next to the replayed ones"
+                     PROPERTIES PASS_REGULAR_EXPRESSION
+                     "segments: 11 in the snapshot \\(reserved 25,165,824 B \\(24.0 MiB\\)\\) vs [0-9]+ held by the allocator replay when reserved peaks.*large +2,097,152 B \\(2.0 MiB\\) +10 ")
+add_test(NAME "cli: snapshot --json has the segments by size"
+         COMMAND ${cli} snapshot ${snapshots}/after_step.pickle --preset llama-3.1-8b --json)
+set_tests_properties("cli: snapshot --json has the segments by size" PROPERTIES
+                     PASS_REGULAR_EXPRESSION
+                     "\"segments\": {[^}]*\"measured_segments\": 11,[^}]*\"by_size\": \\[")
 add_test(NAME "cli: snapshot refuses a pickle that imports"
          COMMAND ${expect_exit} 2 "opcode GLOBAL" ${cli} snapshot ${snapshots}/refused_global.pickle)
 add_test(NAME "cli: snapshot needs a file" COMMAND ${expect_exit} 2 "FILE" ${cli} snapshot)

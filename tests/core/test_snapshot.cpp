@@ -203,3 +203,47 @@ TEST_CASE("Snapshot comparison with the derived terms of an estimate") {
           (row.measured_bytes > 0 ? SnapshotMatch::measured_only : SnapshotMatch::neither));
   }
 }
+
+TEST_CASE("Snapshot segments next to the allocator replay's, by pool and size") {
+  const SnapshotSummary s = summarize_snapshot(load("after_step.pickle"));
+  // The script's toy allocator: 11 large segments, 10 of 2 MiB and 1 of 4 MiB = 24 MiB reserved.
+  CHECK(s.segment_sizes.size() == 2);
+  CHECK(s.segment_sizes.at({false, 2 * MiB}) == 10);
+  CHECK(s.segment_sizes.at({false, 4 * MiB}) == 1);
+  CHECK(s.reserved_bytes == 24 * MiB);
+
+  Config c;
+  c.model = "llama-3.1-8b";
+  c.parallel.pipeline_parallel = 4;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const StageReport& stage = r.stages[0];
+  REQUIRE(stage.reserved_replayed);
+  const SegmentComparison cmp = compare_segments(s, stage);
+  CHECK(cmp.measured);
+  CHECK(cmp.derived);
+  CHECK(cmp.measured_segments == 11);
+  CHECK(cmp.derived_segments == static_cast<std::int64_t>(stage.segments_at_reserved_peak.size()));
+  CHECK(cmp.derived_reserved_bytes == stage.peak_reserved_bytes);
+  // Rows: large pool before small, the larger size first within a pool; every count on a row.
+  std::int64_t measured = 0, derived = 0, derived_bytes = 0;
+  for (std::size_t i = 0; i < cmp.rows.size(); ++i) {
+    const SegmentSizeRow& row = cmp.rows[i];
+    measured += row.measured_count;
+    derived += row.derived_count;
+    derived_bytes += row.derived_count * row.segment_bytes;
+    if (i == 0) continue;
+    const SegmentSizeRow& before = cmp.rows[i - 1];
+    CHECK((before.small_pool < row.small_pool ||
+           (before.small_pool == row.small_pool && before.segment_bytes > row.segment_bytes)));
+  }
+  CHECK(measured == 11);
+  CHECK(derived == cmp.derived_segments);
+  // The derived segments' sizes add up to the replay's peak reserved.
+  CHECK(derived_bytes == stage.peak_reserved_bytes);
+
+  // A link's summary lists no segments: nothing measured to compare.
+  SnapshotSummary from_link = s;
+  from_link.segment_sizes.clear();
+  CHECK_FALSE(compare_segments(from_link, stage).measured);
+}

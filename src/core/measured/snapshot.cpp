@@ -308,6 +308,7 @@ SnapshotSummary summarize_snapshot(const Snapshot& snapshot) {
   SnapshotSummary out;
   for (const SnapshotSegment& segment : snapshot.segments) {
     add(&out.reserved_bytes, segment.total_size, &out.error);
+    ++out.segment_sizes[{segment.segment_type == "small", segment.total_size}];
     for (const SnapshotBlock& block : segment.blocks) {
       // active_pending_free: freed by Python but still held for another stream's use.
       if (block.state.rfind("active", 0) != 0) {
@@ -559,6 +560,34 @@ SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& s, const Sta
              exact_amount(out.derived_bytes) + " at " + derived_moment +
              ": gap (measured - derived) " + (out.gap_bytes < 0 ? "-" : "+") +
              exact_amount(magnitude);
+  return out;
+}
+
+SegmentComparison compare_segments(const SnapshotSummary& summary, const StageReport& stage) {
+  SegmentComparison out;
+  out.measured = !summary.segment_sizes.empty();
+  out.derived = stage.reserved_replayed;
+  out.measured_reserved_bytes = summary.reserved_bytes;
+  out.derived_reserved_bytes = stage.reserved_replayed ? stage.peak_reserved_bytes : 0;
+  // Key: (small pool, -bytes) so that the map's order is large pool first, largest size first.
+  std::map<std::pair<bool, std::int64_t>, SegmentSizeRow> rows;
+  const auto row = [&](bool small, std::int64_t bytes) -> SegmentSizeRow& {
+    SegmentSizeRow& r = rows[{small, -bytes}];
+    r.small_pool = small;
+    r.segment_bytes = bytes;
+    return r;
+  };
+  for (const auto& [key, count] : summary.segment_sizes) {
+    row(key.first, key.second).measured_count += count;
+    out.measured_segments += count;
+  }
+  if (out.derived) {
+    for (const HeldSegment& seg : stage.segments_at_reserved_peak) {
+      ++row(seg.small_pool, seg.bytes).derived_count;
+      ++out.derived_segments;
+    }
+  }
+  for (auto& [key, r] : rows) out.rows.push_back(r);
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "measured/pickle_reader.h"
@@ -133,10 +134,34 @@ struct SnapshotSummary {
   // Events in the trace of the peak's device (what places the peak in it; kept when a link
   // carries the summary without the curve).
   std::int64_t peak_trace_events = 0;
+  // The segments held, by (pool is small, segment bytes): their count. Empty for a link's
+  // summary (links carry no segments).
+  std::map<std::pair<bool, std::int64_t>, std::int64_t> segment_sizes;
   std::string error;  // a byte sum overflowed int64 (then the sums are incomplete)
 };
 
 SnapshotSummary summarize_snapshot(const Snapshot& snapshot);
+
+// The segments a snapshot holds next to those the allocator replay holds when the stage's
+// reserved bytes peak (StageReport::segments_at_reserved_peak), by pool and segment size. The
+// moments differ unless the snapshot was taken at the peak: reserved only grows within a step
+// without empty_cache, so a snapshot taken after the step holds at least the peak's segments.
+struct SegmentSizeRow {
+  bool small_pool = false;
+  std::int64_t segment_bytes = 0;
+  std::int64_t measured_count = 0;
+  std::int64_t derived_count = 0;
+};
+struct SegmentComparison {
+  bool measured = false;  // the summary lists segments (a link's summary does not)
+  bool derived = false;   // the stage was replayed (StageReport::reserved_replayed)
+  std::int64_t measured_segments = 0;
+  std::int64_t derived_segments = 0;
+  std::int64_t measured_reserved_bytes = 0;  // the snapshot's reserved (segments' total size)
+  std::int64_t derived_reserved_bytes = 0;   // the replay's peak reserved
+  std::vector<SegmentSizeRow> rows;          // large pool first, then small; largest size first
+};
+SegmentComparison compare_segments(const SnapshotSummary& summary, const StageReport& stage);
 
 // The bucket a derived term's bytes would be measured in; nullopt for gap rows (they are
 // measurements themselves). Keys on the term's formula template (TermText) first: weights and
