@@ -3,7 +3,8 @@
 // file never leaves the page), or its summary from a link (snapshot_link.h). It shows what
 // `stagemem snapshot` prints, from the same core functions: the measured bytes per bucket next to
 // the derived terms of the chosen stage, each bucket's status, the verdict (what matches, what is
-// missing on either side), the lazy-state note, and the measured peak against the derived one.
+// missing on either side), the lazy-state note, the measured peak against the derived one, and
+// the snapshot's segments by pool and size next to those the allocator replay holds.
 // The measured curve itself is drawn over the step timeline of the same stage (panel_timeline).
 #include <algorithm>
 #include <string>
@@ -108,6 +109,49 @@ void draw_comparison(const AppState& state, std::int64_t stage_index,
   }
 }
 
+// The snapshot's segments by pool and size next to those the allocator replay holds when the
+// stage's reserved bytes peak (the CLI's segments table). A size whose counts differ is marked.
+void draw_segments(const AppState& state, const stagemem::SnapshotSummary& s,
+                   const stagemem::StageReport& stage) {
+  const stagemem::SegmentComparison c = stagemem::compare_segments(s, stage);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(stagemem::segment_comparison_text(c, stagemem::reserved_moment_text(stage),
+                                                           state.display.unit)
+                             .c_str());
+  ImGui::PopTextWrapPos();
+  if (!c.measured || !c.derived || c.rows.empty()) return;
+  constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
+                                    ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY;
+  // A dozen rows, then it scrolls: a replay can hold segments of a hundred sizes.
+  const float row_height = ImGui::GetTextLineHeight() + 2.0f * ImGui::GetStyle().CellPadding.y;
+  const float rows = static_cast<float>(std::min<std::size_t>(c.rows.size(), 12) + 1);
+  if (!ImGui::BeginTable("snapshot_segments", 4, flags,
+                         ImVec2(0.0f, rows * row_height + 2.0f * ImGui::GetStyle().CellPadding.y)))
+    return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("pool");
+  ImGui::TableSetupColumn("segment size");
+  ImGui::TableSetupColumn("in the snapshot");
+  ImGui::TableSetupColumn("in the replay");
+  ImGui::TableHeadersRow();
+  for (const stagemem::SegmentSizeRow& r : c.rows) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(r.small_pool ? "small" : "large");
+    mono_cell(state, amount(r.segment_bytes, state.display.unit));
+    const ImVec4 colour = r.measured_count == r.derived_count
+                              ? match_colour
+                              : ImGui::GetStyleColorVec4(ImGuiCol_Text);
+    for (const std::int64_t count : {r.measured_count, r.derived_count}) {
+      ImGui::TableNextColumn();
+      ImGui::PushStyleColor(ImGuiCol_Text, colour);
+      mono_text(state.mono_font, std::to_string(count));
+      ImGui::PopStyleColor();
+    }
+  }
+  ImGui::EndTable();
+}
+
 }  // namespace
 
 void draw_snapshot(const AppState& state, Actions& out) {
@@ -187,4 +231,6 @@ void draw_snapshot(const AppState& state, Actions& out) {
   const std::string moment = stagemem::moment_name(stage, stagemem::peak_moment(stage));
   ImGui::TextUnformatted(stagemem::compare_snapshot_peak(s, stage, moment).text.c_str());
   ImGui::PopTextWrapPos();
+  ImGui::Spacing();
+  draw_segments(state, s, stage);
 }

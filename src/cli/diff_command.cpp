@@ -26,7 +26,7 @@ constexpr std::array<stagemem_cli::CommandOption, 5> diff_options = {{
     {"--json", "", "JSON (the same as --format json): docs/report-schema.md, \"The diff\""},
     {"--format", "F",
      "text | markdown | csv | json (default text); csv: one row per stage and term with "
-     "a_bytes, b_bytes, delta_bytes"},
+     "a_bytes, b_bytes, delta_bytes, then each stage's peak, peak reserved and device peak"},
     {"--terms", "",
      "text and markdown: the changed terms of every stage, not only the binding stages"},
     stagemem_cli::units_option,

@@ -63,21 +63,9 @@ void print_bucket_rows(const stagemem::SnapshotSummary& s,
 
 // The snapshot's segments next to the replay's at the stage's peak reserved, by pool and size.
 void print_segments_text(const stagemem::SegmentComparison& c, const stagemem::StageReport& stage) {
-  if (!c.measured) {
-    std::printf("\nsegments: the summary a link carries lists none (load the file to compare)\n");
-    return;
-  }
-  if (!c.derived) {
-    std::printf("\nsegments: %lld in the snapshot; the stage was not replayed (no derived ones)\n",
-                static_cast<long long>(c.measured_segments));
-    return;
-  }
-  std::printf(
-      "\nsegments: %lld in the snapshot (reserved %s) vs %lld held by the allocator replay when "
-      "reserved peaks (%s, %s)\n",
-      static_cast<long long>(c.measured_segments), bytes_text(c.measured_reserved_bytes).c_str(),
-      static_cast<long long>(c.derived_segments), bytes_text(c.derived_reserved_bytes).c_str(),
-      stagemem::reserved_moment_text(stage).c_str());
+  std::printf("\n%s\n",
+              stagemem::segment_comparison_text(c, stagemem::reserved_moment_text(stage)).c_str());
+  if (!c.measured || !c.derived) return;
   std::printf("%-6s %30s %10s %10s\n", "pool", "segment size", "measured", "derived");
   constexpr std::size_t shown = 24;
   for (std::size_t i = 0; i < c.rows.size() && i < shown; ++i) {

@@ -71,7 +71,12 @@
 //                                       derivedTerms[]}], verdicts[{title, buckets}], peakText,
 //                                       peak {found, device, event, liveBytes, size, bucket,
 //                                       where, derivedBytes, gapBytes, comparison}, curves[]
-//                                       (events per device), link}: the Snapshot tab's content
+//                                       (events per device), link, segments {text, measured,
+//                                       derived, measuredSegments, derivedSegments,
+//                                       measuredReservedBytes, derivedReservedBytes,
+//                                       bySize[{pool, bytes, measuredCount, derivedCount}]}
+//                                       (the stage's, against the replay)}: the Snapshot tab's
+//                                       content
 //   Module.requestRedraw(frames)        draw that many frames although nothing changed (tests)
 //   Module.getIdleStats()               {framesDrawn, idleCallbacks}: frames drawn and animation
 //                                       frames that drew nothing (idle costs nothing)
@@ -321,6 +326,7 @@ val get_snapshot() {
   val rows = val::array();
   val verdicts = val::array();
   val peak = val::object();
+  val segments = val::object();
   if (snap.loaded && snap.stage >= 0 && snap.stage < static_cast<std::int64_t>(stages.size())) {
     const stagemem::StageReport& stage = stages[static_cast<std::size_t>(snap.stage)];
     const auto compared = stagemem::compare_snapshot(s, stage);
@@ -345,6 +351,25 @@ val get_snapshot() {
       item.set("buckets", v.buckets);
       verdicts.call<void>("push", item);
     }
+    const stagemem::SegmentComparison c = stagemem::compare_segments(s, stage);
+    segments.set("text", stagemem::segment_comparison_text(c, stagemem::reserved_moment_text(stage),
+                                                           app_state->display.unit));
+    segments.set("measured", c.measured);
+    segments.set("derived", c.derived);
+    segments.set("measuredSegments", static_cast<double>(c.measured_segments));
+    segments.set("derivedSegments", static_cast<double>(c.derived_segments));
+    segments.set("measuredReservedBytes", static_cast<double>(c.measured_reserved_bytes));
+    segments.set("derivedReservedBytes", static_cast<double>(c.derived_reserved_bytes));
+    val sizes = val::array();
+    for (const stagemem::SegmentSizeRow& r : c.rows) {
+      val item = val::object();
+      item.set("pool", std::string(r.small_pool ? "small" : "large"));
+      item.set("bytes", static_cast<double>(r.segment_bytes));
+      item.set("measuredCount", static_cast<double>(r.measured_count));
+      item.set("derivedCount", static_cast<double>(r.derived_count));
+      sizes.call<void>("push", item);
+    }
+    segments.set("bySize", sizes);
     const auto p = stagemem::compare_snapshot_peak(
         s, stage, stagemem::moment_name(stage, stagemem::peak_moment(stage)));
     peak.set("derivedBytes", static_cast<double>(p.derived_bytes));
@@ -361,6 +386,7 @@ val get_snapshot() {
   out.set("rows", rows);
   out.set("verdicts", verdicts);
   out.set("peak", peak);
+  out.set("segments", segments);
   return out;
 }
 

@@ -105,6 +105,27 @@ test("a dropped snapshot is read in the page, compared with the stage, drawn ove
   assert.equal(s.peak.derivedBytes, stage.peak_bytes);
   assert.equal(s.peak.gapBytes, 15_205_376 - stage.peak_bytes);
   assert.match(s.peak.comparison, /^measured peak 15,205,376 B \(14\.5 MiB\) \(event 21 of 24 on device 0, all-gather buffers\) vs derived peak [\d,]+ B \([\d.]+ GiB\) at stage \d, .*: gap \(measured - derived\) -/);
+  // The snapshot's segments next to those the allocator replay holds when the stage's reserved
+  // peaks (test_snapshot.cpp: 10 large segments of 2 MiB and one of 4 MiB = 24 MiB), by pool and
+  // size, each count on one row; the replay's add up to the report's peak reserved.
+  const seg = s.segments;
+  assert.equal(seg.measured, true);
+  assert.equal(seg.derived, true);
+  assert.equal(seg.measuredSegments, 11);
+  assert.equal(seg.measuredReservedBytes, 24 * MiB);
+  assert.equal(seg.derivedReservedBytes, stage.peak_reserved_bytes);
+  assert.equal(seg.derivedSegments, stage.allocator.segments_at_reserved_peak.count);
+  assert.equal(seg.bySize.reduce((a, r) => a + r.measuredCount, 0), 11);
+  assert.equal(seg.bySize.reduce((a, r) => a + r.derivedCount, 0), seg.derivedSegments);
+  assert.equal(seg.bySize.reduce((a, r) => a + r.derivedCount * r.bytes, 0), stage.peak_reserved_bytes);
+  assert.deepEqual(seg.bySize.filter((r) => r.measuredCount > 0).map((r) => [r.pool, r.bytes, r.measuredCount]),
+                   [["large", 4 * MiB, 1], ["large", 2 * MiB, 10]]);
+  assert.match(seg.text, /^segments: 11 in the snapshot \(reserved 25,165,824 B \(24\.0 MiB\)\) vs \d+ held by the allocator replay when reserved peaks \(/);
+  // Scrolled with the wheel to the segments table at the tab's end, to look at.
+  await page.mouse.move(700, 500);
+  await page.mouse.wheel(0, 3000);
+  await waitFrames(page, 4);
+  await page.screenshot({ path: join(artifacts, "snapshot-segments.png") });
   // Read in the page: not one request since the drop.
   assert.deepEqual(requests, []);
 
@@ -146,6 +167,9 @@ test("a dropped snapshot is read in the page, compared with the stage, drawn ove
   assert.equal(again.fileBytes, 0);
   assert.deepEqual(again.curves, []);
   assert.deepEqual(comparison(again), fromFile);
+  // A link carries no segments: the tab says so instead of comparing nothing.
+  assert.equal(again.segments.measured, false);
+  assert.equal(again.segments.text, "segments: the summary a link carries lists none (load the file to compare)");
   assert.deepEqual(await reopened.evaluate(() => Module.getLinkProblems()), []);
   // Its timeline shows the measured peak's level (the curve stays in the file).
   assert.equal((await reopened.evaluate(() => Module.getUiState())).mainTab, "timeline");

@@ -51,6 +51,11 @@ for (const c of cases) {
     assert.equal(s.a_peak_bytes, sa ? sa.peak_bytes : 0);
     assert.equal(s.b_peak_bytes, sb ? sb.peak_bytes : 0);
     assert.equal(s.peak_delta_bytes, s.b_peak_bytes - s.a_peak_bytes);
+    // Each side's reserved and device figures are its report's (null where unknown or absent).
+    assert.equal(s.a_peak_reserved_bytes, sa ? sa.peak_reserved_bytes : null);
+    assert.equal(s.b_peak_reserved_bytes, sb ? sb.peak_reserved_bytes : null);
+    assert.equal(s.a_device_peak_bytes, sa ? sa.device_peak_bytes : null);
+    assert.equal(s.b_device_peak_bytes, sb ? sb.device_peak_bytes : null);
     // Every term of each side exactly once, with its bytes.
     const aTerms = s.terms.filter((t) => t.a_name !== null);
     const bTerms = s.terms.filter((t) => t.b_name !== null);

@@ -104,8 +104,8 @@ TEST_CASE("Comparison Markdown: summary, stage table, changed terms and the link
                      .b_link = "#v=1",
                      .comparison_link = "https://wiki.example/stagemem/#v=1&base=x"});
   CHECK(md.find("- Settings changed: pp 2 \u2192 4\n") != std::string::npos);
-  CHECK(md.find("| stage | layers A | layers B | peak A | peak B | difference | fits A | fits B "
-                "|\n| ---: |") != std::string::npos);
+  CHECK(md.find("| stage | layers A | layers B | peak A | peak B | difference | reserved A | "
+                "reserved B | fits A | fits B |\n| ---: |") != std::string::npos);
   CHECK(md.find("#### stage 0: ") != std::string::npos);
   CHECK(md.find("[Open this comparison in stagemem](<https://wiki.example/stagemem/#v=1&base=x>)"
                 "\n") != std::string::npos);
@@ -113,10 +113,21 @@ TEST_CASE("Comparison Markdown: summary, stage table, changed terms and the link
   CHECK(md.find("B (stagemem link fragment): `#v=1`\n") != std::string::npos);
 }
 
-TEST_CASE("Comparison CSV: a row per stage and term plus each stage's peak, B - A exactly") {
+TEST_CASE("Comparison CSV: a row per stage and term plus each stage's peaks, B - A exactly") {
+  // Per stage: its terms, the peak (allocated) row and the peak reserved row (both sides are
+  // replayed); no device row, as neither side measures the rows outside the allocator.
   const Pair p("v=1&model=mixtral-8x7b&pp=4&ep=8", "v=1&model=mixtral-8x7b&pp=4&ep=8&tp=2&sp=1");
-  const std::vector<std::string> rows = lines_of(comparison_csv(p.compared()));
-  REQUIRE(rows.size() == 1 + term_rows(p.comparison) + p.comparison.stages.size());
+  const std::string csv = comparison_csv(p.compared());
+  const std::vector<std::string> rows = lines_of(csv);
+  REQUIRE(rows.size() == 1 + term_rows(p.comparison) + 2 * p.comparison.stages.size());
+  for (const StageComparison& s : p.comparison.stages) {
+    CHECK(csv.find("\n" + std::to_string(s.index) + ",peak reserved,," +
+                   std::to_string(s.a_peak_reserved_bytes) + "," +
+                   std::to_string(s.b_peak_reserved_bytes) + "," +
+                   std::to_string(s.b_peak_reserved_bytes - s.a_peak_reserved_bytes) +
+                   ",yes,yes\n") != std::string::npos);
+  }
+  CHECK(csv.find(",device peak,") == std::string::npos);
   CHECK(rows[0] == "stage,term,family,a_bytes,b_bytes,delta_bytes,in_a,in_b");
   for (std::size_t i = 1; i < rows.size(); ++i) {
     // The last five fields hold no comma: a_bytes, b_bytes, delta_bytes, in_a, in_b.
@@ -160,6 +171,15 @@ TEST_CASE("Comparison JSON: per stage peak_delta_bytes, per term a_bytes/b_bytes
       CHECK(s["terms"][t]["a_name"].is_null() == (c.terms[t].a_term < 0));
     }
   }
+  // Each side's replayed reserved peak; the device figure is unknown without measured rows.
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(doc["stages"][i]["a_peak_reserved_bytes"] == p.a.stages[i].peak_reserved_bytes);
+    CHECK(doc["stages"][i]["b_peak_reserved_bytes"] == p.b.stages[i].peak_reserved_bytes);
+    CHECK(doc["stages"][i]["a_peak_reserved_bytes"] >= doc["stages"][i]["a_peak_bytes"]);
+    CHECK(doc["stages"][i]["a_device_peak_bytes"].is_null());
+  }
+  CHECK(doc["stages"][3]["a_peak_reserved_bytes"].is_null());  // A has 2 stages
+  CHECK(doc["stages"][3]["b_peak_reserved_bytes"] == p.b.stages[3].peak_reserved_bytes);
   CHECK(doc["stages"][3]["in_a"] == false);
   CHECK(doc["stages"][3]["a_layers"].is_null());
   CHECK(doc["stages"][3]["a_fits"].is_null());
@@ -172,7 +192,7 @@ TEST_CASE("Comparison: the pieces a front end draws are the cells the writers pr
   const ComparedReports c = p.compared();
   const Table stages = comparison_stage_table(c);
   REQUIRE(stages.rows.size() == p.comparison.stages.size());  // one row per stage index
-  CHECK(stages.columns.size() == 8);
+  CHECK(stages.columns.size() == 10);
   const std::string text = comparison_text(c, {.all_stages = true});
   CHECK(text.find(text_table(stages)) != std::string::npos);
   for (const StageComparison& s : p.comparison.stages) {

@@ -16,14 +16,49 @@ TEST_CASE("Report CSV: one row per term, the formula quoted where it holds comma
   REQUIRE(r.diagnostics.ok());
   const std::string csv = report_csv(r);
   CHECK(
-      csv.starts_with("stage,layers,term,family,tag,allocated_at,bytes,formula\n"
+      csv.starts_with("stage,layers,term,family,tag,allocated_at,bytes,formula,stage_peak_bytes,"
+                      "stage_peak_reserved_bytes,stage_device_peak_bytes,fit_basis\n"
                       "0,0-7,weights (bf16),resident,DERIVED,model init,4540465152,"
-                      "\"2 B x 2,270,232,576 parameters on this rank\"\n"));
+                      "\"2 B x 2,270,232,576 parameters on this rank\","));
   std::size_t rows = 0;
   for (const StageReport& s : r.stages) rows += s.terms.size();
   std::size_t lines = 0;
   for (const char ch : csv) lines += ch == '\n' ? 1 : 0;
   CHECK(lines == rows + 1);  // no formula holds a line break
+}
+
+TEST_CASE("Report CSV: each row carries its stage's peak allocated, reserved and device figures") {
+  // The last four cells are the stage's peak_bytes, peak_reserved_bytes (the allocator replay),
+  // device_peak_bytes and fit_basis, as in the report JSON. Without measured rows outside the
+  // allocator the device figure is unknown: an empty cell, and the fit is against reserved.
+  Config c;
+  c.parallel.pipeline_parallel = 4;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const std::string csv = report_csv(r);
+  for (const StageReport& s : r.stages) {
+    REQUIRE(s.reserved_replayed);
+    CHECK(s.device_peak_bytes < 0);
+    CHECK(s.fit_basis == FitBasis::reserved);
+    const std::string tail = "," + std::to_string(s.peak_bytes) + "," +
+                             std::to_string(s.peak_reserved_bytes) + ",,reserved\n";
+    std::size_t rows = 0;
+    for (std::size_t at = csv.find(tail); at != std::string::npos; at = csv.find(tail, at + 1))
+      ++rows;
+    CHECK(rows == s.terms.size());
+  }
+  // A measured runtime context and communication buffers make the device figure known.
+  c.gaps = {
+      {.kind = GapKind::runtime_context, .bytes = std::int64_t{3} << 30, .source = "smi"},
+      {.kind = GapKind::communication_buffers, .bytes = std::int64_t{1} << 30, .source = "nccl"}};
+  const Report measured = estimate(c);
+  REQUIRE(measured.diagnostics.ok());
+  const StageReport& s0 = measured.stages[0];
+  REQUIRE(s0.device_peak_bytes >= 0);
+  CHECK(s0.device_peak_bytes == s0.peak_reserved_bytes + (std::int64_t{4} << 30));
+  CHECK(report_csv(measured).find("," + std::to_string(s0.peak_reserved_bytes) + "," +
+                                  std::to_string(s0.device_peak_bytes) + ",device\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("Report CSV: a stage's chunks are one quoted cell, an empty chunk guarded") {

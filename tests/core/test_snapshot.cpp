@@ -246,4 +246,17 @@ TEST_CASE("Snapshot segments next to the allocator replay's, by pool and size") 
   SnapshotSummary from_link = s;
   from_link.segment_sizes.clear();
   CHECK_FALSE(compare_segments(from_link, stage).measured);
+
+  // The heading every front end prints: counts, both reserved figures and the replay's moment.
+  CHECK(segment_comparison_text(cmp, "step 2, optimizer step") ==
+        "segments: 11 in the snapshot (reserved 25,165,824 B (24.0 MiB)) vs " +
+            std::to_string(cmp.derived_segments) +
+            " held by the allocator replay when reserved peaks (" +
+            snapshot_bytes_text(stage.peak_reserved_bytes) + ", step 2, optimizer step)");
+  CHECK(segment_comparison_text(compare_segments(from_link, stage), "") ==
+        "segments: the summary a link carries lists none (load the file to compare)");
+  StageReport not_replayed = stage;
+  not_replayed.reserved_replayed = false;
+  CHECK(segment_comparison_text(compare_segments(s, not_replayed), "") ==
+        "segments: 11 in the snapshot; the stage was not replayed (no derived ones)");
 }

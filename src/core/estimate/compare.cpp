@@ -30,6 +30,13 @@ bool compare_stage(const StageReport* a, const StageReport* b, StageComparison& 
   out.a_peak_bytes = a ? a->peak_bytes : 0;
   out.b_peak_bytes = b ? b->peak_bytes : 0;
   bool ok = checked_sub(out.b_peak_bytes, out.a_peak_bytes, &out.peak_delta_bytes);
+  const auto reserved = [](const StageReport* s) {
+    return s != nullptr && s->reserved_replayed ? s->peak_reserved_bytes : std::int64_t{-1};
+  };
+  out.a_peak_reserved_bytes = reserved(a);
+  out.b_peak_reserved_bytes = reserved(b);
+  out.a_device_peak_bytes = a ? a->device_peak_bytes : -1;
+  out.b_device_peak_bytes = b ? b->device_peak_bytes : -1;
   std::vector<bool> b_taken(b ? b->terms.size() : 0, false);
   if (a) {
     for (std::size_t i = 0; i < a->terms.size(); ++i) {

@@ -43,6 +43,12 @@ struct StageComparison {
   std::int64_t a_peak_bytes = 0;  // 0 when the stage is not in A
   std::int64_t b_peak_bytes = 0;
   std::int64_t peak_delta_bytes = 0;  // b_peak_bytes - a_peak_bytes
+  // Each side's replayed peak reserved and device figure (report.h); -1 when unknown (the stage
+  // is not on that side, not replayed, or the rows outside the allocator are not measured).
+  std::int64_t a_peak_reserved_bytes = -1;
+  std::int64_t b_peak_reserved_bytes = -1;
+  std::int64_t a_device_peak_bytes = -1;
+  std::int64_t b_device_peak_bytes = -1;
   // A's terms in A's order (each with its B match, if any), then B's unmatched terms in B's order.
   std::vector<TermComparison> terms;
 };

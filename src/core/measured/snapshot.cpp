@@ -520,6 +520,22 @@ std::string snapshot_frameless_note(const SnapshotSummary& s) {
          "autograd's thread): counted in other";
 }
 
+std::string segment_comparison_text(const SegmentComparison& c, std::string_view reserved_moment,
+                                    AmountUnit unit) {
+  if (!c.measured)
+    return "segments: the summary a link carries lists none (load the file to compare)";
+  if (!c.derived) {
+    return "segments: " + std::to_string(c.measured_segments) +
+           " in the snapshot; the stage was not replayed (no derived ones)";
+  }
+  return "segments: " + std::to_string(c.measured_segments) + " in the snapshot (reserved " +
+         snapshot_bytes_text(c.measured_reserved_bytes, unit) + ") vs " +
+         std::to_string(c.derived_segments) +
+         " held by the allocator replay when reserved peaks (" +
+         snapshot_bytes_text(c.derived_reserved_bytes, unit) + ", " + std::string(reserved_moment) +
+         ")";
+}
+
 std::string snapshot_peak_text(const SnapshotSummary& s) {
   if (!s.peak.found) {
     return "no device trace (record with torch.cuda.memory._record_memory_history()): no "

@@ -162,6 +162,12 @@ struct SegmentComparison {
   std::vector<SegmentSizeRow> rows;          // large pool first, then small; largest size first
 };
 SegmentComparison compare_segments(const SnapshotSummary& summary, const StageReport& stage);
+// Its heading in words, for every front end: "segments: 11 in the snapshot (reserved ...) vs 235
+// held by the allocator replay when reserved peaks (<derived reserved>, <reserved_moment>)", or
+// why there is no comparison (a link's summary lists no segments; the stage was not replayed).
+std::string segment_comparison_text(const SegmentComparison& comparison,
+                                    std::string_view reserved_moment,
+                                    AmountUnit unit = AmountUnit::gib);
 
 // The bucket a derived term's bytes would be measured in; nullopt for gap rows (they are
 // measurements themselves). Keys on the term's formula template (TermText) first: weights and

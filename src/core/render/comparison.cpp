@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/checked_math.h"
 #include "base/text_escaping.h"
 #include "config/config_fields.h"
 #include "render/report_json.h"
@@ -83,6 +84,11 @@ std::string side_peak(const Report& report, std::int64_t index, AmountUnit unit)
   return s == nullptr ? "-" : comparison_amount_text(s->peak_bytes, unit);
 }
 
+// The replayed peak reserved; "-" when the side has no such stage or it was not replayed.
+std::string side_reserved(std::int64_t bytes, AmountUnit unit) {
+  return bytes < 0 ? "-" : comparison_amount_text(bytes, unit);
+}
+
 // "0 (binding A, B)", "3 (binding B)", "5".
 std::string stage_cell(const ComparedReports& c, std::int64_t index) {
   const bool a = index == c.comparison.a_binding_stage;
@@ -113,6 +119,8 @@ Table comparison_stage_table(const ComparedReports& c) {
                           {"peak A", Align::right},
                           {"peak B", Align::right},
                           {"difference", Align::right},
+                          {"reserved A", Align::right},
+                          {"reserved B", Align::right},
                           {"fits A"},
                           {"fits B"}}};
   for (const StageComparison& s : c.comparison.stages) {
@@ -120,7 +128,9 @@ Table comparison_stage_table(const ComparedReports& c) {
                           side_layers(c.b, s.index), side_peak(c.a, s.index, c.unit),
                           side_peak(c.b, s.index, c.unit),
                           comparison_delta_text(s.peak_delta_bytes, c.unit),
-                          side_fits(c.a, s.index), side_fits(c.b, s.index)});
+                          side_reserved(s.a_peak_reserved_bytes, c.unit),
+                          side_reserved(s.b_peak_reserved_bytes, c.unit), side_fits(c.a, s.index),
+                          side_fits(c.b, s.index)});
   }
   return table;
 }
@@ -327,9 +337,29 @@ std::string comparison_csv(const ComparedReports& c) {
     table.rows.push_back({std::to_string(s.index), "peak", "", std::to_string(s.a_peak_bytes),
                           std::to_string(s.b_peak_bytes), std::to_string(s.peak_delta_bytes),
                           s.in_a ? "yes" : "no", s.in_b ? "yes" : "no"});
+    // The replayed reserved and the device figures: empty cells on a side where one is unknown,
+    // and the difference only when both are known.
+    const auto figure_row = [&](const char* name, std::int64_t a, std::int64_t b) {
+      if (a < 0 && b < 0) return;
+      std::int64_t delta = 0;
+      const bool both = a >= 0 && b >= 0 && checked_sub(b, a, &delta);
+      table.rows.push_back({std::to_string(s.index), name, "", a >= 0 ? std::to_string(a) : "",
+                            b >= 0 ? std::to_string(b) : "", both ? std::to_string(delta) : "",
+                            a >= 0 ? "yes" : "no", b >= 0 ? "yes" : "no"});
+    };
+    figure_row("peak reserved", s.a_peak_reserved_bytes, s.b_peak_reserved_bytes);
+    figure_row("device peak", s.a_device_peak_bytes, s.b_device_peak_bytes);
   }
   return csv_table(table);
 }
+
+namespace {
+
+json known_or_null(std::int64_t bytes) {
+  return bytes >= 0 ? json(bytes) : json(nullptr);
+}
+
+}  // namespace
 
 std::string comparison_json(const ComparedReports& c, std::string_view a_link,
                             std::string_view b_link) {
@@ -351,6 +381,10 @@ std::string comparison_json(const ComparedReports& c, std::string_view a_link,
                       {"a_peak_bytes", s.a_peak_bytes},
                       {"b_peak_bytes", s.b_peak_bytes},
                       {"peak_delta_bytes", s.peak_delta_bytes},
+                      {"a_peak_reserved_bytes", known_or_null(s.a_peak_reserved_bytes)},
+                      {"b_peak_reserved_bytes", known_or_null(s.b_peak_reserved_bytes)},
+                      {"a_device_peak_bytes", known_or_null(s.a_device_peak_bytes)},
+                      {"b_device_peak_bytes", known_or_null(s.b_device_peak_bytes)},
                       {"a_fits", stage_fits_json(c.a, s.index)},
                       {"b_fits", stage_fits_json(c.b, s.index)},
                       {"changed_terms", changed_terms(s)},

@@ -25,14 +25,27 @@ std::string report_csv(const Report& report) {
                           {"tag"},
                           {"allocated_at"},
                           {"bytes", left, CellKind::number},
-                          {"formula"}}};
+                          {"formula"},
+                          {"stage_peak_bytes", left, CellKind::number},
+                          {"stage_peak_reserved_bytes", left, CellKind::number},
+                          {"stage_device_peak_bytes", left, CellKind::number},
+                          {"fit_basis"}}};
   for (const StageReport& stage : report.stages) {
     const std::string layers = stage_layers_text(stage);
+    // The stage's three figures repeat on each of its rows, so a filtered sheet keeps them; an
+    // unknown figure (not replayed, or no measured rows outside the allocator) is empty, as the
+    // JSON's null.
+    const std::string peak = std::to_string(stage.peak_bytes);
+    const std::string reserved =
+        stage.reserved_replayed ? std::to_string(stage.peak_reserved_bytes) : "";
+    const std::string device =
+        stage.device_peak_bytes >= 0 ? std::to_string(stage.device_peak_bytes) : "";
+    const std::string basis(enum_name(stage.fit_basis));
     for (const Term& t : stage.terms) {
-      table.rows.push_back({std::to_string(stage.index), layers, term_name(t),
-                            std::string(family_name(t.family)), std::string(tag_name(t.tag)),
-                            std::string(allocation_point_name(t.allocated_at)),
-                            std::to_string(t.bytes), term_formula(t)});
+      table.rows.push_back(
+          {std::to_string(stage.index), layers, term_name(t), std::string(family_name(t.family)),
+           std::string(tag_name(t.tag)), std::string(allocation_point_name(t.allocated_at)),
+           std::to_string(t.bytes), term_formula(t), peak, reserved, device, basis});
     }
   }
   return csv_table(table);

@@ -12,7 +12,10 @@
 
 namespace stagemem {
 
-// stage,layers,term,family,tag,allocated_at,bytes,formula
+// stage,layers,term,family,tag,allocated_at,bytes,formula,stage_peak_bytes,
+// stage_peak_reserved_bytes,stage_device_peak_bytes,fit_basis: the last four are the stage's
+// (report JSON's peak_bytes, peak_reserved_bytes, device_peak_bytes, fit_basis) on each of its
+// rows; an unknown figure is an empty cell.
 std::string report_csv(const Report& report);
 // stage,event,phase,micro_batch,chunk,resident_bytes,activation_bytes,transient_bytes,
 // gap_bytes,live_bytes,transient,inside,peak (micro_batch and chunk empty for the optimizer
