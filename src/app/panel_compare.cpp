@@ -56,13 +56,23 @@ void table_cell(const AppState& state, const stagemem::TableColumn& column,
 }
 
 // Amount columns (right-aligned) are as wide as their widest cell, in the monospaced font the
-// cells are drawn in; text columns share the rest.
-void setup_columns(const AppState& state, const stagemem::Table& table, float text_weight) {
+// cells are drawn in; the other text columns as wide as their widest cell or header (short:
+// layers, family, fits), so none is cut; the first column (the stage, a term's name, which
+// wraps) takes the rest.
+void setup_columns(const AppState& state, const stagemem::Table& table) {
   for (std::size_t c = 0; c < table.columns.size(); ++c) {
     const stagemem::TableColumn& column = table.columns[c];
     if (column.align != stagemem::Align::right) {
-      ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_WidthStretch,
-                              c == 0 ? text_weight : 1.0f);
+      if (c == 0) {
+        ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_WidthStretch);
+        continue;
+      }
+      float natural = ImGui::CalcTextSize(column.header.c_str()).x;
+      for (const std::vector<std::string>& cells : table.rows) {
+        if (c < cells.size()) natural = std::max(natural, ImGui::CalcTextSize(cells[c].c_str()).x);
+      }
+      ImGui::TableSetupColumn(column.header.c_str(), ImGuiTableColumnFlags_WidthFixed,
+                              natural + ImGui::GetStyle().CellPadding.x);
       continue;
     }
     float width = ImGui::CalcTextSize(column.header.c_str()).x;
@@ -77,19 +87,22 @@ void setup_columns(const AppState& state, const stagemem::Table& table, float te
 }
 
 // The per-stage table; a click on a row chooses its stage (view.stage). Scrolls inside a dozen
-// rows, so the changed terms stay on the first screen at any PP.
+// rows, so the changed terms stay on the first screen at any PP, and sideways where its ten
+// columns are wider than the panel (no column is cut).
 void draw_stage_table(const AppState& state, CompareView& view, std::int64_t shown, Actions& out) {
   const stagemem::Table& table = state.baseline.stage_table;
-  constexpr ImGuiTableFlags flags =
-      ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY;
+  constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
+                                    ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX;
   const float rows = static_cast<float>(std::min<std::size_t>(table.rows.size(), 12) + 1);
-  const float height = rows * (ImGui::GetTextLineHeight() + 2.0f * ImGui::GetStyle().CellPadding.y);
+  const float height =
+      rows * (ImGui::GetTextLineHeight() + 2.0f * ImGui::GetStyle().CellPadding.y) +
+      ImGui::GetStyle().ScrollbarSize;
   if (!ImGui::BeginTable("compare_stages", static_cast<int>(table.columns.size()), flags,
                          ImVec2(0.0f, height + ImGui::GetStyle().CellPadding.y * 2.0f))) {
     return;
   }
   ImGui::TableSetupScrollFreeze(0, 1);
-  setup_columns(state, table, 1.0f);
+  setup_columns(state, table);
   ImGui::TableHeadersRow();
   view.row_rects.assign(table.rows.size(), WidgetRect{});
   for (std::size_t row = 0; row < table.rows.size(); ++row) {
@@ -118,7 +131,7 @@ void draw_stage_table(const AppState& state, CompareView& view, std::int64_t sho
 void draw_term_table(const AppState& state, const stagemem::Table& table) {
   constexpr ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg;
   if (!ImGui::BeginTable("compare_terms", static_cast<int>(table.columns.size()), flags)) return;
-  setup_columns(state, table, 3.0f);
+  setup_columns(state, table);
   ImGui::TableHeadersRow();
   for (const std::vector<std::string>& cells : table.rows) {
     ImGui::TableNextRow();
