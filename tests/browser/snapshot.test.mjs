@@ -167,9 +167,11 @@ test("a dropped snapshot is read in the page, compared with the stage, drawn ove
   assert.equal(again.fileBytes, 0);
   assert.deepEqual(again.curves, []);
   assert.deepEqual(comparison(again), fromFile);
-  // A link carries no segments: the tab says so instead of comparing nothing.
-  assert.equal(again.segments.measured, false);
-  assert.equal(again.segments.text, "segments: the summary a link carries lists none (load the file to compare)");
+  // The link carries the segment sizes: the reopened tab compares the same segments.
+  assert.equal(again.segments.measured, true);
+  assert.deepEqual(again.segments.bySize, s.segments.bySize);
+  assert.equal(again.segments.text, s.segments.text);
+  assert.match(hash, new RegExp(`&snapshot=after-first-step/${s.stage}=2MiB@segments:large:10\\|after_step\\.pickle`));
   assert.deepEqual(await reopened.evaluate(() => Module.getLinkProblems()), []);
   // Its timeline shows the measured peak's level (the curve stays in the file).
   assert.equal((await reopened.evaluate(() => Module.getUiState())).mainTab, "timeline");

@@ -242,7 +242,7 @@ TEST_CASE("Snapshot segments next to the allocator replay's, by pool and size") 
   // The derived segments' sizes add up to the replay's peak reserved.
   CHECK(derived_bytes == stage.peak_reserved_bytes);
 
-  // A link's summary lists no segments: nothing measured to compare.
+  // A summary that lists no segments (a link written before links carried them).
   SnapshotSummary from_link = s;
   from_link.segment_sizes.clear();
   CHECK_FALSE(compare_segments(from_link, stage).measured);
@@ -254,7 +254,7 @@ TEST_CASE("Snapshot segments next to the allocator replay's, by pool and size") 
             " held by the allocator replay when reserved peaks (" +
             snapshot_bytes_text(stage.peak_reserved_bytes) + ", step 2, optimizer step)");
   CHECK(segment_comparison_text(compare_segments(from_link, stage), "") ==
-        "segments: the summary a link carries lists none (load the file to compare)");
+        "segments: the summary lists none (load the snapshot file to compare)");
   StageReport not_replayed = stage;
   not_replayed.reserved_replayed = false;
   CHECK(segment_comparison_text(compare_segments(s, not_replayed), "") ==

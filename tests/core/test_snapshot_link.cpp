@@ -36,6 +36,9 @@ void check_same_summary(const SnapshotSummary& a, const SnapshotSummary& b) {
   CHECK(a.active_bytes == b.active_bytes);
   CHECK(a.reserved_bytes == b.reserved_bytes);
   CHECK(a.optimizer_state_seen == b.optimizer_state_seen);
+  CHECK(a.segment_sizes == b.segment_sizes);
+  CHECK(a.segments_left_out == b.segments_left_out);
+  CHECK(a.segment_bytes_left_out == b.segment_bytes_left_out);
   CHECK(a.peak.found == b.peak.found);
   if (a.peak.found && b.peak.found) {
     CHECK(a.peak.device == b.peak.device);
@@ -59,8 +62,9 @@ DecodedSnapshotLink round_trip(const SnapshotSummary& s, const std::string& file
 TEST_CASE("A snapshot's summary travels in a link as readable entries and comes back exactly") {
   const SnapshotSummary s = load("after_step.pickle");
   const auto entries = snapshot_link_entries(s, "after_step.pickle", 2);
-  // 6 buckets + 2 activation modules (attention, mlp) + active + reserved + peak + peak alloc.
-  REQUIRE(entries.size() == 12);
+  // 6 buckets + 2 activation modules (attention, mlp) + active + reserved + 2 segment sizes +
+  // peak + peak alloc.
+  REQUIRE(entries.size() == 14);
   // Optimizer state (fp32 master 2 MiB + exp_avg 2 MiB + exp_avg_sq 2 MiB, test_snapshot.cpp):
   // the snapshot holds it, so its bytes are read after the first step.
   CHECK(measurement_text(entries[1]) ==
@@ -71,11 +75,16 @@ TEST_CASE("A snapshot's summary travels in a link as readable entries and comes 
         "after-first-step/2=524288@module:attention|after_step.pickle");
   CHECK(measurement_text(entries[7]) == "after-first-step/2=1MiB@module:mlp|after_step.pickle");
   // The peak: 15,205,376 B live at event 21, the all-gather alloc (innermost frame after '|').
-  const std::string peak = measurement_text(entries[10]);
+  // The segments (test_snapshot.cpp: one large of 4 MiB, ten large of 2 MiB), larger first.
+  CHECK(measurement_text(entries[10]) ==
+        "after-first-step/2=4MiB@segments:large:1|after_step.pickle");
+  CHECK(measurement_text(entries[11]) ==
+        "after-first-step/2=2MiB@segments:large:10|after_step.pickle");
+  const std::string peak = measurement_text(entries[12]);
   CHECK(peak.starts_with(
       "steady-state-peak/2=15205376@peak:0:21:24:all-gather-buffers|after_step.pickle|"));
   CHECK(peak.ends_with("distributed_c10d.py:3500 all_gather_into_tensor"));
-  CHECK(measurement_text(entries[11]) ==
+  CHECK(measurement_text(entries[13]) ==
         "steady-state-peak/2=4MiB@peak-alloc:0:21|after_step.pickle");
 
   const DecodedSnapshotLink back = round_trip(s, "after_step.pickle", 2);
@@ -135,7 +144,53 @@ TEST_CASE("The comparison rebuilt from a link equals the one from the file") {
     // Its place in the trace comes with it: event 21 of 24 (after_step), 13 of 14 (before_step).
     CHECK(peak.trace_share == compare_snapshot_peak(s, stage, "its moment").trace_share);
     CHECK(peak.text == compare_snapshot_peak(s, stage, "its moment").text);
+    // The segments by pool and size, and their heading.
+    const SegmentComparison segments = compare_segments(s, stage);
+    const SegmentComparison carried = compare_segments(back.snapshot->summary, stage);
+    CHECK(carried.measured);
+    CHECK(carried.measured_segments == segments.measured_segments);
+    REQUIRE(carried.rows.size() == segments.rows.size());
+    for (std::size_t i = 0; i < carried.rows.size(); ++i) {
+      CHECK(carried.rows[i].segment_bytes == segments.rows[i].segment_bytes);
+      CHECK(carried.rows[i].measured_count == segments.rows[i].measured_count);
+      CHECK(carried.rows[i].derived_count == segments.rows[i].derived_count);
+    }
+    CHECK(segment_comparison_text(carried, "m") == segment_comparison_text(segments, "m"));
   }
+}
+
+TEST_CASE("A link carries the 12 segment sizes holding the most bytes, the rest as one count") {
+  // 20 large sizes of 22, 24, ..., 60 MiB, one segment each, and 30 small segments of 2 MiB
+  // (60 MiB): the 12 sizes with the most bytes are 60 MiB (the small ones, 30 x 2 MiB) and the
+  // large ones of 40-60 MiB; the large ones of 22-38 MiB (9 segments, 270 MiB) are left out.
+  constexpr std::int64_t MiB = std::int64_t{1} << 20;
+  SnapshotSummary s = load("after_step.pickle");
+  s.segment_sizes.clear();
+  for (std::int64_t size = 22; size <= 60; size += 2) s.segment_sizes[{false, size * MiB}] = 1;
+  s.segment_sizes[{true, 2 * MiB}] = 30;
+  const DecodedSnapshotLink back = round_trip(s, "big.pickle", 0);
+  REQUIRE(back.snapshot);
+  const SnapshotSummary& b = back.snapshot->summary;
+  CHECK(b.segment_sizes.size() == 12);
+  CHECK(b.segment_sizes.at({true, 2 * MiB}) == 30);
+  CHECK(b.segment_sizes.count({false, 40 * MiB}) == 1);
+  CHECK(b.segment_sizes.count({false, 38 * MiB}) == 0);
+  CHECK(b.segments_left_out == 9);
+  CHECK(b.segment_bytes_left_out == (22 + 24 + 26 + 28 + 30 + 32 + 34 + 36 + 38) * MiB);
+  Config config;
+  config.parallel.pipeline_parallel = 4;
+  const Report report = estimate(config);
+  REQUIRE(report.diagnostics.ok());
+  const SegmentComparison c = compare_segments(b, report.stages[0]);
+  CHECK(c.measured_segments == 20 + 30);  // every segment still counted
+  CHECK(c.measured_segments_left_out == 9);
+  CHECK(segment_comparison_text(c, "m").find(
+            "segments: 50 in the snapshot (reserved 25,165,824 B (24.0 MiB)) (9 of them of sizes "
+            "the link does not carry: load the file for every size) vs ") == 0);
+  // The left-out count travels again unchanged.
+  const DecodedSnapshotLink again = round_trip(b, "big.pickle", 0);
+  REQUIRE(again.snapshot);
+  check_same_summary(b, again.snapshot->summary);
 }
 
 TEST_CASE("Snapshot entries round-trip for random summaries (property)") {
@@ -150,6 +205,12 @@ TEST_CASE("Snapshot entries round-trip for random summaries (property)") {
     }
     s.active_bytes = bytes(random);
     s.reserved_bytes = bytes(random);
+    // Up to 12 segment sizes (all carried), of counts up to 10^6.
+    const int sizes = static_cast<int>(random() % 13);
+    for (int k = 0; k < sizes; ++k) {
+      s.segment_sizes[{random() % 2 == 0, 1 + static_cast<std::int64_t>(random() % (1LL << 40))}] =
+          1 + static_cast<std::int64_t>(random() % 1000000);
+    }
     s.optimizer_state_seen = random() % 2 == 0;
     s.peak.found = random() % 3 != 0;
     if (s.peak.found) {
@@ -201,41 +262,53 @@ TEST_CASE("Bad snapshot entries are errors naming the entry and the part") {
     std::string field;
     std::string message;
   } cases[] = {
-      {"&snapshot=after-first-step/0=1MiB@nokey", "url.snapshot[12].source", "is not KEY|FILE"},
-      {"&snapshot=after-first-step/0=1MiB@bogus|a.pickle", "url.snapshot[12].source",
+      {"&snapshot=after-first-step/0=1MiB@nokey", "url.snapshot[14].source", "is not KEY|FILE"},
+      {"&snapshot=after-first-step/0=1MiB@bogus|a.pickle", "url.snapshot[14].source",
        "is not a snapshot figure"},
-      {"&snapshot=after-first-step/1=1MiB@active|a.pickle", "url.snapshot[12]",
+      {"&snapshot=after-first-step/1=1MiB@active|a.pickle", "url.snapshot[14]",
        "same file and stage"},
-      {"&snapshot=after-first-step/0=1MiB@active|b.pickle", "url.snapshot[12]",
+      {"&snapshot=after-first-step/0=1MiB@active|b.pickle", "url.snapshot[14]",
        "same file and stage"},
-      {"&snapshot=after-optimizer-init/0=1MiB@active|a.pickle", "url.snapshot[12].point",
+      {"&snapshot=after-optimizer-init/0=1MiB@active|a.pickle", "url.snapshot[14].point",
        "the same point"},
-      {"&snapshot=after-model-init/0=1MiB@active|a.pickle", "url.snapshot[12].point",
+      {"&snapshot=after-model-init/0=1MiB@active|a.pickle", "url.snapshot[14].point",
        "after-first-step"},
-      {"&snapshot=after-first-step/0=1MiB@other|a.pickle", "url.snapshot[12].source",
+      {"&snapshot=after-first-step/0=1MiB@other|a.pickle", "url.snapshot[14].source",
        "given twice"},
-      {"&snapshot=after-first-step/0=1MiB@peak:0:1:2:other|a.pickle|x", "url.snapshot[12].point",
+      {"&snapshot=after-first-step/0=1MiB@peak:0:1:2:other|a.pickle|x", "url.snapshot[14].point",
        "steady-state-peak"},
-      {"&snapshot=steady-state-peak/0=1MiB@peak:0:x:2:other|a.pickle|x", "url.snapshot[12].source",
+      {"&snapshot=steady-state-peak/0=1MiB@peak:0:x:2:other|a.pickle|x", "url.snapshot[14].source",
        "peak:DEVICE:EVENT:EVENTS:BUCKET"},
       {"&snapshot=steady-state-peak/0=1MiB@peak:0:1:2:nobucket|a.pickle|x",
-       "url.snapshot[12].source", "peak:DEVICE:EVENT:EVENTS:BUCKET"},
-      {"&snapshot=steady-state-peak/0=1MiB@peak:0:5:5:other|a.pickle|x", "url.snapshot[12].source",
+       "url.snapshot[14].source", "peak:DEVICE:EVENT:EVENTS:BUCKET"},
+      {"&snapshot=steady-state-peak/0=1MiB@peak:0:5:5:other|a.pickle|x", "url.snapshot[14].source",
        "EVENT < EVENTS"},
-      {"&snapshot=steady-state-peak/0=1MiB@peak:0:1:other|a.pickle|x", "url.snapshot[12].source",
+      {"&snapshot=steady-state-peak/0=1MiB@peak:0:1:other|a.pickle|x", "url.snapshot[14].source",
        "peak:DEVICE:EVENT:EVENTS:BUCKET"},
-      {"&snapshot=steady-state-peak/0=1MiB@peak:0:1:2:other|a.pickle", "url.snapshot[12].source",
+      {"&snapshot=steady-state-peak/0=1MiB@peak:0:1:2:other|a.pickle", "url.snapshot[14].source",
        "peak:D:E:N:BUCKET|FILE|WHERE"},
-      {"&snapshot=steady-state-peak/0=1MiB@peak-alloc:0|a.pickle", "url.snapshot[12].source",
+      {"&snapshot=steady-state-peak/0=1MiB@peak-alloc:0|a.pickle", "url.snapshot[14].source",
        "peak-alloc:DEVICE:EVENT"},
-      {"&snapshot=max-allocated:after-first-step/0=1MiB@active|a.pickle", "url.snapshot[12]",
+      {"&snapshot=max-allocated:after-first-step/0=1MiB@active|a.pickle", "url.snapshot[14]",
        "POINT/STAGE=AMOUNT@KEY|FILE"},
-      {"&snapshot=term:weights/0=1MiB@active|a.pickle", "url.snapshot[12]",
+      {"&snapshot=term:weights/0=1MiB@active|a.pickle", "url.snapshot[14]",
        "POINT/STAGE=AMOUNT@KEY|FILE"},
-      {"&snapshot=after-first-step/0=-1@active|a.pickle", "url.snapshot[12].bytes",
+      {"&snapshot=after-first-step/0=-1@active|a.pickle", "url.snapshot[14].bytes",
        "is not an amount"},
-      {"&snapshot=after-first-step/0=1MiB@active|a.pickle%zz", "url.snapshot[12]",
+      {"&snapshot=after-first-step/0=1MiB@active|a.pickle%zz", "url.snapshot[14]",
        "two hexadecimal"},
+      {"&snapshot=after-first-step/0=2MiB@segments:medium:3|a.pickle", "url.snapshot[14].source",
+       "segments:POOL:COUNT"},
+      {"&snapshot=after-first-step/0=2MiB@segments:large:0|a.pickle", "url.snapshot[14].source",
+       "COUNT 1 to 100000000"},
+      {"&snapshot=after-first-step/0=2MiB@segments:large:x|a.pickle", "url.snapshot[14].source",
+       "segments:POOL:COUNT"},
+      {"&snapshot=after-first-step/0=0@segments:large:3|a.pickle", "url.snapshot[14].source",
+       "a segment's size above 0"},
+      {"&snapshot=after-first-step/0=2MiB@segments:large:3|a.pickle", "url.snapshot[14].source",
+       "given twice"},
+      {"&snapshot=after-first-step/0=2MiB@segments-left-out:0|a.pickle", "url.snapshot[14].source",
+       "segments-left-out:COUNT"},
   };
   for (const auto& c : cases) {
     INFO(c.extra);

@@ -522,14 +522,18 @@ std::string snapshot_frameless_note(const SnapshotSummary& s) {
 
 std::string segment_comparison_text(const SegmentComparison& c, std::string_view reserved_moment,
                                     AmountUnit unit) {
-  if (!c.measured)
-    return "segments: the summary a link carries lists none (load the file to compare)";
+  if (!c.measured) return "segments: the summary lists none (load the snapshot file to compare)";
+  const std::string left_out =
+      c.measured_segments_left_out > 0
+          ? " (" + std::to_string(c.measured_segments_left_out) +
+                " of them of sizes the link does not carry: load the file for every size)"
+          : "";
   if (!c.derived) {
-    return "segments: " + std::to_string(c.measured_segments) +
-           " in the snapshot; the stage was not replayed (no derived ones)";
+    return "segments: " + std::to_string(c.measured_segments) + " in the snapshot" + left_out +
+           "; the stage was not replayed (no derived ones)";
   }
   return "segments: " + std::to_string(c.measured_segments) + " in the snapshot (reserved " +
-         snapshot_bytes_text(c.measured_reserved_bytes, unit) + ") vs " +
+         snapshot_bytes_text(c.measured_reserved_bytes, unit) + ")" + left_out + " vs " +
          std::to_string(c.derived_segments) +
          " held by the allocator replay when reserved peaks (" +
          snapshot_bytes_text(c.derived_reserved_bytes, unit) + ", " + std::string(reserved_moment) +
@@ -581,7 +585,9 @@ SnapshotPeakComparison compare_snapshot_peak(const SnapshotSummary& s, const Sta
 
 SegmentComparison compare_segments(const SnapshotSummary& summary, const StageReport& stage) {
   SegmentComparison out;
-  out.measured = !summary.segment_sizes.empty();
+  out.measured = !summary.segment_sizes.empty() || summary.segments_left_out > 0;
+  out.measured_segments = summary.segments_left_out;
+  out.measured_segments_left_out = summary.segments_left_out;
   out.derived = stage.reserved_replayed;
   out.measured_reserved_bytes = summary.reserved_bytes;
   out.derived_reserved_bytes = stage.reserved_replayed ? stage.peak_reserved_bytes : 0;

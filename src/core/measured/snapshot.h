@@ -134,9 +134,12 @@ struct SnapshotSummary {
   // Events in the trace of the peak's device (what places the peak in it; kept when a link
   // carries the summary without the curve).
   std::int64_t peak_trace_events = 0;
-  // The segments held, by (pool is small, segment bytes): their count. Empty for a link's
-  // summary (links carry no segments).
+  // The segments held, by (pool is small, segment bytes): their count. A link's summary carries
+  // the sizes holding the most bytes (snapshot_link.h); the segments of the sizes it leaves out
+  // are counted in segments_left_out (their bytes in segment_bytes_left_out).
   std::map<std::pair<bool, std::int64_t>, std::int64_t> segment_sizes;
+  std::int64_t segments_left_out = 0;
+  std::int64_t segment_bytes_left_out = 0;
   std::string error;  // a byte sum overflowed int64 (then the sums are incomplete)
 };
 
@@ -153,13 +156,15 @@ struct SegmentSizeRow {
   std::int64_t derived_count = 0;
 };
 struct SegmentComparison {
-  bool measured = false;  // the summary lists segments (a link's summary does not)
+  bool measured = false;  // the summary lists segments (a link's lists those it carries)
   bool derived = false;   // the stage was replayed (StageReport::reserved_replayed)
   std::int64_t measured_segments = 0;
   std::int64_t derived_segments = 0;
   std::int64_t measured_reserved_bytes = 0;  // the snapshot's reserved (segments' total size)
   std::int64_t derived_reserved_bytes = 0;   // the replay's peak reserved
-  std::vector<SegmentSizeRow> rows;          // large pool first, then small; largest size first
+  // Measured segments whose sizes a link did not carry (counted in measured_segments, in no row).
+  std::int64_t measured_segments_left_out = 0;
+  std::vector<SegmentSizeRow> rows;  // large pool first, then small; largest size first
 };
 SegmentComparison compare_segments(const SnapshotSummary& summary, const StageReport& stage);
 // Its heading in words, for every front end: "segments: 11 in the snapshot (reserved ...) vs 235

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/checked_math.h"
 #include "config/measurement_text.h"
 #include "config/url_fragment.h"
 
@@ -14,6 +15,8 @@ constexpr std::size_t max_file_length = 80;
 constexpr std::string_view peak_key = "peak:";
 constexpr std::string_view peak_alloc_key = "peak-alloc:";
 constexpr std::string_view module_key = "module:";
+constexpr std::string_view segments_key = "segments:";
+constexpr std::string_view segments_left_out_key = "segments-left-out:";
 
 // Printable ASCII without the separator '|' (a file or module name may hold anything).
 std::string carried(std::string_view text, std::size_t length) {
@@ -78,6 +81,36 @@ std::vector<Measurement> snapshot_link_entries(const SnapshotSummary& s, std::st
   }
   add(point, s.active_bytes, "active|" + name);
   add(point, s.reserved_bytes, "reserved|" + name);
+  // The segment sizes holding the most bytes (in the summary's order: large pool, larger first),
+  // the rest as one left-out count.
+  std::vector<std::pair<std::pair<bool, std::int64_t>, std::int64_t>> sizes(s.segment_sizes.begin(),
+                                                                            s.segment_sizes.end());
+  std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
+    return saturating_product({a.first.second, a.second}) >
+           saturating_product({b.first.second, b.second});
+  });
+  std::int64_t left_out = s.segments_left_out;
+  std::int64_t left_out_bytes = s.segment_bytes_left_out;
+  if (sizes.size() > max_snapshot_link_segment_sizes) {
+    for (std::size_t i = max_snapshot_link_segment_sizes; i < sizes.size(); ++i) {
+      left_out = saturating_sum({left_out, sizes[i].second});
+      left_out_bytes = saturating_sum(
+          {left_out_bytes, saturating_product({sizes[i].first.second, sizes[i].second})});
+    }
+    sizes.resize(max_snapshot_link_segment_sizes);
+  }
+  std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
+    return a.first.first != b.first.first ? !a.first.first : a.first.second > b.first.second;
+  });
+  for (const auto& [key, count] : sizes) {
+    add(point, key.second,
+        std::string(segments_key) + (key.first ? "small:" : "large:") + std::to_string(count) +
+            "|" + name);
+  }
+  if (left_out > 0) {
+    add(point, left_out_bytes,
+        std::string(segments_left_out_key) + std::to_string(left_out) + "|" + name);
+  }
   if (s.peak.found) {
     const std::string at = std::to_string(s.peak.device) + ":" + std::to_string(s.peak.event);
     const std::string head = std::string(peak_key) + at + ":" +
@@ -268,6 +301,18 @@ class SnapshotLinkReader {
     } else if (key.starts_with(module_key) && key.size() > module_key.size()) {
       s.buckets[static_cast<std::size_t>(SnapshotBucket::activations)]
           .by_module[std::string(key.substr(module_key.size()))] = m.bytes;
+    } else if (key.starts_with(segments_key)) {
+      read_segments(m.bytes, key.substr(segments_key.size()), field);
+    } else if (key.starts_with(segments_left_out_key)) {
+      std::int64_t count = 0;
+      if (!parse_count(key.substr(segments_left_out_key.size()), count) ||
+          s.segments_left_out > 0) {
+        d_.error(field + ".source", shown(key) + " is not segments-left-out:COUNT (COUNT 1 to " +
+                                        std::to_string(max_segment_count) + ", once per link)");
+        return;
+      }
+      s.segments_left_out = count;
+      s.segment_bytes_left_out = m.bytes;
     } else if (key == "active") {
       s.active_bytes = m.bytes;
     } else if (key == "reserved") {
@@ -277,9 +322,42 @@ class SnapshotLinkReader {
                                       " is not a snapshot figure: expected a bucket "
                                       "(parameter-gradient-buffers, optimizer-state, activations, "
                                       "all-gather-buffers, moe-dispatch-buffers, other), "
-                                      "module:NAME, active, reserved, peak:... or peak-alloc:...");
+                                      "module:NAME, active, reserved, segments:POOL:COUNT, "
+                                      "segments-left-out:COUNT, peak:... or peak-alloc:...");
     }
   }
+
+  // segments:POOL:COUNT with the segment's size as the amount: COUNT segments of that size.
+  void read_segments(std::int64_t bytes, std::string_view rest, const std::string& field) {
+    const auto colon = rest.find(':');
+    const std::string_view pool = rest.substr(0, colon);
+    std::int64_t count = 0;
+    if (colon == std::string_view::npos || (pool != "small" && pool != "large") ||
+        !parse_count(rest.substr(colon + 1), count) || bytes <= 0) {
+      d_.error(field + ".source",
+               "segments:" + std::string(rest.substr(0, 40)) +
+                   " is not segments:POOL:COUNT (POOL small or large, COUNT 1 to " +
+                   std::to_string(max_segment_count) + ", the amount a segment's size above 0)");
+      return;
+    }
+    auto [it, added] = out_.summary.segment_sizes.try_emplace({pool == "small", bytes}, count);
+    if (!added) {
+      d_.error(field + ".source", "the " + std::string(pool) + " segments of " +
+                                      std::to_string(bytes) + " B are given twice");
+    }
+  }
+
+  // A count of segments: 1 to max_segment_count, decimal digits only.
+  static bool parse_count(std::string_view digits, std::int64_t& out) {
+    if (digits.empty() || digits.size() > 9) return false;
+    out = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      out = out * 10 + (c - '0');
+    }
+    return out >= 1 && out <= max_segment_count;
+  }
+  static constexpr std::int64_t max_segment_count = 100'000'000;
 
   Diagnostics& d_;
   SnapshotLinkSummary out_;

@@ -7,6 +7,8 @@
 //   snapshot=POINT/STAGE=AMOUNT@KEY|FILE          a bucket, a module, or a total
 //   snapshot=steady-state-peak/STAGE=AMOUNT@peak:DEVICE:EVENT:EVENTS:BUCKET|FILE|WHERE
 //   snapshot=steady-state-peak/STAGE=AMOUNT@peak-alloc:DEVICE:EVENT|FILE
+//   snapshot=POINT/STAGE=SIZE@segments:POOL:COUNT|FILE    COUNT segments of SIZE in POOL
+//   snapshot=POINT/STAGE=AMOUNT@segments-left-out:COUNT|FILE
 // KEY: a bucket key (snapshot_bucket_key: parameter-gradient-buffers, optimizer-state,
 // activations, all-gather-buffers, moe-dispatch-buffers, other; its requested bytes),
 // module:NAME (an activation module's bytes), active (requested bytes of all active blocks) or
@@ -18,11 +20,14 @@
 // peak event's innermost frame, cut to fit the 200-character source.
 // The `snapshot=` keys are not configuration: decode_fragment skips them; decode_snapshot_link
 // reads only them. Errors name "url.snapshot[i]" and the part that is wrong.
+// The segments (POOL small or large) are carried for the max_snapshot_link_segment_sizes sizes
+// holding the most bytes; the segments of the other sizes are one segments-left-out entry (their
+// count, their bytes), so the reopened comparison still counts every segment.
 // Units: bytes (int64).
 // Limitations: the trace's live-bytes curve, the block counts (so the frame-less blocks' note)
-// and the per-rule sums are not
-// carried (a reopened link shows the peak, not the curve); a figure above 2^50 B (the measurement
-// text bound) is left out; at most max_snapshot_link_modules activation modules.
+// and the per-rule sums are not carried (a reopened link shows the peak, not the curve); a figure
+// above 2^50 B (the measurement text bound) is left out; at most max_snapshot_link_modules
+// activation modules and max_snapshot_link_segment_sizes segment sizes.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +43,7 @@
 namespace stagemem {
 
 inline constexpr std::size_t max_snapshot_link_modules = 32;
+inline constexpr std::size_t max_snapshot_link_segment_sizes = 12;
 inline constexpr std::size_t max_snapshot_link_entries = 64;
 
 // A snapshot's summary as a link carries it (live_bytes is empty after decoding).
