@@ -177,6 +177,75 @@ TEST_CASE("empty_cache returns wholly free segments only and peaks stay") {
   CHECK(a.peak_reserved() == 20 * MiB);
 }
 
+TEST_CASE("At the device limit the cache is released and the allocation retried, else OOM") {
+  // Limit 50 MiB. A 30 MiB tensor freed leaves its 30 MiB segment cached; a 40 MiB request fits
+  // no cached block, and 30 + 40 > 50: cudaMalloc fails, release_available_cached_blocks does
+  // nothing (no max_split_size), release_cached_blocks frees the 30 MiB segment and the retry
+  // (num_alloc_retries 1) reserves 40 MiB.
+  CachingAllocator a({});
+  a.set_device_limit(50 * MiB);
+  a.free(a.malloc(30 * MiB, 1));
+  CHECK(a.reserved() == 30 * MiB);
+  const auto big = a.malloc(40 * MiB, 2);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.alloc_retries() == 1);
+  CHECK(a.released_for_room() == 1);
+  CHECK_FALSE(a.out_of_memory());
+  CHECK(a.peak_reserved() == 40 * MiB);
+  // With the 40 MiB tensor live, 20 MiB more cannot fit even after releasing the cache: out of
+  // memory (the segment is taken anyway, so the replay shows by how much: 60 MiB).
+  a.malloc(20 * MiB, 3);
+  CHECK(a.out_of_memory());
+  CHECK(a.alloc_retries() == 2);
+  CHECK(a.reserved() == 60 * MiB);
+  a.free(big);
+
+  // No limit: the same calls keep the cached segment (70 MiB reserved), no retry.
+  CachingAllocator unlimited({});
+  unlimited.free(unlimited.malloc(30 * MiB, 1));
+  unlimited.malloc(40 * MiB, 2);
+  CHECK(unlimited.reserved() == 70 * MiB);
+  CHECK(unlimited.alloc_retries() == 0);
+}
+
+TEST_CASE("At the device limit, max_split_size releases oversize segments first, largest first") {
+  // max_split_size 20 MiB, limit 80 MiB: cached oversize segments of 30 and 40 MiB and a live
+  // 10 MiB one (80 MiB reserved). A 50 MiB request: no cached block >= 50 MiB, so
+  // release_available_cached_blocks frees oversize segments from the largest (40 MiB, then
+  // 30 MiB: 70 MiB >= 50 MiB) and the second attempt fits (10 + 50 MiB): no full flush.
+  CachingAllocator a({.max_split_size = 20 * MiB});
+  a.set_device_limit(80 * MiB);
+  const auto first = a.malloc(30 * MiB, 1);
+  const auto second = a.malloc(40 * MiB, 2);
+  a.malloc(10 * MiB, 3);
+  a.free(first);
+  a.free(second);
+  CHECK(a.reserved() == 80 * MiB);
+  a.malloc(50 * MiB, 4);
+  CHECK(a.reserved() == 60 * MiB);
+  CHECK(a.released_for_room() == 2);
+  CHECK(a.alloc_retries() == 0);
+  CHECK_FALSE(a.out_of_memory());
+  // A cached oversize segment at least as large as the request goes alone: the smallest one.
+  CachingAllocator b({.max_split_size = 20 * MiB});
+  b.set_device_limit(100 * MiB);
+  const auto x = b.malloc(30 * MiB, 1);
+  const auto y = b.malloc(60 * MiB, 2);
+  b.free(x);
+  b.free(y);
+  b.malloc(25 * MiB, 3);  // takes the cached 30 MiB block (< 25 + 20 MiB): nothing released
+  CHECK(b.released_for_room() == 0);
+  b.malloc(35 * MiB, 4);  // the 60 MiB block is >= 35 + 20 MiB: a new segment, 120 MiB > 100
+  CHECK(b.released_for_room() == 1);  // the 60 MiB segment (>= max(35, 20) MiB) released
+  CHECK(b.reserved() == 30 * MiB + 36 * MiB);
+  CHECK(b.alloc_retries() == 0);
+  // With expandable segments the limit is not replayed.
+  CachingAllocator c({.expandable_segments = true});
+  c.set_device_limit(10 * MiB);
+  c.malloc(30 * MiB, 1);
+  CHECK_FALSE(c.out_of_memory());
+}
+
 TEST_CASE("Property: reserved covers allocated, which covers requested, and all return to zero") {
   std::mt19937_64 rng(2026);
   for (const bool expandable : {false, true}) {

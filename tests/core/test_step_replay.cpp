@@ -8,6 +8,7 @@
 
 #include "allocator/step_replay.h"
 #include "catch.h"
+#include "render/vocabulary.h"
 #include "config/url_fragment.h"
 #include "estimate/estimate.h"
 
@@ -208,6 +209,65 @@ TEST_CASE("GPT-2 345M, TP 4 with SP (public log): reserved vs the replay", "[mea
       100.0 * (1.0 / allocated.ratio - 1.0));
   CHECK(reserved.ratio > 0.88);
   CHECK(reserved.ratio < 1.12);
+}
+
+TEST_CASE("Against the device's bytes the replay releases cached segments before it fails") {
+  // Llama-3.1-8B at PP 4 (M = 1024 micro-batches by default): stage 0 peaks at 55.90 GiB
+  // allocated and, with no device, 56.17 GiB reserved. On a device of 60,300,000,000 B (56.16
+  // GiB) the allocator cannot reserve that much: where cudaMalloc fails it releases the cached
+  // segments and retries, and the stage fits below the device. 56.00 GiB is below what the step
+  // needs even without cached blocks: out of memory, and it does not fit; its figures are then
+  // the replay without the limit (what the steps need).
+  const auto estimate_of = [](std::int64_t device_bytes) {
+    Config c;
+    c.parallel.pipeline_parallel = 4;
+    c.device.bytes = device_bytes;
+    const Report r = estimate(c);
+    REQUIRE(r.diagnostics.ok());
+    return r;
+  };
+  const Report unlimited = estimate_of(0);
+  const StageReport& free0 = unlimited.stages[0];
+  REQUIRE(free0.reserved_replayed);
+  CHECK(free0.device_limit_bytes == 0);
+  CHECK(free0.alloc_retries == 0);
+  const std::int64_t tight = 60'300'000'000;
+  REQUIRE(free0.peak_reserved_bytes > tight);
+  REQUIRE(free0.peak_bytes < tight);
+
+  const Report flushed = estimate_of(tight);
+  const StageReport& s0 = flushed.stages[0];
+  CHECK(s0.device_limit_bytes == tight);
+  CHECK(s0.alloc_retries >= 1);
+  CHECK(s0.segments_released_for_room >= 1);
+  CHECK_FALSE(s0.out_of_memory);
+  CHECK(s0.peak_reserved_bytes <= tight);
+  CHECK(s0.headroom_bytes >= 0);
+  bool warned = false;
+  for (const auto& w : flushed.diagnostics.warnings)
+    warned = warned || (w.field == "device.bytes" &&
+                        w.message.find("stage 0 fits only by releasing the allocator's cache") !=
+                            std::string::npos);
+  CHECK(warned);
+  CHECK(device_limit_text(s0).find("cache flush") != std::string::npos);
+
+  const Report over = estimate_of(std::int64_t{56} << 30);
+  const StageReport& o0 = over.stages[0];
+  CHECK(o0.out_of_memory);
+  CHECK(o0.headroom_bytes < 0);
+  // Its figures are what the steps need: the replay without the limit.
+  CHECK(o0.peak_reserved_bytes == free0.peak_reserved_bytes);
+  CHECK(o0.alloc_retries == 0);
+  CHECK(device_limit_text(o0).ends_with("out of memory even after releasing every cached segment"));
+
+  // The fast path gives the full replay's figures under the limit too.
+  ReplaySettings slow;
+  slow.fast_path = false;
+  slow.device_limit_bytes = tight;
+  const ReplayedStage every = replay_stage(flushed, s0, slow);
+  CHECK(every.peak_reserved_bytes == s0.peak_reserved_bytes);
+  CHECK(every.alloc_retries == s0.alloc_retries);
+  CHECK(every.segments_released_for_room == s0.segments_released_for_room);
 }
 
 TEST_CASE("Qwen3-4B on one H200 (public log): the first step's max reserved vs the replay",

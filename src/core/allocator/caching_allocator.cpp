@@ -121,9 +121,64 @@ bool CachingAllocator::should_split(const Block& block, std::int64_t size) const
   return below_max_split && remaining > kSmallSize;
 }
 
-// alloc_block: a new segment (cudaMalloc) holding one free block.
+bool CachingAllocator::over_limit(std::int64_t segment_bytes) const {
+  return device_limit_ > 0 &&
+         (reserved_ > device_limit_ || segment_bytes > device_limit_ - reserved_);
+}
+
+// release_block: a wholly free segment goes back to the device (cudaFree).
+void CachingAllocator::release_segment(std::int32_t head) {
+  const Block& block = blocks_[static_cast<std::size_t>(head)];
+  erase_free(head);
+  reserved_ -= block.size;
+  segments_hash_ -=
+      mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(block.size));
+  segment_heads_[static_cast<std::size_t>(block.segment)] = -1;
+  drop_block(head);
+}
+
+// release_available_cached_blocks: only with max_split_size; the smallest cached block of the
+// pool >= max(request, max_split_size), else oversize blocks from the largest down until they
+// cover that size. Oversize blocks are never split, so each is a whole segment.
+void CachingAllocator::release_available_cached_blocks(std::int64_t size, bool small_pool) {
+  if (rules_.max_split_size <= 0) return;
+  FreeSet& free = pool(small_pool);
+  const std::int64_t key = std::max(size, rules_.max_split_size);
+  const auto whole = [&](std::int32_t b) {
+    const Block& block = blocks_[static_cast<std::size_t>(b)];
+    return block.prev < 0 && block.next < 0;
+  };
+  const auto it = free.lower_bound({key, std::numeric_limits<std::int64_t>::min(), -1});
+  if (it != free.end() && whole(it->block)) {
+    release_segment(it->block);
+    ++released_for_room_;
+    return;
+  }
+  std::int64_t released = 0;
+  while (released < key && !free.empty()) {
+    const FreeKey largest = *std::prev(free.end());
+    if (largest.size < rules_.max_split_size || !whole(largest.block)) break;
+    released += largest.size;
+    release_segment(largest.block);
+    ++released_for_room_;
+  }
+}
+
+// alloc_block: a new segment (cudaMalloc) holding one free block. Past the device limit,
+// malloc's fallbacks release cached blocks first (header).
 std::int32_t CachingAllocator::new_segment(std::int64_t size, bool small_pool) {
   const std::int64_t bytes = allocator_segment_size(size);
+  if (over_limit(bytes)) {
+    release_available_cached_blocks(size, small_pool);
+    if (over_limit(bytes)) {
+      released_for_room_ += empty_cache();
+      ++alloc_retries_;
+      if (over_limit(bytes)) {
+        out_of_memory_ = true;
+        device_limit_ = 0;  // the run has failed: no further release is meaningful
+      }
+    }
+  }
   const std::int32_t b = new_block();
   Block& block = blocks_[static_cast<std::size_t>(b)];
   block.address = next_address_;
@@ -269,7 +324,8 @@ void CachingAllocator::free(std::int32_t handle) {
   insert_free(b);
 }
 
-void CachingAllocator::empty_cache() {
+std::int64_t CachingAllocator::empty_cache() {
+  std::int64_t released = 0;
   for (std::size_t s = 0; s < segment_heads_.size(); ++s) {
     const std::int32_t head = segment_heads_[s];
     if (head < 0) continue;
@@ -277,13 +333,10 @@ void CachingAllocator::empty_cache() {
     const bool expandable = expandable_segment_[0] == static_cast<std::int32_t>(s) ||
                             expandable_segment_[1] == static_cast<std::int32_t>(s);
     if (expandable || block.allocated || block.next >= 0) continue;
-    erase_free(head);
-    reserved_ -= block.size;
-    segments_hash_ -=
-        mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(block.size));
-    drop_block(head);
-    segment_heads_[s] = -1;
+    release_segment(head);
+    ++released;
   }
+  return released;
 }
 
 void CachingAllocator::reset_peaks() {

@@ -25,9 +25,18 @@
 // replay's fast path. Reserved bytes are the segments' (mapped pages') sizes; peaks are the largest
 // values since construction, as max_memory_allocated / max_memory_reserved report them. Units:
 // bytes (int64). Addresses are offsets in a virtual space: new segments take increasing addresses,
-// as the device's allocator hands them out when nothing is freed. Limitations: one stream (blocks
-// recorded on other streams, record_stream, and their delayed reuse are not replayed); no device
-// limit, hence never the release-and-retry path taken when cudaMalloc fails;
+// as the device's allocator hands them out when nothing is freed.
+// Device limit (set_device_limit): a new segment that would take reserved past the limit is what
+// cudaMalloc refuses; the allocator then releases cached blocks and retries (malloc's fallbacks):
+// first release_available_cached_blocks (with max_split_size only: the smallest cached oversize
+// segment >= max(request, max_split_size), else oversize segments largest first until they cover
+// it), then release_cached_blocks (every wholly free segment, as empty_cache) with a retry counted
+// in alloc_retries (num_alloc_retries); when that fails too it is an out-of-memory error
+// (out_of_memory() turns true and the segment is taken anyway, so the replay goes on and shows by
+// how much the step is over).
+// Limitations: one stream (blocks recorded on other streams, record_stream, and their delayed
+// reuse are not replayed); with expandable segments the device limit is not replayed (releasing
+// unmaps free pages inside the segment, which this model does not hold);
 // garbage_collection_threshold (active only with a per-process memory fraction) is not replayed;
 // with expandable segments empty_cache is not replayed (the caller refuses that combination). ROCm:
 // the same rules, but expandable segments exist only from PyTorch 2.11 (the estimate turns them off
@@ -72,8 +81,16 @@ class CachingAllocator {
   // canonical_state). Returns the block's handle.
   std::int32_t malloc(std::int64_t size, std::uint64_t label);
   void free(std::int32_t handle);
-  void empty_cache();
+  std::int64_t empty_cache();  // returns the segments released
   void reset_peaks();
+  // The bytes cudaMalloc can hand out in all (0: no limit); ignored with expandable segments.
+  void set_device_limit(std::int64_t bytes) {
+    device_limit_ = rules_.expandable_segments ? 0 : bytes;
+  }
+  std::int64_t alloc_retries() const { return alloc_retries_; }
+  // Cached segments released to make room (by either fallback), and out-of-memory allocations.
+  std::int64_t released_for_room() const { return released_for_room_; }
+  bool out_of_memory() const { return out_of_memory_; }
 
   std::int64_t allocated() const { return allocated_; }
   std::int64_t reserved() const { return reserved_; }
@@ -132,6 +149,9 @@ class CachingAllocator {
   void erase_free(std::int32_t b);
   std::int32_t find_free_block(std::int64_t size, bool small_pool) const;
   std::int32_t new_segment(std::int64_t size, bool small_pool);
+  bool over_limit(std::int64_t segment_bytes) const;
+  void release_segment(std::int32_t head);
+  void release_available_cached_blocks(std::int64_t size, bool small_pool);
   std::int32_t grow_expandable(std::int64_t size, bool small_pool);
   bool should_split(const Block& block, std::int64_t size) const;
   void add_reserved(std::int64_t bytes);
@@ -155,6 +175,10 @@ class CachingAllocator {
   std::int64_t peak_allocated_ = 0;
   std::int64_t peak_reserved_ = 0;
   std::uint64_t segments_hash_ = 0;
+  std::int64_t device_limit_ = 0;
+  std::int64_t alloc_retries_ = 0;
+  std::int64_t released_for_room_ = 0;
+  bool out_of_memory_ = false;
   bool fits_ = true;
 };
 

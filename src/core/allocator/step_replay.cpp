@@ -49,6 +49,7 @@ class Replay {
  public:
   Replay(const Report& report, const StageReport& stage, const ReplaySettings& settings)
       : report_(report), stage_(stage), settings_(settings), allocator_(settings.rules) {
+    allocator_.set_device_limit(settings.device_limit_bytes);
     chunks_ = static_cast<std::int64_t>(std::max<std::size_t>(stage.chunks.size(), 1));
     pipeline_ranks_ = static_cast<std::int64_t>(report.stages.size());
     build_tensor_lists();
@@ -82,7 +83,7 @@ class Replay {
       if ((t.family == Family::resident && at_init) || allocator_gap(t)) allocate_resident(i);
     }
     note(0, StepPhase::forward, -1, -1);
-    for (std::int64_t step = 1; step <= 2 && out_.complete; ++step) {
+    for (std::int64_t step = 1; step <= 2 && out_.complete && !allocator_.out_of_memory(); ++step) {
       run_step(step);
       if (step == 1) {
         out_.first_step_peak_reserved_bytes = allocator_.peak_reserved();
@@ -95,6 +96,9 @@ class Replay {
     out_.passes_skipped =
         out_.complete ? 2 * static_cast<std::int64_t>(slots_.size()) - out_.passes_replayed : 0;
     out_.allocations = allocations_;
+    out_.alloc_retries = allocator_.alloc_retries();
+    out_.segments_released_for_room = allocator_.released_for_room();
+    out_.out_of_memory = allocator_.out_of_memory();
     return out_;
   }
 
@@ -242,6 +246,7 @@ class Replay {
         out_.complete = false;
         return;
       }
+      if (allocator_.out_of_memory()) return;  // the run stops at its failed allocation
       run_pass(s, step);
       ++out_.passes_replayed;
       i = skip_repeats(i);
@@ -278,7 +283,7 @@ class Replay {
   // segments, and each live block's address, size and tensor, micro-batches by their age on
   // their chunk). Returns the index of the last slot accounted for.
   std::size_t skip_repeats(std::size_t i) {
-    if (!fifo_ || !settings_.fast_path) return i;
+    if (!fifo_ || !settings_.fast_path || allocator_.released_for_room() > 0) return i;
     std::uint64_t state = mix64(allocator_.segments_hash(), other_hash_);
     for (std::size_t c = 0; c < alive_.size(); ++c) {
       if (alive_[c].empty()) continue;

@@ -27,6 +27,10 @@
 // several, each of which may reserve up to 2 MiB more than it holds); a layer's tensors in term
 // order; measured gap rows that are not allocator memory (runtime context, communication
 // buffers) are left out and the allocator-fragmentation row is replaced by the replay.
+// Device limit: with ReplaySettings::device_limit_bytes the allocator releases cached blocks and
+// retries where cudaMalloc would fail; once it has, the fast path stops skipping (the retries of
+// skipped passes would go uncounted). The replay stops at an out-of-memory failure (its figures
+// are then partial: ReplayedStage::out_of_memory).
 // Fast path: the allocator's state after each pass is kept as a 64-bit hash, updated on every
 // malloc and free (segments; each live block's address, size and tensor; micro-batches by their
 // age on their chunk). When the state after a pass equals the state after an earlier pass of the
@@ -52,6 +56,10 @@ struct ReplaySettings {
   // 20 ns each) whatever the layers and micro-batches. estimate() shares one budget among its
   // stages. A stage of more than replay_max_passes passes per step is not replayed at all.
   std::int64_t max_allocations = std::int64_t{1} << 20;
+  // The bytes the allocator may reserve on the device (its usable bytes less the measured rows
+  // outside the allocator); 0: no limit. Past it the allocator releases cached blocks and retries
+  // (caching_allocator.h); not replayed with expandable segments.
+  std::int64_t device_limit_bytes = 0;
 };
 
 inline constexpr std::int64_t replay_max_passes = std::int64_t{1} << 20;
@@ -74,6 +82,12 @@ struct ReplayedStage {
   std::int64_t allocations = 0;  // tensor allocations replayed
   bool complete = true;          // false: stopped at max_allocations; the figures are partial
   bool fits = true;
+  // Against the device limit: how often the allocator released every cached segment and retried
+  // (PyTorch's num_alloc_retries, over both steps), the segments it released to make room, and
+  // whether an allocation failed even then (out of memory).
+  std::int64_t alloc_retries = 0;
+  std::int64_t segments_released_for_room = 0;
+  bool out_of_memory = false;
 };
 
 ReplayedStage replay_stage(const Report& report, const StageReport& stage,

@@ -445,6 +445,33 @@ void clear_reserved(StageReport& stage) {
   stage.segments_at_reserved_peak.clear();
   stage.outside_allocator_bytes = 0;
   stage.device_peak_bytes = -1;
+  stage.device_limit_bytes = 0;
+  stage.alloc_retries = 0;
+  stage.segments_released_for_room = 0;
+  stage.out_of_memory = false;
+}
+
+// The measured rows outside the allocator (runtime context, communication buffers): their bytes
+// (each at most 2^50) and how many of the two are measured.
+std::int64_t outside_allocator_bytes(const StageReport& stage, int* measured_rows) {
+  std::int64_t bytes = 0;
+  int rows = 0;
+  for (const Term& t : stage.terms) {
+    if (t.family != Family::gap || t.tag != Tag::measured) continue;
+    const auto kind = static_cast<GapKind>(t.formula.factor(0));
+    if (kind != GapKind::runtime_context && kind != GapKind::communication_buffers) continue;
+    bytes += t.bytes;
+    ++rows;
+  }
+  if (measured_rows != nullptr) *measured_rows = rows;
+  return bytes;
+}
+
+// What the allocator may reserve on the device: its usable bytes less the measured rows outside
+// the allocator (at least 1 B); 0 (no limit) without a device.
+std::int64_t device_limit(const StageReport& stage, const DeviceCapacity& device) {
+  if (device.bytes <= 0) return 0;
+  return std::max<std::int64_t>(1, device.bytes - outside_allocator_bytes(stage, nullptr));
 }
 
 // The stage's replayed figures, the measured rows outside the allocator, and the figure the
@@ -461,14 +488,11 @@ bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
                                 .micro_batch = replayed.peak_micro_batch,
                                 .chunk = replayed.peak_chunk};
   stage.segments_at_reserved_peak = replayed.segments_at_peak;
+  stage.alloc_retries = replayed.alloc_retries;
+  stage.segments_released_for_room = replayed.segments_released_for_room;
+  stage.out_of_memory = replayed.out_of_memory;
   int measured_rows = 0;
-  for (const Term& t : stage.terms) {
-    if (t.family != Family::gap || t.tag != Tag::measured) continue;
-    const auto kind = static_cast<GapKind>(t.formula.factor(0));
-    if (kind != GapKind::runtime_context && kind != GapKind::communication_buffers) continue;
-    stage.outside_allocator_bytes += t.bytes;  // each at most 2^50
-    ++measured_rows;
-  }
+  stage.outside_allocator_bytes = outside_allocator_bytes(stage, &measured_rows);
   std::int64_t device = 0;
   const bool fits = replayed.fits &&
                     checked_add(stage.peak_reserved_bytes, stage.outside_allocator_bytes, &device);
@@ -482,13 +506,14 @@ bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
 void replay_key(const Report& report, const StageReport& stage, const ReplaySettings& settings,
                 std::vector<std::int64_t>& key) {
   key.clear();
-  key.insert(key.end(), {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
-                         settings.rules.roundup_power2_divisions,
-                         settings.empty_unused_memory_level, settings.fast_path ? 1 : 0,
-                         settings.max_allocations, static_cast<std::int64_t>(report.schedule),
-                         report.micro_batches, static_cast<std::int64_t>(report.stages.size()),
-                         stage.index, static_cast<std::int64_t>(stage.chunks.size()),
-                         static_cast<std::int64_t>(stage.terms.size())});
+  key.insert(key.end(),
+             {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
+              settings.rules.roundup_power2_divisions, settings.empty_unused_memory_level,
+              settings.fast_path ? 1 : 0, settings.max_allocations, settings.device_limit_bytes,
+              static_cast<std::int64_t>(report.schedule), report.micro_batches,
+              static_cast<std::int64_t>(report.stages.size()), stage.index,
+              static_cast<std::int64_t>(stage.chunks.size()),
+              static_cast<std::int64_t>(stage.terms.size())});
   for (const Term& t : stage.terms) {
     key.insert(key.end(),
                {static_cast<std::int64_t>(t.family), static_cast<std::int64_t>(t.tag),
@@ -510,12 +535,34 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
   std::vector<std::int64_t> key;
   for (std::size_t i = 0; i < report.stages.size(); ++i) {
     const StageReport& stage = report.stages[i];
+    const std::int64_t limit =
+        settings.rules.expandable_segments ? 0 : device_limit(stage, report.device);
+    settings.device_limit_bytes = limit;
     replay_key(report, stage, settings, key);
     EstimateCache::ReplayMemo& memo = cache.replays[i];
     if (cache.keep_activations && memo.key == key) {
       replayed.push_back(memo.result);
     } else {
-      replayed.push_back(replay_stage(report, stage, settings));
+      // Without the limit first: when that fits, the limit never binds and the replay with it
+      // would be the same. Past it, the replay against the device says whether releasing cached
+      // segments saves the stage; when it runs out of memory even so (that replay stops there),
+      // the figures shown stay those without the limit (what the steps need), flagged.
+      ReplaySettings unlimited = settings;
+      unlimited.device_limit_bytes = 0;
+      replayed.push_back(replay_stage(report, stage, unlimited));
+      ReplayedStage& result = replayed.back();
+      if (limit > 0 && result.complete && result.peak_reserved_bytes > limit) {
+        ReplaySettings limited = settings;
+        limited.max_allocations -= result.allocations;
+        ReplayedStage against_device = replay_stage(report, stage, limited);
+        against_device.allocations += result.allocations;
+        if (against_device.complete && !against_device.out_of_memory) {
+          result = std::move(against_device);
+        } else {
+          result.out_of_memory = against_device.complete && against_device.out_of_memory;
+          result.allocations = against_device.allocations;
+        }
+      }
       if (cache.keep_activations) {
         memo.key = key;
         memo.result = replayed.back();
@@ -536,9 +583,22 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
     }
   }
   for (std::size_t i = 0; i < report.stages.size(); ++i) {
-    if (!set_reserved(report.stages[i], replayed[i])) {
-      fail_overflow(report, cache, report.stages[i]);
+    StageReport& stage = report.stages[i];
+    if (!set_reserved(stage, replayed[i])) {
+      fail_overflow(report, cache, stage);
       return false;
+    }
+    stage.device_limit_bytes =
+        settings.rules.expandable_segments ? 0 : device_limit(stage, report.device);
+    if (stage.alloc_retries > 0 && !stage.out_of_memory) {
+      report.diagnostics.warn(
+          "device.bytes",
+          "stage " + std::to_string(stage.index) +
+              " fits only by releasing the allocator's cache: " +
+              std::to_string(stage.alloc_retries) +
+              " cudaMalloc retries after freeing every cached segment in two steps (PyTorch's "
+              "num_alloc_retries; Megatron logs them as allocator cache flushes), each a device "
+              "synchronisation");
     }
   }
   return true;

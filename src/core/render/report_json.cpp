@@ -75,17 +75,22 @@ json allocator_json(const StageReport& s) {
                         {"count", it->second[0]},
                         {"allocated_bytes", it->second[1]}});
   }
-  return {{"replayed_allocated_bytes", s.replayed_allocated_bytes},
-          {"reserved_peak",
-           {{"step", m.step},
-            {"phase", std::string(phase_name(m.phase))},
-            {"micro_batch", step ? json(nullptr) : json(m.micro_batch)},
-            {"chunk", step ? json(nullptr) : json(m.chunk)}}},
-          {"outside_allocator_bytes", s.outside_allocator_bytes},
-          {"segments_at_reserved_peak",
-           {{"count", static_cast<std::int64_t>(s.segments_at_reserved_peak.size())},
-            {"by_size", segments}}},
-          {"cached_free_bytes_at_reserved_peak", cached_free}};
+  return {
+      {"replayed_allocated_bytes", s.replayed_allocated_bytes},
+      {"reserved_peak",
+       {{"step", m.step},
+        {"phase", std::string(phase_name(m.phase))},
+        {"micro_batch", step ? json(nullptr) : json(m.micro_batch)},
+        {"chunk", step ? json(nullptr) : json(m.chunk)}}},
+      {"outside_allocator_bytes", s.outside_allocator_bytes},
+      {"device_limit_bytes", s.device_limit_bytes > 0 ? json(s.device_limit_bytes) : json(nullptr)},
+      {"alloc_retries", s.alloc_retries},
+      {"segments_released_for_room", s.segments_released_for_room},
+      {"out_of_memory", s.out_of_memory},
+      {"segments_at_reserved_peak",
+       {{"count", static_cast<std::int64_t>(s.segments_at_reserved_peak.size())},
+        {"by_size", segments}}},
+      {"cached_free_bytes_at_reserved_peak", cached_free}};
 }
 
 json stage_json(const StageReport& s, const Report& report, const Config& config) {

@@ -55,10 +55,14 @@ Table term_table(const StageReport& s, AmountUnit unit) {
   table.rows.push_back({"peak", amount_text(s.peak_bytes, unit), group_digits(s.peak_bytes), "", "",
                         "", "resident + measured gaps + the binding phase"});
   if (s.reserved_replayed) {
-    table.rows.push_back({"peak reserved", amount_text(s.peak_reserved_bytes, unit),
-                          group_digits(s.peak_reserved_bytes), "", "", "",
-                          "the caching allocator replayed over two steps (segments held: " +
-                              std::to_string(s.segments_at_reserved_peak.size()) + ")"});
+    table.rows.push_back(
+        {"peak reserved", amount_text(s.peak_reserved_bytes, unit),
+         group_digits(s.peak_reserved_bytes), "", "", "",
+         "the caching allocator replayed over two steps (segments held: " +
+             std::to_string(s.segments_at_reserved_peak.size()) + ")" +
+             (s.alloc_retries > 0 || s.segments_released_for_room > 0 || s.out_of_memory
+                  ? "; " + device_limit_text(s, unit)
+                  : "")});
   }
   if (s.device_peak_bytes >= 0) {
     table.rows.push_back({"device", amount_text(s.device_peak_bytes, unit),

@@ -117,6 +117,9 @@ std::string report_text(const Report& report, const Config& config, AmountUnit u
              "", ll(m.step), reserved_moment_text(stage).c_str(),
              ll(static_cast<std::int64_t>(stage.segments_at_reserved_peak.size())),
              amount_text(cached, unit).c_str());
+      // Said when the device's limit changed the replay: a cache flush or out of memory.
+      if (stage.alloc_retries > 0 || stage.segments_released_for_room > 0 || stage.out_of_memory)
+        append(out, "%-6s %s\n", "", device_limit_text(stage, unit).c_str());
     }
     out += "\n";
   }

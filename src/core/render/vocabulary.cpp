@@ -281,6 +281,20 @@ std::string reserved_moment_text(const StageReport& stage) {
   return out;
 }
 
+std::string device_limit_text(const StageReport& stage, AmountUnit unit) {
+  if (!stage.reserved_replayed || stage.device_limit_bytes <= 0) return "";
+  std::string out = "replayed against " + amount_text(stage.device_limit_bytes, unit) +
+                    " the allocator may reserve: ";
+  if (stage.out_of_memory) return out + "out of memory even after releasing every cached segment";
+  if (stage.alloc_retries == 0 && stage.segments_released_for_room == 0) {
+    return out + "no cache flush";
+  }
+  return out + std::to_string(stage.alloc_retries) + " cache flush" +
+         (stage.alloc_retries == 1 ? "" : "es") + " (num_alloc_retries) released " +
+         std::to_string(stage.segments_released_for_room) + " cached segment" +
+         (stage.segments_released_for_room == 1 ? "" : "s");
+}
+
 std::string moment_name(const StageReport& stage, const PeakMoment& moment) {
   std::string out = "stage " + std::to_string(stage.index) + ", ";
   if (moment.phase == StepPhase::optimizer_step) return out + "optimizer step";

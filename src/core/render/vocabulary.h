@@ -115,6 +115,11 @@ std::string event_name(const StageReport& stage, const TimelineEvent& event);
 // When the replayed reserved bytes peak: "backward of micro-batch 0 on chunk 1" / "optimizer
 // step" / "model and optimizer init" (the step is said by the caller).
 std::string reserved_moment_text(const StageReport& stage);
+// The replay against the device's limit (StageReport::device_limit_bytes): "" without one, else
+// "replayed against 79.2 GiB the allocator may reserve: no cache flush", "... 3 cache flushes
+// (num_alloc_retries) released 41 cached segments" or "... out of memory even after releasing
+// every cached segment".
+std::string device_limit_text(const StageReport& stage, AmountUnit unit = AmountUnit::gib);
 
 // What makes the stage's peak, largest part first, then the moment (the Timeline tab's headline):
 // "Peak 120.62 GiB = 45.31 GiB stored activations of 16 micro-batches in flight + 0.44 GiB

@@ -161,6 +161,16 @@ struct StageReport {
   std::int64_t reserved_after_steps_bytes = 0;
   ReservedPeakMoment reserved_peak_moment;
   std::vector<HeldSegment> segments_at_reserved_peak;
+  // Replayed against the device (a device chosen, no expandable segments): the bytes the
+  // allocator could reserve (device bytes less the measured rows outside it; 0: no limit), how
+  // often it released every cached segment and retried (PyTorch's num_alloc_retries, two steps),
+  // the cached segments it released to make room, and whether an allocation failed even then
+  // (then every replayed figure is the replay without the limit, what the steps need, and the
+  // two counts are 0).
+  std::int64_t device_limit_bytes = 0;
+  std::int64_t alloc_retries = 0;
+  std::int64_t segments_released_for_room = 0;
+  bool out_of_memory = false;
   // MEASURED rows outside the allocator (runtime context, communication buffers): the device
   // figure is reserved + these; device_peak_bytes is -1 until both rows are measured.
   std::int64_t outside_allocator_bytes = 0;
