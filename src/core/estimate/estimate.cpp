@@ -537,22 +537,31 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
     const StageReport& stage = report.stages[i];
     const std::int64_t limit =
         settings.rules.expandable_segments ? 0 : device_limit(stage, report.device);
-    settings.device_limit_bytes = limit;
+    // Without the limit first: when that fits, the limit never binds and the replay with it
+    // would be the same (so a device change replays nothing). Past it, the replay against the
+    // device says whether releasing cached segments saves the stage; when it runs out of memory
+    // even so (that replay stops there), the figures shown stay those without the limit (what
+    // the steps need), flagged.
+    settings.device_limit_bytes = 0;
     replay_key(report, stage, settings, key);
     EstimateCache::ReplayMemo& memo = cache.replays[i];
     if (cache.keep_activations && memo.key == key) {
       replayed.push_back(memo.result);
     } else {
-      // Without the limit first: when that fits, the limit never binds and the replay with it
-      // would be the same. Past it, the replay against the device says whether releasing cached
-      // segments saves the stage; when it runs out of memory even so (that replay stops there),
-      // the figures shown stay those without the limit (what the steps need), flagged.
-      ReplaySettings unlimited = settings;
-      unlimited.device_limit_bytes = 0;
-      replayed.push_back(replay_stage(report, stage, unlimited));
-      ReplayedStage& result = replayed.back();
-      if (limit > 0 && result.complete && result.peak_reserved_bytes > limit) {
+      replayed.push_back(replay_stage(report, stage, settings));
+      if (cache.keep_activations) {
+        memo.key = key;
+        memo.result = replayed.back();
+      }
+    }
+    if (limit > 0 && replayed.back().complete && replayed.back().peak_reserved_bytes > limit) {
+      key.push_back(limit);
+      if (cache.keep_activations && memo.limited_key == key) {
+        replayed.back() = memo.limited_result;
+      } else {
+        ReplayedStage& result = replayed.back();
         ReplaySettings limited = settings;
+        limited.device_limit_bytes = limit;
         limited.max_allocations -= result.allocations;
         ReplayedStage against_device = replay_stage(report, stage, limited);
         against_device.allocations += result.allocations;
@@ -562,10 +571,10 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
           result.out_of_memory = against_device.complete && against_device.out_of_memory;
           result.allocations = against_device.allocations;
         }
-      }
-      if (cache.keep_activations) {
-        memo.key = key;
-        memo.result = replayed.back();
+        if (cache.keep_activations) {
+          memo.limited_key = key;
+          memo.limited_result = result;
+        }
       }
     }
     settings.max_allocations -= replayed.back().allocations;

@@ -109,8 +109,12 @@ struct EstimateCache {
   // stage has the same inputs takes the result instead of replaying: a change that moves no
   // tensor (the device, a measurement) costs no replay. Only when keep_activations is set.
   struct ReplayMemo {
-    std::vector<std::int64_t> key;
+    std::vector<std::int64_t> key;  // without the device limit
     ReplayedStage result;
+    // The replay against the device, for a stage whose unlimited reserved exceeds it (the key
+    // above plus the limit): a device change replays only such stages.
+    std::vector<std::int64_t> limited_key;
+    ReplayedStage limited_result;
   };
   std::vector<ReplayMemo> replays{};
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
