@@ -54,7 +54,9 @@ constexpr const char* plan_help =
     "  headroom            device bytes - the binding stage's peak reserved (the allocator\n"
     "                      replayed for every configuration shown; the device figure when\n"
     "                      the runtime-context and communication-buffers rows are measured;\n"
-    "                      the search itself prefilters on the peak allocated)\n"
+    "                      the search itself prefilters on the peak allocated); the table's\n"
+    "                      peak is the binding stage's peak allocated, fit the figure headroom\n"
+    "                      is measured against and fit_basis which (reserved | device)\n"
     "With --margin (8GiB, or 20% for the 80 % rule) a configuration fits only when every\n"
     "stage's peak is at most the device's bytes minus the margin.\n"
     "e.g.\n"
@@ -548,14 +550,12 @@ void print_plan_json(const PlanContext& context, const PlanOutcome& outcome, con
   });
 }
 
-const std::vector<std::string> table_header = {"gpus",      "nodes",     "tp",
-                                               "pp",        "vpp",       "cp",
-                                               "ep",        "etp",       "dp",
-                                               "sp",        "mbs",       "M",
-                                               "recompute", "optimizer", "fp8_recipe",
-                                               "sharding",  "bubble",    "recompute_overhead",
-                                               "peak",      "headroom",  "binding_stage",
-                                               "fits",      "ranked_by"};
+const std::vector<std::string> table_header = {
+    "gpus",      "nodes",     "tp",         "pp",       "vpp",           "cp",
+    "ep",        "etp",       "dp",         "sp",       "mbs",           "M",
+    "recompute", "optimizer", "fp8_recipe", "sharding", "bubble",        "recompute_overhead",
+    "peak",      "fit",       "fit_basis",  "headroom", "binding_stage", "fits",
+    "ranked_by"};
 
 std::vector<std::string> table_row(const PlanContext& context, const Shown& s, bool bytes) {
   const stagemem::PlanEntry& e = s.entry;
@@ -580,6 +580,8 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
           fraction(e.bubble_fraction),
           fraction(e.recompute_overhead),
           bytes ? n(e.peak_bytes) : stagemem::gib_number(e.peak_bytes),
+          bytes ? n(e.fit_bytes) : stagemem::gib_number(e.fit_bytes),
+          std::string(stagemem::enum_name(e.fit_basis)),
           bytes ? n(e.headroom_bytes) : stagemem::gib_number(e.headroom_bytes),
           n(e.binding_stage),
           e.fits() ? "yes" : "no",
@@ -590,8 +592,9 @@ std::vector<std::string> table_row(const PlanContext& context, const Shown& s, b
 // counts, fractions and amounts are numbers (written as they are in CSV), the link and the
 // Megatron arguments code (in Markdown), the rest text. Left-aligned, as the text always was.
 stagemem::Table plan_table(const std::vector<std::string>& header) {
-  constexpr std::array<std::string_view, 8> text = {
-      "entry", "sp", "recompute", "optimizer", "fp8_recipe", "sharding", "fits", "ranked_by"};
+  constexpr std::array<std::string_view, 9> text = {"entry",     "sp",         "recompute",
+                                                    "optimizer", "fp8_recipe", "sharding",
+                                                    "fit_basis", "fits",       "ranked_by"};
   stagemem::Table table;
   for (const std::string& h : header) {
     const bool code = h == "link" || h == "megatron_args";
@@ -749,7 +752,7 @@ void print_plan_table(const PlanContext& context, const PlanOutcome& outcome, co
   header.push_back("link");
   header.push_back("megatron_args");
   for (std::string& h : header) {
-    if (h == "peak" || h == "headroom") h += csv ? "_bytes" : " GiB";
+    if (h == "peak" || h == "fit" || h == "headroom") h += csv ? "_bytes" : " GiB";
   }
   stagemem::Table table = plan_table(header);
   std::vector<const Shown*> shown;
