@@ -279,6 +279,14 @@ TEST_CASE("Against the device's bytes the replay releases cached segments before
   CHECK(o0.alloc_retries == 0);
   CHECK(device_limit_text(o0).ends_with("out of memory even after releasing every cached segment"));
 
+  // Below the live tensors' own bytes (40 GiB < 55.90 GiB) no release can help: out of memory
+  // at once, with the figures of the replay without the limit.
+  const Report far_over = estimate_of(std::int64_t{40} << 30);
+  CHECK(far_over.stages[0].out_of_memory);
+  CHECK(far_over.stages[0].peak_reserved_bytes == free0.peak_reserved_bytes);
+  CHECK(device_limit_text(far_over.stages[0])
+            .ends_with("out of memory even after releasing every cached segment"));
+
   // The fast path gives the full replay's figures under the limit too.
   ReplaySettings slow;
   slow.fast_path = false;

@@ -289,6 +289,7 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
   block.requested = size;
   block.label = label;
   if (fits_) requested_ += size;  // each size <= 2^56; sums stop once past 2^62
+  peak_requested_ = std::max(peak_requested_, requested_);
   add_allocated(block.size);
   return b;
 }

@@ -97,6 +97,8 @@ class CachingAllocator {
   std::int64_t requested() const { return requested_; }
   std::int64_t peak_allocated() const { return peak_allocated_; }
   std::int64_t peak_reserved() const { return peak_reserved_; }
+  // The largest sum of live tensors' requested bytes: no allocator can hold them in less.
+  std::int64_t peak_requested() const { return peak_requested_; }
   std::int64_t segment_count() const;
   std::vector<HeldSegment> segments() const;
   // False once a size passed 2^62 bytes: every figure is then meaningless.
@@ -174,6 +176,7 @@ class CachingAllocator {
   std::int64_t requested_ = 0;
   std::int64_t peak_allocated_ = 0;
   std::int64_t peak_reserved_ = 0;
+  std::int64_t peak_requested_ = 0;
   std::uint64_t segments_hash_ = 0;
   std::int64_t device_limit_ = 0;
   std::int64_t alloc_retries_ = 0;

@@ -91,6 +91,7 @@ class Replay {
       }
     }
     out_.peak_allocated_bytes = allocator_.peak_allocated();
+    out_.peak_requested_bytes = allocator_.peak_requested();
     out_.reserved_after_steps = allocator_.reserved();
     out_.fits = out_.fits && allocator_.fits();
     out_.passes_skipped =

@@ -67,6 +67,7 @@ inline constexpr std::int64_t replay_max_passes = std::int64_t{1} << 20;
 struct ReplayedStage {
   std::int64_t peak_reserved_bytes = 0;
   std::int64_t peak_allocated_bytes = 0;  // the allocator's: block sizes, 512 B rounded
+  std::int64_t peak_requested_bytes = 0;  // the live tensors' own bytes at their largest
   std::int64_t reserved_after_steps = 0;  // after the second step
   // What Megatron's memory log prints after iteration 1: max reserved, reserved.
   std::int64_t first_step_peak_reserved_bytes = 0;

@@ -554,7 +554,12 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
         memo.result = replayed.back();
       }
     }
-    if (limit > 0 && replayed.back().complete && replayed.back().peak_reserved_bytes > limit) {
+    if (limit > 0 && replayed.back().complete && replayed.back().peak_requested_bytes > limit) {
+      // The live tensors alone exceed the device: out of memory whatever is released (no
+      // replay against the device needed, so toggling between two small devices stays cheap).
+      replayed.back().out_of_memory = true;
+    } else if (limit > 0 && replayed.back().complete &&
+               replayed.back().peak_reserved_bytes > limit) {
       key.push_back(limit);
       if (cache.keep_activations && memo.limited_key == key) {
         replayed.back() = memo.limited_result;
