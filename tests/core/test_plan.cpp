@@ -80,15 +80,16 @@ std::vector<PlanEntry> brute_force(const Config& base, const Model& model, const
                           e.ordinal = ordinal;
                           e.gpus = gpus;
                           e.micro_batches = r.micro_batches;
-                          std::int64_t peak = 0;
+                          // The figure the check fits (reserved when replayed).
+                          std::int64_t fit = 0;
                           for (const StageReport& s : r.stages) {
-                            if (s.peak_bytes > peak) {
-                              peak = s.peak_bytes;
+                            if (s.fit_bytes > fit) {
+                              fit = s.fit_bytes;
                               e.binding_stage = s.index;
+                              e.peak_bytes = s.peak_bytes;
                             }
                           }
-                          e.peak_bytes = peak;
-                          e.headroom_bytes = device - peak;
+                          e.headroom_bytes = device - fit;
                           e.bubble_fraction = bubble_fraction(pp, vpp, r.micro_batches);
                           e.recompute_overhead = step_flops(config, model).overhead();
                           out.push_back(e);

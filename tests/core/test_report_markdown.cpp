@@ -106,9 +106,9 @@ TEST_CASE("Markdown: the binding phase and the layers as the JSON and the CLI sp
 
 TEST_CASE("Markdown: check - the stage table, a stage that does not fit, the result line") {
   // On 40 GiB (42,949,672,960 B) against the replayed peak reserved: stage 0 (60,023,768,064 B
-  // = 55.90 GiB allocated, 60,316,188,672 B = 56.17 GiB reserved) is over by 17,366,515,712 B
-  // (16.17 GiB); stages 1 (43.14 GiB reserved) and 3 (47.28 GiB) are over too; stage 2
-  // (38.89 GiB reserved) fits with 1.11 GiB to spare.
+  // = 55.90 GiB allocated, 61,150,855,168 B = 56.95 GiB reserved) is over by 18,201,182,208 B
+  // (16.95 GiB); stages 1 (43.44 GiB reserved) and 3 (47.12 GiB) are over too; stage 2
+  // (39.07 GiB reserved) fits with 0.93 GiB to spare.
   Config c = llama_on_h100();
   c.device.preset.clear();
   c.device.bytes = std::int64_t{40} << 30;
@@ -119,10 +119,10 @@ TEST_CASE("Markdown: check - the stage table, a stage that does not fit, the res
       "**llama-3.1-8b** on **custom**: 42,949,672,960 B (40.00 GiB) per rank\n\n"
       "| stage | layers | allocated GiB | reserved GiB | device GiB | headroom GiB | fits |\n"
       "| ---: | --- | ---: | ---: | ---: | ---: | --- |\n"
-      "| 0 | 0-7 | 55.90 | 56.17 | - | -16.17 | no |\n"));
-  CHECK(md.find("| 2 | 16-23 | 38.59 | 38.89 | - | 1.11 | yes |\n") != std::string::npos);
-  CHECK(md.find("\n**Stage 0 does not fit**: peak reserved 60,316,188,672 B (56.17 GiB) exceeds "
-                "custom by 17,366,515,712 B (16.17 GiB).\nLargest terms:\n\n"
+      "| 0 | 0-7 | 55.90 | 56.95 | - | -16.95 | no |\n"));
+  CHECK(md.find("| 2 | 16-23 | 38.59 | 39.07 | - | 0.93 | yes |\n") != std::string::npos);
+  CHECK(md.find("\n**Stage 0 does not fit**: peak reserved 61,150,855,168 B (56.95 GiB) exceeds "
+                "custom by 18,201,182,208 B (16.95 GiB).\nLargest terms:\n\n"
                 "1. Adam exp\\_avg + exp\\_avg\\_sq (fp32): dense parameters (resident): "
                 "18,161,860,608 B (16.91 GiB)\n") != std::string::npos);
   CHECK(count_of(md, "does not fit**") == 3);

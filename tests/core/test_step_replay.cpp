@@ -232,7 +232,7 @@ TEST_CASE("GPT-2 345M, TP 4 with SP (public log): reserved vs the replay", "[mea
 
 TEST_CASE("Against the device's bytes the replay releases cached segments before it fails") {
   // Llama-3.1-8B at PP 4 (M = 1024 micro-batches by default): stage 0 peaks at 55.90 GiB
-  // allocated and, with no device, 56.17 GiB reserved. On a device of 60,300,000,000 B (56.16
+  // allocated and, with no device, 56.95 GiB reserved. On a device of 61,000,000,000 B (56.81
   // GiB) the allocator cannot reserve that much: where cudaMalloc fails it releases the cached
   // segments and retries, and the stage fits below the device. 56.00 GiB is below what the step
   // needs even without cached blocks: out of memory, and it does not fit; its figures are then
@@ -250,7 +250,7 @@ TEST_CASE("Against the device's bytes the replay releases cached segments before
   REQUIRE(free0.reserved_replayed);
   CHECK(free0.device_limit_bytes == 0);
   CHECK(free0.alloc_retries == 0);
-  const std::int64_t tight = 60'300'000'000;
+  const std::int64_t tight = 61'000'000'000;
   REQUIRE(free0.peak_reserved_bytes > tight);
   REQUIRE(free0.peak_bytes < tight);
 

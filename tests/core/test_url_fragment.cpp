@@ -102,7 +102,9 @@ Config every_field_changed() {
                          .reshard_after_forward = ReshardAfterForward::never,
                          .reshard_ranks = 2,
                          .reduce_dtype = ReduceDtype::bf16,
-                         .forward_prefetch = 3};
+                         .forward_prefetch = 3,
+                         .overlap_grad_reduce = true,
+                         .ddp_bucket_size = 50'000'000};
   c.parallel.schedule = PipelineSchedule::dualpipev;
   // Every allocator field changed (expandable segments with emptying is refused by validate(),
   // not by the encoding).

@@ -48,7 +48,12 @@ bool allocator_gap(const Term& t) {
 class Replay {
  public:
   Replay(const Report& report, const StageReport& stage, const ReplaySettings& settings)
-      : report_(report), stage_(stage), settings_(settings), allocator_(settings.rules) {
+      : report_(report),
+        stage_(stage),
+        settings_(settings),
+        allocator_(settings.rules),
+        tensors_(stage.resident_allocations.get()) {
+    if (tensors_ != nullptr && tensors_->empty()) tensors_ = nullptr;
     allocator_.set_device_limit(settings.device_limit_bytes);
     chunks_ = static_cast<std::int64_t>(std::max<std::size_t>(stage.chunks.size(), 1));
     pipeline_ranks_ = static_cast<std::int64_t>(report.stages.size());
@@ -80,8 +85,11 @@ class Replay {
       const Term& t = stage_.terms[i];
       const bool at_init = t.allocated_at == AllocationPoint::model_init ||
                            t.allocated_at == AllocationPoint::optimizer_init;
-      if ((t.family == Family::resident && at_init) || allocator_gap(t)) allocate_resident(i);
+      if ((t.family == Family::resident && at_init && !covered(i)) || allocator_gap(t)) {
+        allocate_resident(i);
+      }
     }
+    if (tensors_ != nullptr) run_resident_list(tensors_->at_init, 0);
     note(0, StepPhase::forward, -1, -1);
     for (std::int64_t step = 1; step <= 2 && out_.complete && !allocator_.out_of_memory(); ++step) {
       run_step(step);
@@ -128,6 +136,33 @@ class Replay {
             list.push_back(terms[k].first);
         }
       }
+    }
+  }
+
+  // Whether the stage's resident tensor lists allocate this term (else it is one tensor).
+  bool covered(std::size_t term) const {
+    return tensors_ != nullptr &&
+           std::binary_search(tensors_->covered_terms.begin(), tensors_->covered_terms.end(),
+                              static_cast<std::int32_t>(term));
+  }
+  // A resident tensor list: each entry allocates a tensor or frees an earlier entry's.
+  void run_resident_list(const std::vector<ResidentAllocation>& list, std::uint64_t list_id) {
+    std::vector<std::int32_t> handles(list.size(), -1);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const ResidentAllocation& a = list[k];
+      const std::uint64_t label = kResidentLabel | (list_id + 1) << 40 | k;
+      if (a.frees >= 0 && static_cast<std::size_t>(a.frees) < k) {
+        const std::int32_t h = handles[static_cast<std::size_t>(a.frees)];
+        if (h < 0) continue;
+        other_hash_ -= block_hash(
+            h, kResidentLabel | (list_id + 1) << 40 | static_cast<std::uint64_t>(a.frees));
+        allocator_.free(h);
+        handles[static_cast<std::size_t>(a.frees)] = -1;
+      } else if (a.frees < 0 && a.bytes > 0) {
+        handles[k] = allocator_.malloc(a.bytes, label);
+        other_hash_ += block_hash(handles[k], label);
+      }
+      if (allocator_.out_of_memory()) return;
     }
   }
 
@@ -258,9 +293,12 @@ class Replay {
     if (step == 1) {
       for (std::size_t i = 0; i < stage_.terms.size(); ++i) {
         const Term& t = stage_.terms[i];
-        if (t.family == Family::resident && t.allocated_at == AllocationPoint::first_step)
+        if (t.family == Family::resident && t.allocated_at == AllocationPoint::first_step &&
+            !covered(i)) {
           allocate_resident(i);
+        }
       }
+      if (tensors_ != nullptr) run_resident_list(tensors_->first_step, 1);
     }
     std::vector<std::int64_t> step_transients;
     std::vector<std::int64_t> kept_terms;
@@ -340,6 +378,7 @@ class Replay {
   const StageReport& stage_;
   ReplaySettings settings_;
   CachingAllocator allocator_;
+  const ResidentAllocations* tensors_ = nullptr;  // null: each resident term one tensor
   std::int64_t chunks_ = 1;
   std::int64_t pipeline_ranks_ = 1;
   std::vector<std::vector<std::int64_t>> chunk_tensors_;  // one micro-batch's, per chunk

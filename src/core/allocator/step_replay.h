@@ -5,7 +5,9 @@
 // allocator's reserved bytes are. They follow from the order in which tensors of each size are
 // allocated and freed, which the step timeline (memory/timeline.h) already knows. The replay:
 //  1. model and optimizer init: each resident term allocated at model or optimizer init, one
-//     tensor per term, in term order;
+//     tensor per term in term order, except the terms StageReport::resident_allocations lists
+//     tensor by tensor (memory/parameter_tensors.h: Megatron DDP's parameters, DDP buffers and
+//     main parameters of data-parallel rank 0), replayed after them in their order;
 //  2. step 1, pass by pass in the schedule's order (parallel/schedule.h): a forward pass
 //     allocates its micro-batch's stored activations on its chunk (StageReport::
 //     activation_units tensors of each term, layer by layer: one tensor of each term per layer
@@ -15,28 +17,27 @@
 //     --empty-unused-memory-level >= 1 the cache is emptied after the last backward (Megatron's
 //     train_step);
 //  3. the optimizer step: the resident terms created by the first step (Adam's moments,
-//     workspaces, TE's dummy weight-gradient buffers) are allocated, then the step's transients
+//     workspaces, TE's dummy weight-gradient buffers) are allocated (the moments per parameter
+//     where resident_allocations lists them), then the step's transients
 //     together, which are then freed; the tensors kept past the step (between_steps) are
 //     allocated and stay until the next step's first forward; at level 2 the cache is emptied
 //     after the step;
 //  4. step 2 the same, on the blocks step 1 left cached.
 // The result is the largest reserved (and allocated) figure of both steps and the segments held
 // when reserved peaked.
-// Assumptions (stated in the report's text): one stream; resident terms are one tensor each
-// (Megatron's contiguous parameter and gradient buffers are; per-parameter optimizer tensors are
-// several, each of which may reserve up to 2 MiB more than it holds); a layer's tensors in term
-// order; measured gap rows that are not allocator memory (runtime context, communication
-// buffers) are left out and the allocator-fragmentation row is replaced by the replay.
-// Device limit: with ReplaySettings::device_limit_bytes the allocator releases cached blocks and
-// retries where cudaMalloc would fail; once it has, the fast path stops skipping (the retries of
-// skipped passes would go uncounted). The replay stops at an out-of-memory failure (its figures
-// are then partial: ReplayedStage::out_of_memory).
-// Fast path: the allocator's state after each pass is kept as a 64-bit hash, updated on every
-// malloc and free (segments; each live block's address, size and tensor; micro-batches by their
-// age on their chunk). When the state after a pass equals the state after an earlier pass of the
-// step and the schedule repeats with that period, the repeating passes are skipped whole: they
-// would leave the same state and the same peaks. Exact up to a 64-bit hash collision.
-// Units: bytes (int64) per rank.
+// Assumptions (stated in the report's text): one stream; resident terms not listed tensor by
+// tensor (Megatron-FSDP and FSDP2 state, quantised weights, TE's caches) are one tensor each; a
+// layer's tensors in term order; measured gap rows that are not allocator memory (runtime context,
+// communication buffers) are left out and the allocator-fragmentation row is replaced by the
+// replay. Device limit: with ReplaySettings::device_limit_bytes the allocator releases cached
+// blocks and retries where cudaMalloc would fail; once it has, the fast path stops skipping (the
+// retries of skipped passes would go uncounted). The replay stops at an out-of-memory failure (its
+// figures are then partial: ReplayedStage::out_of_memory). Fast path: the allocator's state after
+// each pass is kept as a 64-bit hash, updated on every malloc and free (segments; each live block's
+// address, size and tensor; micro-batches by their age on their chunk). When the state after a pass
+// equals the state after an earlier pass of the step and the schedule repeats with that period, the
+// repeating passes are skipped whole: they would leave the same state and the same peaks. Exact up
+// to a 64-bit hash collision. Units: bytes (int64) per rank.
 #pragma once
 
 #include <cstdint>

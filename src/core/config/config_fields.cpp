@@ -64,7 +64,7 @@ constexpr std::array<ChoiceAlias, 2> reshard_aliases = {{
 }};
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 73> fields = {{
+const std::array<ConfigField, 75> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -511,6 +511,19 @@ const std::array<ConfigField, 73> fields = {{
      .min = 0,
      .max = 16,
      STAGEMEM_INTEGER(training.sharding.forward_prefetch)},
+    {.key = "overlap_grad_reduce",
+     .path = "sharding.overlap_grad_reduce",
+     .help = "Megatron DDP's --overlap-grad-reduce: gradients reduced in buckets (first model "
+             "chunk of pipeline rank 0), which moves the distributed optimizer's shard boundaries",
+     .kind = FieldKind::boolean,
+     STAGEMEM_BOOLEAN(training.sharding.overlap_grad_reduce)},
+    {.key = "ddp_bucket_size",
+     .path = "sharding.ddp_bucket_size",
+     .help = "Megatron DDP's --ddp-bucket-size in elements, with overlap_grad_reduce (0: "
+             "Megatron's default max(40M, 1M x DP x CP))",
+     .min = 0,
+     .max = std::int64_t{1} << 40,
+     STAGEMEM_INTEGER(training.sharding.ddp_bucket_size)},
     // PyTorch's caching allocator (allocator_settings.h).
     {.key = "expandable_segments",
      .path = "allocator.expandable_segments",

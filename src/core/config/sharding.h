@@ -23,11 +23,16 @@
 //    fp32 by default); the parameters are gathered in bf16 (param_dtype bf16, the policy every
 //    recipe uses; fp32 compute is not modelled);
 //  - forward_prefetch: units FSDP2 prefetches explicitly in forward (set_modules_to_forward_
-//    prefetch), on top of the implicit one-unit-ahead all-gather.
+//    prefetch), on top of the implicit one-unit-ahead all-gather;
+//  - overlap_grad_reduce, ddp_bucket_size: Megatron DDP's --overlap-grad-reduce and
+//    --ddp-bucket-size (elements; 0: Megatron's default max(40M, 1M x DP x CP)). They decide
+//    where the gradient buckets, and so the distributed optimizer's shard boundaries, fall
+//    (memory/parameter_tensors.h): buckets exist only with overlap_grad_reduce, and only in the
+//    first model chunk of pipeline rank 0.
 // Units: ranks and units are counts.
 // Allowed ranges (validate() names the field): shard_group [0, 2^20], a divisor of DP;
 // reshard_ranks 0 or [2, 2^20], a divisor of the shard group (fsdp2 only); forward_prefetch
-// [0, 16].
+// [0, 16]; ddp_bucket_size [0, 2^40].
 #pragma once
 
 #include <array>
@@ -89,6 +94,8 @@ struct DataParallelSharding {
   std::int64_t reshard_ranks = 0;
   ReduceDtype reduce_dtype = ReduceDtype::fp32;
   std::int64_t forward_prefetch = 0;
+  bool overlap_grad_reduce = false;
+  std::int64_t ddp_bucket_size = 0;
   friend bool operator==(const DataParallelSharding&, const DataParallelSharding&) = default;
 };
 

@@ -194,6 +194,19 @@ void validate_sharding(const Config& config, Diagnostics& d) {
     d.error("sharding.forward_prefetch",
             "must be an integer in [0, 16], got " + number(s.forward_prefetch));
   }
+  if (s.ddp_bucket_size < 0 || s.ddp_bucket_size > (std::int64_t{1} << 40)) {
+    d.error("sharding.ddp_bucket_size",
+            "must be an integer in [0, 1099511627776] elements (0: Megatron's default), got " +
+                number(s.ddp_bucket_size));
+  } else if (s.ddp_bucket_size > 0 && !s.overlap_grad_reduce) {
+    d.warn("sharding.ddp_bucket_size",
+           "Megatron uses buckets only with overlap_grad_reduce: the bucket size has no effect");
+  }
+  if (s.overlap_grad_reduce && impl != DataParallelImpl::megatron_ddp) {
+    d.warn("sharding.overlap_grad_reduce",
+           "the gradient buckets modelled are Megatron DDP's; no effect with " +
+               std::string(enum_name(impl)));
+  }
 }
 
 }  // namespace stagemem

@@ -19,6 +19,7 @@
 #include "estimate/estimate_cache.h"
 #include "memory/activation_terms.h"
 #include "memory/gaps.h"
+#include "memory/parameter_tensors.h"
 #include "model/presets.h"
 #include "parallel/schedule.h"
 #include "report/report.h"
@@ -241,6 +242,16 @@ bool add_resident_terms(const EstimateStep& in, StageReport& stage, std::size_t 
     const std::vector<Term>& resident = in.cache.resident_terms[slot];
     stage.terms.reserve(48);
     stage.terms.insert(stage.terms.end(), resident.begin(), resident.end());
+    if (in.cache.replay_allocator) {
+      std::shared_ptr<const ResidentAllocations>& tensors = in.cache.resident_allocations[slot];
+      if (!tensors) {
+        const Config& c = in.config;
+        tensors = std::make_shared<const ResidentAllocations>(resident_allocations(
+            in.model, in.cache.parameters[slot], c.parallel, resident, c.precision, c.optimizer,
+            resolve_sharding(c.training, c.optimizer, c.parallel), c.training.sharding));
+      }
+      stage.resident_allocations = tensors;
+    }
   }
   const std::int64_t bytes = in.cache.resident_sums[slot];
   stage.resident_bytes = std::max<std::int64_t>(bytes, 0);
@@ -521,6 +532,8 @@ void replay_key(const Report& report, const StageReport& stage, const ReplaySett
                 t.chunk, t.bytes, t.copies, t.family == Family::gap ? t.formula.factor(0) : 0});
   }
   key.insert(key.end(), stage.activation_units.begin(), stage.activation_units.end());
+  const ResidentAllocations* tensors = stage.resident_allocations.get();
+  key.push_back(tensors == nullptr ? 0 : static_cast<std::int64_t>(tensors->hash));
 }
 
 // The allocator step (allocator/step_replay.h): every stage's two steps replayed through the

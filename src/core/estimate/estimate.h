@@ -87,6 +87,12 @@ struct EstimateCache {
   ResolvedSharding state_sharding{};          // what data parallelism shards
   std::vector<std::vector<Term>> resident_terms{};
   std::vector<std::vector<Term>> optimizer_step_terms{};
+  // Per stage, the resident terms as the tensors the replay allocates (memory/parameter_
+  // tensors.h), built on the first full estimate that replays; null until then. They also
+  // depend on Megatron DDP's gradient buckets.
+  std::vector<std::shared_ptr<const ResidentAllocations>> resident_allocations{};
+  bool state_overlap_grad_reduce = false;
+  std::int64_t state_ddp_bucket_size = 0;
   // Their sums per stage (what a sweep of peaks reads); -1: the terms do not fit in int64 bytes.
   std::vector<std::int64_t> resident_sums{};
   std::vector<std::int64_t> optimizer_step_sums{};

@@ -100,9 +100,13 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
   if (cache.state_terms_valid && cache.precision == config.precision &&
       cache.optimizer == config.optimizer && cache.state_stack == config.training.stack &&
       cache.state_low_precision == config.training.low_precision &&
-      cache.state_sharding == sharding) {
+      cache.state_sharding == sharding &&
+      cache.state_overlap_grad_reduce == config.training.sharding.overlap_grad_reduce &&
+      cache.state_ddp_bucket_size == config.training.sharding.ddp_bucket_size) {
     return;
   }
+  cache.state_overlap_grad_reduce = config.training.sharding.overlap_grad_reduce;
+  cache.state_ddp_bucket_size = config.training.sharding.ddp_bucket_size;
   cache.state_low_precision = config.training.low_precision;
   cache.state_sharding = sharding;
   const StateShards shards = state_shards(sharding);
@@ -113,6 +117,7 @@ void refresh_state_terms(EstimateCache& cache, const Model& model, const Config&
   cache.optimizer_step_terms.assign(cache.parameters.size(), {});
   cache.resident_sums.clear();
   cache.optimizer_step_sums.clear();
+  cache.resident_allocations.assign(cache.parameters.size(), nullptr);
   for (std::size_t i = 0; i < cache.parameters.size(); ++i) {
     std::vector<Term>& resident = cache.resident_terms[i];
     std::vector<Term>& optimizer_step = cache.optimizer_step_terms[i];

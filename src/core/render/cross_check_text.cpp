@@ -38,8 +38,10 @@ std::string explanation(const CrossCheck& check, const StageReport& stage, GapEx
                   ? "its largest reserved bytes"
                   : "its reserved bytes at the end of the step") +
              (check.measurement.iteration == 1 ? " in the first step" : "") +
-             "; the replay leaves out tensors of other streams (NCCL buffers recorded on them) "
-             "and per-parameter optimizer tensors (one tensor per term)";
+             "; Megatron DDP's parameters, buffers and optimizer state are replayed tensor by "
+             "tensor for data-parallel rank 0; the replay leaves out tensors of other streams "
+             "(NCCL buffers recorded on them), and keeps Megatron-FSDP and FSDP2 state one "
+             "tensor per term";
     case GapExplanation::max_allocated_figure:
       return "max allocated (torch.cuda.max_memory_allocated) is the peak since the process "
              "started, never reset by Megatron's report: it includes the first iterations, where "

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,6 +122,23 @@ struct LayerRange {
   std::int64_t count = 0;
 };
 
+// The tensors the resident terms are allocated as, one by one, for the allocator replay
+// (memory/parameter_tensors.h builds them): model init (the parameters, the DDP buffers),
+// optimizer init (main parameters) and the first step (moments). Each entry allocates a tensor
+// for a resident term or frees the tensor of an earlier entry of the same list.
+struct ResidentAllocation {
+  std::int64_t bytes = 0;   // the tensor's bytes (0 for a free)
+  std::int32_t term = -1;   // index in StageReport::terms (the resident terms come first)
+  std::int32_t frees = -1;  // >= 0: frees the tensor of that entry of the same list
+};
+struct ResidentAllocations {
+  std::vector<ResidentAllocation> at_init;
+  std::vector<ResidentAllocation> first_step;
+  std::vector<std::int32_t> covered_terms;  // terms these lists allocate (others: one tensor)
+  std::uint64_t hash = 0;                   // of both lists, for the replay's memo key
+  bool empty() const { return covered_terms.empty(); }
+};
+
 struct StageReport {
   std::int64_t index = 0;
   std::int64_t first_layer = 0;
@@ -144,6 +162,9 @@ struct StageReport {
   // virtual chunk (the chunk's layers that keep the piece): activation_units[k x chunks + c] for
   // the stage's k-th Family::activation term in term order. The allocator replay's input.
   std::vector<std::int64_t> activation_units;
+  // The resident terms as tensors (null: each resident term one tensor), shared with the
+  // estimate cache.
+  std::shared_ptr<const ResidentAllocations> resident_allocations;
   // The forward/backward phase's peak moment (timeline.h's peak_moment() gives the stage's,
   // the optimizer step when that binds).
   PeakMoment forward_backward_moment;
