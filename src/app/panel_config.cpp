@@ -43,16 +43,20 @@ struct Group {
   const char* title;
   bool open;  // at start
 };
-constexpr std::array<Group, 6> groups = {{{"model", "Model", true},
-                                          {"device", "Device", true},
-                                          {"parallel", "Parallel layout", true},
-                                          {"training", "Training, recompute and kernels", true},
-                                          {"precision", "Precision", false},
-                                          {"optimizer", "Optimizer", false}}};
+constexpr std::array<Group, 8> groups = {
+    {{"model", "Model", true},
+     {"device", "Device", true},
+     {"parallel", "Parallel layout", true},
+     {"training", "Training, recompute and kernels", true},
+     {"precision", "Precision", false},
+     {"optimizer", "Optimizer", false},
+     {"sharding", "Framework and data-parallel sharding", false},
+     {"allocator", "PyTorch caching allocator", false}}};
 
 std::string_view group_of(const ConfigField& field) {
   if (field.path == "custom_model") return "model";
-  if (field.path == "stack") return "training";  // the library releases: kernels follow them
+  if (field.path == "stack") return "training";      // the library releases: kernels follow them
+  if (field.path == "framework") return "sharding";  // it decides the data-parallel default
   return field.path.substr(0, field.path.find('.'));
 }
 
@@ -153,6 +157,9 @@ bool field_applies(const AppState& state, const ConfigField& field) {
     return lp.quantised() || lp.bf16_layers_at_start + lp.bf16_layers_at_end > 0;
   }
   if (key == "fp8_attention") return lp.quantised() || lp.fp8_attention;
+  // Megatron DDP's buckets size only with --overlap-grad-reduce (kept in view while set).
+  const stagemem::DataParallelSharding& dp = c.training.sharding;
+  if (key == "ddp_bucket_size") return dp.overlap_grad_reduce || dp.ddp_bucket_size != 0;
   return true;
 }
 

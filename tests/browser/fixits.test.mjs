@@ -339,3 +339,39 @@ describe("one set of defaults, fix-its and steppers", () => {
     await context.close();
   });
 });
+
+describe("Megatron DDP's gradient buckets (issue 26)", () => {
+  test("overlap_grad_reduce clicked and ddp_bucket_size typed move rank 0's optimizer shards, as the CLI's", async () => {
+    const cli = process.env.STAGEMEM_CLI;
+    assert.ok(cli && existsSync(cli), `STAGEMEM_CLI must name the native CLI (got ${cli})`);
+    const { context, page, consoleErrors } = await openApp("#v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam");
+    const before = await getReport(page);
+    assert.ok(before.stages[0].allocator.resident_tensors > 0, "the resident terms are replayed tensor by tensor");
+    // The sharding group starts closed: opened with a click on its header, then the checkbox.
+    await visibleRect(page, "option_group_sharding");
+    await clickWidget(page, "option_group_sharding");
+    await waitFrames(page, 3);
+    const box = await visibleRect(page, "field_overlap_grad_reduce");
+    await page.mouse.click(box.x + box.height / 2, box.y + box.height / 2, { delay: 100 });
+    await waitFrames(page, 3);
+    await typeInto(page, "ddp_bucket_size", "1000000");
+    await waitUntil(page, async () => (await getConfig(page)).sharding?.ddp_bucket_size === 1000000);
+    const config = await getConfig(page);
+    assert.equal(config.sharding.overlap_grad_reduce, true);
+    await waitUntil(page, () => valid(page));
+    await page.screenshot({ path: join(artifacts, "ddp-buckets.png") });
+    const after = await getReport(page);
+    // Buckets exist only on pipeline rank 0: its shards (and so its tensors) move, the others not.
+    assert.notEqual(after.stages[0].allocator.resident_tensors, before.stages[0].allocator.resident_tensors);
+    assert.equal(after.stages[1].allocator.resident_tensors, before.stages[1].allocator.resident_tensors);
+    const fromCli = JSON.parse(spawnSync(cli, ["report", "--url",
+      "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam&overlap_grad_reduce=1&ddp_bucket_size=1000000", "--json"],
+      { encoding: "utf8" }).stdout);
+    for (let i = 0; i < after.stages.length; ++i) {
+      assert.equal(after.stages[i].peak_reserved_bytes, fromCli.stages[i].peak_reserved_bytes, `stage ${i}`);
+      assert.equal(after.stages[i].allocator.resident_tensors, fromCli.stages[i].allocator.resident_tensors);
+    }
+    assert.deepEqual(consoleErrors, []);
+    await context.close();
+  });
+});

@@ -285,3 +285,43 @@ TEST_CASE("Property: reserved covers allocated, which covers requested, and all 
     }
   }
 }
+
+TEST_CASE("A segment snapshot equals its blocks after any mallocs and frees (property)") {
+  // segments() reads per-segment sums kept on every malloc, free, split and merge; they must
+  // equal the allocator's totals and each segment's block count after random work, with and
+  // without expandable segments (which walk the blocks).
+  for (const bool expandable : {false, true}) {
+    CachingAllocator a({.expandable_segments = expandable});
+    std::uint64_t state = 12345;
+    const auto next = [&] {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return state >> 33;
+    };
+    std::vector<std::int32_t> live;
+    for (int i = 0; i < 5000; ++i) {
+      if (live.empty() || next() % 3 != 0) {
+        const std::int64_t size = next() % 4 == 0 ? static_cast<std::int64_t>(next() % 40'000'000)
+                                                  : static_cast<std::int64_t>(next() % 2'000'000);
+        live.push_back(a.malloc(size, static_cast<std::uint64_t>(i)));
+      } else {
+        const std::size_t k = next() % live.size();
+        a.free(live[k]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      if (i % 500 == 499) {
+        std::int64_t reserved = 0;
+        std::int64_t allocated = 0;
+        std::int64_t previous_address = -1;
+        for (const HeldSegment& s : a.segments()) {
+          reserved += s.bytes;
+          allocated += s.allocated_bytes;
+          CHECK(s.blocks >= 1);
+          CHECK(s.address > previous_address);
+          previous_address = s.address;
+        }
+        CHECK(reserved == a.reserved());
+        CHECK(allocated == a.allocated());
+      }
+    }
+  }
+}

@@ -160,3 +160,28 @@ TEST_CASE("Resident tensors hold their terms' bytes") {
     }
   }
 }
+
+TEST_CASE("Gradient buckets move rank 0's shards on the first chunk of pipeline rank 0 only") {
+  // Qwen3-30B-A3B, PP 4, EP 8, DP 8, distributed Adam (dense state over DP 8; expert DP
+  // 8 / 8 = 1): with one bucket rank 0 owns the first eighth of the dense buffer, whole parameters
+  // but one; with buckets of 1,000,000 elements each larger parameter is a bucket cut into
+  // eighths, so rank 0 holds a piece of many more. Without the distributed optimizer buckets
+  // change no tensor (whole parameters either way).
+  const char* base = "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam";
+  const Estimated one = estimated(base);
+  const Estimated bucketed =
+      estimated(std::string(base) + "&overlap_grad_reduce=1&ddp_bucket_size=1000000");
+  const auto tensors = [](const StageReport& s) { return s.resident_allocations->at_init.size(); };
+  CHECK(tensors(bucketed.report.stages[0]) > tensors(one.report.stages[0]));
+  CHECK(bucketed.report.stages[0].resident_allocations->hash !=
+        one.report.stages[0].resident_allocations->hash);
+  for (std::size_t i = 1; i < one.report.stages.size(); ++i) {
+    CHECK(bucketed.report.stages[i].resident_allocations->hash ==
+          one.report.stages[i].resident_allocations->hash);
+  }
+  const Estimated plain = estimated("v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8");
+  const Estimated plain_bucketed = estimated(
+      "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&overlap_grad_reduce=1&ddp_bucket_size=1000000");
+  CHECK(plain_bucketed.report.stages[0].resident_allocations->hash ==
+        plain.report.stages[0].resident_allocations->hash);
+}

@@ -186,6 +186,7 @@ std::int32_t CachingAllocator::new_segment(std::int64_t size, bool small_pool) {
   block.small_pool = small_pool;
   block.segment = static_cast<std::int32_t>(segment_heads_.size());
   segment_heads_.push_back(b);
+  segment_stats_.push_back({.bytes = bytes});
   if (next_address_ > kLargestTotal) {
     fits_ = false;  // the address stays put: meaningless from here on, but never wraps
   } else {
@@ -206,6 +207,7 @@ std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_poo
   if (segment < 0) {
     segment = static_cast<std::int32_t>(segment_heads_.size());
     segment_heads_.push_back(-1);
+    segment_stats_.emplace_back();
     // The segment's virtual range is larger than any device (PyTorch reserves 9/8 of it).
     expandable_base_[small_pool ? 1 : 0] = next_address_;
     if (next_address_ > kLargestTotal) {
@@ -282,10 +284,12 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
     for (std::int32_t& tail : expandable_tail_) {
       if (tail == b) tail = rest;
     }
+    ++segment_stats_[static_cast<std::size_t>(block.segment)].blocks;
     insert_free(rest);
   }
   Block& block = blocks_[static_cast<std::size_t>(b)];
   block.allocated = true;
+  segment_stats_[static_cast<std::size_t>(block.segment)].allocated += block.size;
   block.requested = size;
   block.label = label;
   if (fits_) requested_ += size;  // each size <= 2^56; sums stop once past 2^62
@@ -299,6 +303,7 @@ void CachingAllocator::free(std::int32_t handle) {
   Block& block = blocks_[static_cast<std::size_t>(b)];
   if (!block.in_use || !block.allocated) return;
   block.allocated = false;
+  segment_stats_[static_cast<std::size_t>(block.segment)].allocated -= block.size;
   if (!fits_) return;  // the sums are saturated: nothing after this is meaningful
   allocated_ -= block.size;
   requested_ -= block.requested;
@@ -319,6 +324,7 @@ void CachingAllocator::free(std::int32_t handle) {
     for (std::int32_t& tail : expandable_tail_) {
       if (tail == gone) tail = keep;
     }
+    --segment_stats_[static_cast<std::size_t>(kept.segment)].blocks;
     drop_block(gone);
     b = keep;
   }
@@ -352,6 +358,20 @@ std::int64_t CachingAllocator::segment_count() const {
 
 std::vector<HeldSegment> CachingAllocator::segments() const {
   std::vector<HeldSegment> out;
+  if (!rules_.expandable_segments) {
+    // Fixed-size segments take increasing addresses in creation order: already sorted.
+    for (std::size_t s = 0; s < segment_heads_.size(); ++s) {
+      const std::int32_t head = segment_heads_[s];
+      if (head < 0) continue;
+      const SegmentStats& stats = segment_stats_[s];
+      out.push_back({.address = blocks_[static_cast<std::size_t>(head)].address,
+                     .bytes = stats.bytes,
+                     .allocated_bytes = stats.allocated,
+                     .blocks = stats.blocks,
+                     .small_pool = blocks_[static_cast<std::size_t>(head)].small_pool});
+    }
+    return out;
+  }
   for (const std::int32_t head : segment_heads_) {
     if (head < 0) continue;
     HeldSegment view;

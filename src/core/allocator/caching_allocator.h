@@ -163,6 +163,14 @@ class CachingAllocator {
   std::vector<Block> blocks_;
   std::vector<std::int32_t> recycled_;
   std::vector<std::int32_t> segment_heads_;        // first block of each segment; -1: released
+  // Per segment (as segment_heads_), kept on every malloc, free, split and merge so that a
+  // snapshot (segments()) need not walk the blocks; not kept for expandable segments.
+  struct SegmentStats {
+    std::int64_t bytes = 0;
+    std::int64_t allocated = 0;
+    std::int64_t blocks = 1;
+  };
+  std::vector<SegmentStats> segment_stats_;
   std::int32_t expandable_segment_[2] = {-1, -1};  // [small_pool]: its segment index
   std::int64_t expandable_mapped_[2] = {0, 0};     // mapped bytes of each expandable segment
   std::int64_t expandable_base_[2] = {0, 0};       // its first address

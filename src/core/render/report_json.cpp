@@ -75,8 +75,19 @@ json allocator_json(const StageReport& s) {
                         {"count", it->second[0]},
                         {"allocated_bytes", it->second[1]}});
   }
+  // The resident terms replayed tensor by tensor (memory/parameter_tensors.h): how many terms and
+  // how many tensors they were allocated as.
+  std::int64_t resident_tensors = 0;
+  std::int64_t resident_terms = 0;
+  if (s.resident_allocations) {
+    for (const auto* list : {&s.resident_allocations->at_init, &s.resident_allocations->first_step})
+      for (const ResidentAllocation& a : *list) resident_tensors += a.frees < 0 ? 1 : 0;
+    resident_terms = static_cast<std::int64_t>(s.resident_allocations->covered_terms.size());
+  }
   return {
       {"replayed_allocated_bytes", s.replayed_allocated_bytes},
+      {"resident_terms_split", resident_terms},
+      {"resident_tensors", resident_tensors},
       {"reserved_peak",
        {{"step", m.step},
         {"phase", std::string(phase_name(m.phase))},
