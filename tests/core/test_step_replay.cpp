@@ -368,3 +368,36 @@ TEST_CASE(
   CHECK_FALSE(warned(cuda));
   CHECK_FALSE(warned(plain));
 }
+
+TEST_CASE("A replay from the cached state after init equals a replay from nothing") {
+  // The init's state is kept between replays (ReplayInitCache): the first call fills it, the
+  // next copies it. Each must equal the replay that allocates the init itself, for every stage,
+  // with tensor-by-tensor resident terms (distributed Adam) and a device limit that binds.
+  for (const std::int64_t device : {std::int64_t{0}, std::int64_t{61'000'000'000}}) {
+    Config c;
+    c.parallel.pipeline_parallel = 4;
+    c.parallel.data_parallel = 2;
+    c.optimizer.kind = OptimizerKind::distributed_adam;
+    const Report r = estimate(c);
+    REQUIRE(r.diagnostics.ok());
+    for (const StageReport& stage : r.stages) {
+      ReplaySettings settings;
+      settings.device_limit_bytes = device;
+      const ReplayedStage plain = replay_stage(r, stage, settings);
+      ReplayInitCache cache;
+      const ReplayedStage filling = replay_stage(r, stage, settings, &cache);
+      REQUIRE(cache.allocator);
+      const ReplayedStage copied = replay_stage(r, stage, settings, &cache);
+      for (const ReplayedStage* other : {&filling, &copied}) {
+        CHECK(other->peak_reserved_bytes == plain.peak_reserved_bytes);
+        CHECK(other->peak_allocated_bytes == plain.peak_allocated_bytes);
+        CHECK(other->first_step_peak_reserved_bytes == plain.first_step_peak_reserved_bytes);
+        CHECK(other->reserved_after_steps == plain.reserved_after_steps);
+        CHECK(other->segments_at_peak.size() == plain.segments_at_peak.size());
+        CHECK(other->passes_skipped == plain.passes_skipped);
+        CHECK(other->alloc_retries == plain.alloc_retries);
+        CHECK(other->out_of_memory == plain.out_of_memory);
+      }
+    }
+  }
+}

@@ -70,6 +70,44 @@ void CachingAllocator::drop_block(std::int32_t b) {
   recycled_.push_back(b);
 }
 
+void CachingAllocator::copy_state_from(const CachingAllocator& other) {
+  rules_ = other.rules_;
+  blocks_ = other.blocks_;
+  recycled_ = other.recycled_;
+  segment_heads_ = other.segment_heads_;
+  segment_stats_ = other.segment_stats_;
+  for (int p = 0; p < 2; ++p) {
+    expandable_segment_[p] = other.expandable_segment_[p];
+    expandable_mapped_[p] = other.expandable_mapped_[p];
+    expandable_base_[p] = other.expandable_base_[p];
+    expandable_tail_[p] = other.expandable_tail_[p];
+  }
+  // The free sets copied whole (a tree copy, no rebalancing), then each cached block pointed at
+  // its entry in the copy: both sets hold the same keys in the same order.
+  small_free_ = other.small_free_;
+  large_free_ = other.large_free_;
+  for (FreeSet* set : {&small_free_, &large_free_}) {
+    for (auto it = set->begin(); it != set->end(); ++it) {
+      blocks_[static_cast<std::size_t>(it->block)].free_at = it;
+    }
+  }
+  dirty_segments_ = other.dirty_segments_;
+  segment_dirty_ = other.segment_dirty_;
+  next_address_ = other.next_address_;
+  allocated_ = other.allocated_;
+  reserved_ = other.reserved_;
+  requested_ = other.requested_;
+  peak_allocated_ = other.peak_allocated_;
+  peak_reserved_ = other.peak_reserved_;
+  peak_requested_ = other.peak_requested_;
+  segments_hash_ = other.segments_hash_;
+  device_limit_ = other.device_limit_;
+  alloc_retries_ = other.alloc_retries_;
+  released_for_room_ = other.released_for_room_;
+  out_of_memory_ = other.out_of_memory_;
+  fits_ = other.fits_;
+}
+
 void CachingAllocator::insert_free(std::int32_t b) {
   Block& block = blocks_[static_cast<std::size_t>(b)];
   block.free_at = pool(block.small_pool).insert({block.size, block.address, b}).first;
@@ -134,6 +172,7 @@ void CachingAllocator::release_segment(std::int32_t head) {
   segments_hash_ -=
       mix64(static_cast<std::uint64_t>(block.address), static_cast<std::uint64_t>(block.size));
   segment_heads_[static_cast<std::size_t>(block.segment)] = -1;
+  touch(block.segment);
   drop_block(head);
 }
 
@@ -187,6 +226,8 @@ std::int32_t CachingAllocator::new_segment(std::int64_t size, bool small_pool) {
   block.segment = static_cast<std::int32_t>(segment_heads_.size());
   segment_heads_.push_back(b);
   segment_stats_.push_back({.bytes = bytes});
+  segment_dirty_.push_back(0);
+  touch(block.segment);
   if (next_address_ > kLargestTotal) {
     fits_ = false;  // the address stays put: meaningless from here on, but never wraps
   } else {
@@ -208,6 +249,7 @@ std::int32_t CachingAllocator::grow_expandable(std::int64_t size, bool small_poo
     segment = static_cast<std::int32_t>(segment_heads_.size());
     segment_heads_.push_back(-1);
     segment_stats_.emplace_back();
+    segment_dirty_.push_back(0);
     // The segment's virtual range is larger than any device (PyTorch reserves 9/8 of it).
     expandable_base_[small_pool ? 1 : 0] = next_address_;
     if (next_address_ > kLargestTotal) {
@@ -285,11 +327,13 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
       if (tail == b) tail = rest;
     }
     ++segment_stats_[static_cast<std::size_t>(block.segment)].blocks;
+    touch(block.segment);
     insert_free(rest);
   }
   Block& block = blocks_[static_cast<std::size_t>(b)];
   block.allocated = true;
   segment_stats_[static_cast<std::size_t>(block.segment)].allocated += block.size;
+  touch(block.segment);
   block.requested = size;
   block.label = label;
   if (fits_) requested_ += size;  // each size <= 2^56; sums stop once past 2^62
@@ -304,6 +348,7 @@ void CachingAllocator::free(std::int32_t handle) {
   if (!block.in_use || !block.allocated) return;
   block.allocated = false;
   segment_stats_[static_cast<std::size_t>(block.segment)].allocated -= block.size;
+  touch(block.segment);
   if (!fits_) return;  // the sums are saturated: nothing after this is meaningful
   allocated_ -= block.size;
   requested_ -= block.requested;
@@ -354,6 +399,26 @@ void CachingAllocator::reset_peaks() {
 std::int64_t CachingAllocator::segment_count() const {
   return static_cast<std::int64_t>(
       std::count_if(segment_heads_.begin(), segment_heads_.end(), [](auto h) { return h >= 0; }));
+}
+
+void CachingAllocator::update_segment_snapshot(std::vector<HeldSegment>& by_segment) {
+  by_segment.resize(segment_heads_.size());
+  for (const std::int32_t s : dirty_segments_) {
+    const auto i = static_cast<std::size_t>(s);
+    segment_dirty_[i] = 0;
+    const std::int32_t head = segment_heads_[i];
+    if (head < 0) {
+      by_segment[i] = HeldSegment{};
+      continue;
+    }
+    const SegmentStats& stats = segment_stats_[i];
+    by_segment[i] = {.address = blocks_[static_cast<std::size_t>(head)].address,
+                     .bytes = stats.bytes,
+                     .allocated_bytes = stats.allocated,
+                     .blocks = stats.blocks,
+                     .small_pool = blocks_[static_cast<std::size_t>(head)].small_pool};
+  }
+  dirty_segments_.clear();
 }
 
 std::vector<HeldSegment> CachingAllocator::segments() const {

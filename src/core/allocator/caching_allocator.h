@@ -80,6 +80,14 @@ class CachingAllocator {
   // Allocates `size` bytes (>= 0) for a caller's tensor; `label` is kept with the block (see
   // canonical_state). Returns the block's handle.
   std::int32_t malloc(std::int64_t size, std::uint64_t label);
+  // Becomes a copy of `other`'s whole state (blocks, segments, free sets, peaks, counters): the
+  // step replay starts from a cached state after init. The free sets are rebuilt here.
+  void copy_state_from(const CachingAllocator& other);
+  // Brings `by_segment` (one entry per segment index in creation order, which is address order;
+  // bytes 0: released) up to date with the segments changed since its previous update, so a
+  // snapshot at each new peak costs the segments touched since the last one. Fixed-size
+  // segments only: with expandable segments use segments().
+  void update_segment_snapshot(std::vector<HeldSegment>& by_segment);
   void free(std::int32_t handle);
   std::int64_t empty_cache();  // returns the segments released
   void reset_peaks();
@@ -162,7 +170,7 @@ class CachingAllocator {
   AllocatorRules rules_;
   std::vector<Block> blocks_;
   std::vector<std::int32_t> recycled_;
-  std::vector<std::int32_t> segment_heads_;        // first block of each segment; -1: released
+  std::vector<std::int32_t> segment_heads_;  // first block of each segment; -1: released
   // Per segment (as segment_heads_), kept on every malloc, free, split and merge so that a
   // snapshot (segments()) need not walk the blocks; not kept for expandable segments.
   struct SegmentStats {
@@ -171,6 +179,14 @@ class CachingAllocator {
     std::int64_t blocks = 1;
   };
   std::vector<SegmentStats> segment_stats_;
+  // Segments changed since the last update_segment_snapshot (each listed once).
+  std::vector<std::int32_t> dirty_segments_;
+  std::vector<char> segment_dirty_;
+  void touch(std::int32_t segment) {
+    if (segment < 0 || segment_dirty_[static_cast<std::size_t>(segment)] != 0) return;
+    segment_dirty_[static_cast<std::size_t>(segment)] = 1;
+    dirty_segments_.push_back(segment);
+  }
   std::int32_t expandable_segment_[2] = {-1, -1};  // [small_pool]: its segment index
   std::int64_t expandable_mapped_[2] = {0, 0};     // mapped bytes of each expandable segment
   std::int64_t expandable_base_[2] = {0, 0};       // its first address

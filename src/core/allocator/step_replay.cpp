@@ -79,23 +79,36 @@ class Replay {
                   });
   }
 
-  ReplayedStage run() {
+  ReplayedStage run(ReplayInitCache* cache) {
     if (!out_.complete) return out_;
-    for (std::size_t i = 0; i < stage_.terms.size(); ++i) {
-      const Term& t = stage_.terms[i];
-      const bool at_init = t.allocated_at == AllocationPoint::model_init ||
-                           t.allocated_at == AllocationPoint::optimizer_init;
-      if ((t.family == Family::resident && at_init && !covered(i)) || allocator_gap(t)) {
-        allocate_resident(i);
+    if (cache != nullptr) {
+      init_key(cache_key_);
+      if (cache->allocator && cache->key == cache_key_) {
+        allocator_.copy_state_from(*cache->allocator);
+        other_hash_ = cache->resident_hash;
+      } else {
+        run_init();
+        cache->key = cache_key_;
+        if (!cache->allocator)
+          cache->allocator = std::make_unique<CachingAllocator>(settings_.rules);
+        cache->allocator->copy_state_from(allocator_);
+        cache->resident_hash = other_hash_;
       }
+    } else {
+      run_init();
     }
-    if (tensors_ != nullptr) run_resident_list(tensors_->at_init, 0);
     note(0, StepPhase::forward, -1, -1);
     for (std::int64_t step = 1; step <= 2 && out_.complete && !allocator_.out_of_memory(); ++step) {
       run_step(step);
       if (step == 1) {
         out_.first_step_peak_reserved_bytes = allocator_.peak_reserved();
         out_.reserved_after_first_step = allocator_.reserved();
+      }
+    }
+    if (!settings_.rules.expandable_segments) {
+      out_.segments_at_peak.clear();
+      for (const HeldSegment& seg : snapshot_by_segment_) {
+        if (seg.bytes > 0) out_.segments_at_peak.push_back(seg);
       }
     }
     out_.peak_allocated_bytes = allocator_.peak_allocated();
@@ -137,6 +150,33 @@ class Replay {
         }
       }
     }
+  }
+
+  // Model and optimizer init: the resident terms allocated then (one tensor each unless listed),
+  // the allocator-held gap rows, then the listed tensors.
+  bool init_term(std::size_t i) const {
+    const Term& t = stage_.terms[i];
+    const bool at_init = t.allocated_at == AllocationPoint::model_init ||
+                         t.allocated_at == AllocationPoint::optimizer_init;
+    return (t.family == Family::resident && at_init && !covered(i)) || allocator_gap(t);
+  }
+  void run_init() {
+    for (std::size_t i = 0; i < stage_.terms.size(); ++i) {
+      if (init_term(i)) allocate_resident(i);
+    }
+    if (tensors_ != nullptr) run_resident_list(tensors_->at_init, 0);
+  }
+  // Everything the state after init depends on.
+  void init_key(std::vector<std::int64_t>& key) const {
+    key.clear();
+    key.insert(key.end(),
+               {settings_.rules.expandable_segments ? 1 : 0, settings_.rules.max_split_size,
+                settings_.rules.roundup_power2_divisions, settings_.device_limit_bytes});
+    for (std::size_t i = 0; i < stage_.terms.size(); ++i) {
+      if (init_term(i))
+        key.insert(key.end(), {static_cast<std::int64_t>(i), stage_.terms[i].bytes});
+    }
+    key.push_back(tensors_ == nullptr ? 0 : static_cast<std::int64_t>(tensors_->hash));
   }
 
   // Whether the stage's resident tensor lists allocate this term (else it is one tensor).
@@ -215,7 +255,11 @@ class Replay {
     out_.peak_phase = phase;
     out_.peak_micro_batch = micro_batch;
     out_.peak_chunk = chunk;
-    out_.segments_at_peak = allocator_.segments();
+    if (settings_.rules.expandable_segments) {
+      out_.segments_at_peak = allocator_.segments();
+    } else {
+      allocator_.update_segment_snapshot(snapshot_by_segment_);
+    }
   }
 
   void hold_transients(const std::vector<std::int64_t>& terms) {
@@ -379,6 +423,10 @@ class Replay {
   ReplaySettings settings_;
   CachingAllocator allocator_;
   const ResidentAllocations* tensors_ = nullptr;  // null: each resident term one tensor
+  std::vector<std::int64_t> cache_key_;
+  // The segments when reserved last peaked, by segment index (fixed-size segments; bytes 0:
+  // released), kept up to date at each new peak with only the segments changed since.
+  std::vector<HeldSegment> snapshot_by_segment_;
   std::int64_t chunks_ = 1;
   std::int64_t pipeline_ranks_ = 1;
   std::vector<std::vector<std::int64_t>> chunk_tensors_;  // one micro-batch's, per chunk
@@ -400,8 +448,8 @@ class Replay {
 }  // namespace
 
 ReplayedStage replay_stage(const Report& report, const StageReport& stage,
-                           const ReplaySettings& settings) {
-  return Replay(report, stage, settings).run();
+                           const ReplaySettings& settings, ReplayInitCache* init) {
+  return Replay(report, stage, settings).run(init);
 }
 
 }  // namespace stagemem

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "allocator/caching_allocator.h"
@@ -92,7 +93,18 @@ struct ReplayedStage {
   bool out_of_memory = false;
 };
 
+// The allocator's state after a stage's init (the resident terms allocated at model and
+// optimizer init, tensor by tensor where listed), kept between replays whose init is the same
+// (equal `key`): a replay copies it (CachingAllocator::copy_state_from) instead of allocating
+// the init's tensors again, which for a stage of thousands of parameters is most of its cost.
+struct ReplayInitCache {
+  std::vector<std::int64_t> key;
+  std::unique_ptr<CachingAllocator> allocator;
+  std::uint64_t resident_hash = 0;  // the replay's state hash of the init's blocks
+};
+
+// `init`: where the state after init is kept between calls (null: not kept).
 ReplayedStage replay_stage(const Report& report, const StageReport& stage,
-                           const ReplaySettings& settings);
+                           const ReplaySettings& settings, ReplayInitCache* init = nullptr);
 
 }  // namespace stagemem

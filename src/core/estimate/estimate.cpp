@@ -561,7 +561,8 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
     if (cache.keep_activations && memo.key == key) {
       replayed.push_back(memo.result);
     } else {
-      replayed.push_back(replay_stage(report, stage, settings));
+      replayed.push_back(
+          replay_stage(report, stage, settings, cache.keep_activations ? &memo.init : nullptr));
       if (cache.keep_activations) {
         memo.key = key;
         memo.result = replayed.back();
@@ -581,7 +582,8 @@ bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache
         ReplaySettings limited = settings;
         limited.device_limit_bytes = limit;
         limited.max_allocations -= result.allocations;
-        ReplayedStage against_device = replay_stage(report, stage, limited);
+        ReplayedStage against_device = replay_stage(
+            report, stage, limited, cache.keep_activations ? &memo.limited_init : nullptr);
         against_device.allocations += result.allocations;
         if (against_device.complete && !against_device.out_of_memory) {
           result = std::move(against_device);

@@ -121,6 +121,9 @@ struct EstimateCache {
     // above plus the limit): a device change replays only such stages.
     std::vector<std::int64_t> limited_key;
     ReplayedStage limited_result;
+    // The allocator after the stage's init, without and against the device limit.
+    ReplayInitCache init;
+    ReplayInitCache limited_init;
   };
   std::vector<ReplayMemo> replays{};
   // The stages (and their lists' storage) of a report whose estimate ended in an error.
