@@ -185,3 +185,23 @@ TEST_CASE("Gradient buckets move rank 0's shards on the first chunk of pipeline 
   CHECK(plain_bucketed.report.stages[0].resident_allocations->hash ==
         plain.report.stages[0].resident_allocations->hash);
 }
+
+TEST_CASE("Past the resident-tensor bound each resident term is one tensor, with a warning") {
+  // DeepSeek-V3 at PP 16, EP 1: 256 local experts x 2 GroupedLinear weights x 4 layers, each a
+  // weight, a main-parameter and two moment tensors, on 16 stages: past 2^16 tensors.
+  const Estimated over = estimated("v=1&model=deepseek-v3&pp=16&ep=1&dp=8");
+  bool warned = false;
+  for (const FieldMessage& w : over.report.diagnostics.warnings) {
+    warned = warned || (w.field == "parallel.ep" && w.message.find("tensor by tensor up to 65536 "
+                                                                   "tensors per estimate") !=
+                                                        std::string::npos);
+  }
+  CHECK(warned);
+  for (const StageReport& s : over.report.stages) {
+    CHECK_FALSE(s.resident_allocations);
+    CHECK(s.reserved_replayed);
+  }
+  // At EP 64 (4 local experts) the same model stays under it: replayed tensor by tensor.
+  const Estimated under = estimated("v=1&model=deepseek-v3&tp=2&sp=1&pp=16&ep=64");
+  for (const StageReport& s : under.report.stages) CHECK(s.resident_allocations);
+}

@@ -248,7 +248,8 @@ bool add_resident_terms(const EstimateStep& in, StageReport& stage, std::size_t 
         const Config& c = in.config;
         tensors = std::make_shared<const ResidentAllocations>(resident_allocations(
             in.model, in.cache.parameters[slot], c.parallel, resident, c.precision, c.optimizer,
-            resolve_sharding(c.training, c.optimizer, c.parallel), c.training.sharding));
+            resolve_sharding(c.training, c.optimizer, c.parallel), c.training.sharding,
+            ReplaySettings{}.max_resident_tensors));
       }
       stage.resident_allocations = tensors;
     }
@@ -521,8 +522,8 @@ void replay_key(const Report& report, const StageReport& stage, const ReplaySett
              {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
               settings.rules.roundup_power2_divisions, settings.empty_unused_memory_level,
               settings.fast_path ? 1 : 0, settings.max_allocations, settings.device_limit_bytes,
-              static_cast<std::int64_t>(report.schedule), report.micro_batches,
-              static_cast<std::int64_t>(report.stages.size()), stage.index,
+              settings.max_resident_tensors, static_cast<std::int64_t>(report.schedule),
+              report.micro_batches, static_cast<std::int64_t>(report.stages.size()), stage.index,
               static_cast<std::int64_t>(stage.chunks.size()),
               static_cast<std::int64_t>(stage.terms.size())});
   for (const Term& t : stage.terms) {
@@ -542,6 +543,27 @@ void replay_key(const Report& report, const StageReport& stage, const ReplaySett
 // False when the estimate failed (a figure past 2^63 bytes).
 bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache) {
   const std::int64_t budget = settings.max_allocations;
+  std::int64_t listed = 0;
+  bool over_bound = false;
+  for (const StageReport& stage : report.stages) {
+    if (!stage.resident_allocations) continue;
+    over_bound = over_bound || stage.resident_allocations->over_bound;
+    listed += static_cast<std::int64_t>(stage.resident_allocations->at_init.size() +
+                                        stage.resident_allocations->first_step.size());
+  }
+  if (over_bound || listed > settings.max_resident_tensors) {
+    for (StageReport& stage : report.stages) stage.resident_allocations.reset();
+    report.diagnostics.warn(
+        "parallel.ep",
+        "the allocator replay allocates the resident terms tensor by tensor up to " +
+            std::to_string(settings.max_resident_tensors) +
+            " tensors per estimate; these stages hold " +
+            (over_bound ? std::string("more") : std::to_string(listed)) +
+            " (parameters, DDP buffers, main parameters and moments: many local experts or layers "
+            "per stage), so each resident term is replayed as one tensor and peak reserved can be "
+            "under-stated by up to 2 MiB per real tensor above 1 MiB. More expert or pipeline "
+            "parallelism brings it under the bound");
+  }
   std::vector<ReplayedStage> replayed;
   replayed.reserve(report.stages.size());
   if (cache.replays.size() < report.stages.size()) cache.replays.resize(report.stages.size());

@@ -279,12 +279,17 @@ DdpBufferLayout ddp_buffer_layout(const std::vector<ParameterTensor>& parameters
 ResidentAllocations resident_allocations(
     const Model& model, const StageParameters& stage, const ParallelLayout& layout,
     const std::vector<Term>& resident, const Precision& precision, const OptimizerConfig& optimizer,
-    const ResolvedSharding& sharding, const DataParallelSharding& ddp) {
+    const ResolvedSharding& sharding, const DataParallelSharding& ddp, std::int64_t max_tensors) {
   ResidentAllocations out;
   if (sharding.implementation != DataParallelImpl::megatron_ddp) return out;
   const TermSlots slots = find_terms(resident, precision, optimizer);
   const std::vector<ParameterTensor> parameters = megatron_parameters(model, stage, layout);
   if (parameters.empty()) return out;
+  constexpr std::int64_t kEntriesPerParameter = 5;
+  if (static_cast<std::int64_t>(parameters.size()) > max_tensors / kEntriesPerParameter) {
+    out.over_bound = true;
+    return out;
+  }
   const bool distributed = sharding.shards_state();
   const StateShards shards = state_shards(sharding);
   const std::int64_t chunks = static_cast<std::int64_t>(stage.chunks.size());

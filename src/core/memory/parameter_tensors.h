@@ -92,10 +92,12 @@ DdpBufferLayout ddp_buffer_layout(const std::vector<ParameterTensor>& parameters
 // The replay's resident allocations (ResidentAllocations, report/report.h).
 // Megatron DDP only (empty for Megatron-FSDP and FSDP2). `resident` is the stage's resident term
 // list (memory/resident_terms.h, then the sharding and dummy-wgrad terms), whose indices the
-// entries carry.
+// entries carry. Past `max_tensors` (each parameter counted as its 5 possible entries: weight,
+// its free, main parameter, two moments) the lists are not built (ResidentAllocations::
+// over_bound).
 ResidentAllocations resident_allocations(
     const Model& model, const StageParameters& stage, const ParallelLayout& layout,
     const std::vector<Term>& resident, const Precision& precision, const OptimizerConfig& optimizer,
-    const ResolvedSharding& sharding, const DataParallelSharding& ddp);
+    const ResolvedSharding& sharding, const DataParallelSharding& ddp, std::int64_t max_tensors);
 
 }  // namespace stagemem

@@ -136,6 +136,9 @@ struct ResidentAllocations {
   std::vector<ResidentAllocation> first_step;
   std::vector<std::int32_t> covered_terms;  // terms these lists allocate (others: one tensor)
   std::uint64_t hash = 0;                   // of both lists, for the replay's memo key
+  // True when the stage alone holds more tensors than one estimate replays (the lists are then
+  // not built: every resident term is one tensor, and the estimate warns).
+  bool over_bound = false;
   bool empty() const { return covered_terms.empty(); }
 };
 
