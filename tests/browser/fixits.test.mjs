@@ -344,7 +344,7 @@ describe("Megatron DDP's gradient buckets (issue 26)", () => {
   test("overlap_grad_reduce clicked and ddp_bucket_size typed move rank 0's optimizer shards, as the CLI's", async () => {
     const cli = process.env.STAGEMEM_CLI;
     assert.ok(cli && existsSync(cli), `STAGEMEM_CLI must name the native CLI (got ${cli})`);
-    const { context, page, consoleErrors } = await openApp("#v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam");
+    const { context, page, consoleErrors } = await openApp("#v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16&optimizer=distributed-adam");
     const before = await getReport(page);
     assert.ok(before.stages[0].allocator.resident_tensors > 0, "the resident terms are replayed tensor by tensor");
     // The sharding group starts closed: opened with a click on its header, then the checkbox.
@@ -365,7 +365,7 @@ describe("Megatron DDP's gradient buckets (issue 26)", () => {
     assert.notEqual(after.stages[0].allocator.resident_tensors, before.stages[0].allocator.resident_tensors);
     assert.equal(after.stages[1].allocator.resident_tensors, before.stages[1].allocator.resident_tensors);
     const fromCli = JSON.parse(spawnSync(cli, ["report", "--url",
-      "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam&overlap_grad_reduce=1&ddp_bucket_size=1000000", "--json"],
+      "v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16&optimizer=distributed-adam&overlap_grad_reduce=1&ddp_bucket_size=1000000", "--json"],
       { encoding: "utf8" }).stdout);
     for (let i = 0; i < after.stages.length; ++i) {
       assert.equal(after.stages[i].peak_reserved_bytes, fromCli.stages[i].peak_reserved_bytes, `stage ${i}`);

@@ -132,8 +132,8 @@ TEST_CASE("DDP buffer: reverse order, 64-element starts, buckets end at lcm(DP, 
 TEST_CASE("Resident tensors hold their terms' bytes") {
   for (const char* link :
        {"v=1&model=llama-3.1-8b&pp=4", "v=1&model=llama-3.1-8b&pp=4&dp=8&optimizer=adam",
-        "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8",
-        "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&overlap_grad_reduce=1&ddp_bucket_size=1000000",
+        "v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16",
+        "v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16&overlap_grad_reduce=1&ddp_bucket_size=1000000",
         "v=1&model=qwen3-30b-a3b&pp=8&cp=2&dp=4&ep=8&optimizer=distributed-muon",
         "v=1&model=deepseek-v3&pp=8&vpp=2&ep=32&tp=2&sp=1&dp=32"}) {
     CAPTURE(link);
@@ -162,15 +162,18 @@ TEST_CASE("Resident tensors hold their terms' bytes") {
 }
 
 TEST_CASE("Gradient buckets move rank 0's shards on the first chunk of pipeline rank 0 only") {
-  // Qwen3-30B-A3B, PP 4, EP 8, DP 8, distributed Adam (dense state over DP 8; expert DP
-  // 8 / 8 = 1): with one bucket rank 0 owns the first eighth of the dense buffer, whole parameters
-  // but one; with buckets of 1,000,000 elements each larger parameter is a bucket cut into
-  // eighths, so rank 0 holds a piece of many more. Without the distributed optimizer buckets
+  // Qwen3-30B-A3B, PP 4, EP 16, DP 16, distributed Adam (dense state over DP 16; expert DP
+  // 16 / 16 = 1): with one bucket rank 0 owns the first sixteenth of the dense buffer, whole
+  // parameters but one; with buckets of 1,000,000 elements each larger parameter is a bucket cut
+  // into sixteenths, so rank 0 holds a piece of many more. Without the distributed optimizer buckets
   // change no tensor (whole parameters either way).
-  const char* base = "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&optimizer=distributed-adam";
+  const char* base = "v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16&optimizer=distributed-adam";
   const Estimated one = estimated(base);
   const Estimated bucketed =
       estimated(std::string(base) + "&overlap_grad_reduce=1&ddp_bucket_size=1000000");
+  for (const Estimated* e : {&one, &bucketed}) {
+    for (const StageReport& s : e->report.stages) REQUIRE(s.resident_allocations);
+  }
   const auto tensors = [](const StageReport& s) { return s.resident_allocations->at_init.size(); };
   CHECK(tensors(bucketed.report.stages[0]) > tensors(one.report.stages[0]));
   CHECK(bucketed.report.stages[0].resident_allocations->hash !=
@@ -179,20 +182,20 @@ TEST_CASE("Gradient buckets move rank 0's shards on the first chunk of pipeline 
     CHECK(bucketed.report.stages[i].resident_allocations->hash ==
           one.report.stages[i].resident_allocations->hash);
   }
-  const Estimated plain = estimated("v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8");
+  const Estimated plain = estimated("v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16");
   const Estimated plain_bucketed = estimated(
-      "v=1&model=qwen3-30b-a3b&pp=4&ep=8&dp=8&overlap_grad_reduce=1&ddp_bucket_size=1000000");
+      "v=1&model=qwen3-30b-a3b&pp=4&ep=16&dp=16&overlap_grad_reduce=1&ddp_bucket_size=1000000");
   CHECK(plain_bucketed.report.stages[0].resident_allocations->hash ==
         plain.report.stages[0].resident_allocations->hash);
 }
 
 TEST_CASE("Past the resident-tensor bound each resident term is one tensor, with a warning") {
   // DeepSeek-V3 at PP 16, EP 1: 256 local experts x 2 GroupedLinear weights x 4 layers, each a
-  // weight, a main-parameter and two moment tensors, on 16 stages: past 2^15 tensors.
+  // weight, a main-parameter and two moment tensors, on 16 stages: past 2^13 tensors.
   const Estimated over = estimated("v=1&model=deepseek-v3&pp=16&ep=1&dp=8");
   bool warned = false;
   for (const FieldMessage& w : over.report.diagnostics.warnings) {
-    warned = warned || (w.field == "parallel.ep" && w.message.find("tensor by tensor up to 32768 "
+    warned = warned || (w.field == "parallel.ep" && w.message.find("tensor by tensor up to 8192 "
                                                                    "tensors per estimate") !=
                                                         std::string::npos);
   }

@@ -60,8 +60,9 @@ struct ReplaySettings {
   std::int64_t max_allocations = std::int64_t{1} << 20;
   // The resident tensors (StageReport::resident_allocations, every stage's lists) one estimate
   // replays tensor by tensor; past it every resident term is one tensor and a warning says so
-  // (about 100-200 ns each in wasm: 2^15 keep a plan confirmation within a frame or two).
-  std::int64_t max_resident_tensors = std::int64_t{1} << 15;
+  // (about 100-200 ns each in wasm, with list building: 2^13 keep the Plan tab's confirmations near
+  // a frame).
+  std::int64_t max_resident_tensors = std::int64_t{1} << 13;
   // The bytes the allocator may reserve on the device (its usable bytes less the measured rows
   // outside the allocator); 0: no limit. Past it the allocator releases cached blocks and retries
   // (caching_allocator.h); not replayed with expandable segments.
