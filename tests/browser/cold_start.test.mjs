@@ -119,7 +119,11 @@ describe("cold start", () => {
     // allocator, the step replay, the reserved and device figures in every output, the plan's
     // confirmation): +40.8 KB gzip over issue 24's build, core 262.6 KB of the 554.6 KB of code
     // (scripts/size-report.sh out/build/web); again 3 % room.
-    const wasmBudget = 692_000;
+    // Issue 26's resident tensors: 694,455 B at b1adeb5 (memory/parameter_tensors.cpp: Megatron's
+    // parameter list, DDP buffers and rank 0's shards; the replay's resident lists, its cached
+    // state after init and per-segment sums; the configuration panel's sharding and allocator
+    // groups): +2.4 KB past the previous budget; again 3 % room.
+    const wasmBudget = 715_000;
     const jsBudget = 48_000;
     assert.ok(wasm <= wasmBudget, `stagemem.wasm is ${wasm} B gzip, over its budget of ${wasmBudget} B`);
     assert.ok(js <= jsBudget, `stagemem.js is ${js} B gzip, over its budget of ${jsBudget} B`);
