@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { artifacts, clickWidget, launch, openApp as openAppIn, waitFrames, waitUntil, widgetRect }
+import { artifacts, clickWidget, launch, openApp as openAppIn, visibleRect, waitFrames, waitUntil, widgetRect }
   from "./harness.mjs";
 
 let harness;
@@ -107,14 +107,18 @@ describe("stagemem panels on a production link", () => {
 
   test("a generated checkbox and an integer field edited with the real mouse and keyboard", async () => {
     const { context, page } = await openApp(production);
+    // The estimate's messages under the layout fields can push the checkbox below the panel's
+    // edge: scrolled into view first.
+    await visibleRect(page, "field_sp");
     await clickWidget(page, "field_sp");
     await waitUntil(page, async () => (await getConfig(page)).parallel.sequence_parallel === true,
                     { what: "sequence parallel on" });
     await waitUntil(page, async () => (await page.evaluate(() => location.hash)).includes("&sp=1"),
                     { what: "link carries sp=1" });
 
-    // Type a new sequence length into the generated integer field (scrolled into view first).
-    const sp = await widgetRect(page, "field_sp");
+    // Type a new sequence length into the generated integer field (scrolled into view first; the
+    // estimate's messages under the layout fields may have moved the checkbox out of view).
+    const sp = await visibleRect(page, "field_sp");
     await page.mouse.move(sp.x + 10, sp.y);
     // Until the field is well inside the panel: a rect that exists may still be clipped at its
     // bottom edge (the panel ends above the status bar).
