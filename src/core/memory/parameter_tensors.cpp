@@ -283,9 +283,26 @@ ResidentAllocations resident_allocations(
   ResidentAllocations out;
   if (sharding.implementation != DataParallelImpl::megatron_ddp) return out;
   const TermSlots slots = find_terms(resident, precision, optimizer);
+  constexpr std::int64_t kEntriesPerParameter = 5;
+  // The routed experts' GroupedLinear weights alone (2 per local expert per MoE layer), counted
+  // before the list is built: a stage past the bound builds nothing.
+  std::int64_t expert_weights = 0;
+  const std::int64_t local_experts =
+      model.moe.routed_experts / std::max<std::int64_t>(1, layout.expert_parallel);
+  for (const VirtualStage& v : stage.chunks) {
+    for (std::int64_t i = v.first_layer; i < v.first_layer + v.layer_count; ++i) {
+      if (i >= 0 && static_cast<std::size_t>(i) < model.layers.size() &&
+          model.layers[static_cast<std::size_t>(i)].mlp == MlpKind::moe) {
+        expert_weights += 2 * local_experts;
+      }
+    }
+  }
+  if (expert_weights > max_tensors / kEntriesPerParameter) {
+    out.over_bound = true;
+    return out;
+  }
   const std::vector<ParameterTensor> parameters = megatron_parameters(model, stage, layout);
   if (parameters.empty()) return out;
-  constexpr std::int64_t kEntriesPerParameter = 5;
   if (static_cast<std::int64_t>(parameters.size()) > max_tensors / kEntriesPerParameter) {
     out.over_bound = true;
     return out;
