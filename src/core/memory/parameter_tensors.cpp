@@ -320,6 +320,13 @@ ResidentAllocations resident_allocations(
   const DdpBufferLayout buffers = ddp_buffer_layout(parameters, chunks, distributed, shards.dense,
                                                     shards.expert, first_chunk_bucket);
 
+  // Every tensor's bytes, checked: an overflow (never for a term that fit) drops the lists.
+  bool overflowed = false;
+  const auto bytes_of = [&overflowed](std::int64_t elements, std::int64_t per_element) {
+    std::int64_t bytes = 0;
+    if (!checked_mul(elements, per_element, &bytes)) overflowed = true;
+    return bytes;
+  };
   const std::int64_t weight_bytes = precision.dense_weights == WeightDtype::fp32 ? 4 : 2;
   const std::int64_t grad = grad_bytes(precision.grads);
   auto& init = out.at_init;
@@ -328,7 +335,8 @@ ResidentAllocations resident_allocations(
   if (slots.weights >= 0) {
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       own_weight[i] = static_cast<std::int32_t>(init.size());
-      init.push_back({.bytes = parameters[i].elements * weight_bytes, .term = slots.weights});
+      init.push_back(
+          {.bytes = bytes_of(parameters[i].elements, weight_bytes), .term = slots.weights});
     }
   }
   // DDP wraps the chunks in order: per buffer param_data (distributed optimizer), grad_data, then
@@ -338,9 +346,10 @@ ResidentAllocations resident_allocations(
     const std::int64_t elements = buffers.buffer_elements[b];
     if (elements == 0) continue;
     const bool param_buffer = distributed && slots.weights >= 0;
-    if (param_buffer) init.push_back({.bytes = elements * weight_bytes, .term = slots.weights});
+    if (param_buffer)
+      init.push_back({.bytes = bytes_of(elements, weight_bytes), .term = slots.weights});
     if (slots.main_gradient >= 0) {
-      init.push_back({.bytes = elements * grad, .term = slots.main_gradient});
+      init.push_back({.bytes = bytes_of(elements, grad), .term = slots.main_gradient});
     }
     for (; next_in_order < buffers.order.size() &&
            buffers.placement[buffers.order[next_in_order]].buffer == static_cast<std::int64_t>(b);
@@ -389,7 +398,7 @@ ResidentAllocations resident_allocations(
     const std::int32_t term = slots.master[is_expert(p) ? 1 : 0];
     if (term < 0 || !has_master(p)) continue;
     const std::int64_t elements = shard_of(i, even_master[is_expert(p) ? 1 : 0]);
-    if (elements > 0) init.push_back({.bytes = elements * main_bytes, .term = term});
+    if (elements > 0) init.push_back({.bytes = bytes_of(elements, main_bytes), .term = term});
   }
   std::vector<bool> even_moments;
   for (const TermSlots::Moments& m : slots.moments) {
@@ -404,7 +413,7 @@ ResidentAllocations resident_allocations(
       if (m.expert != is_expert(p) || (m.roles >> static_cast<int>(p.role) & 1) == 0) continue;
       const std::int64_t elements = shard_of(i, even_moments[k]);
       for (std::int64_t n = 0; n < m.tensors && elements > 0; ++n) {
-        out.first_step.push_back({.bytes = elements * m.bytes, .term = m.term});
+        out.first_step.push_back({.bytes = bytes_of(elements, m.bytes), .term = m.term});
       }
     }
   }
@@ -414,6 +423,11 @@ ResidentAllocations resident_allocations(
   }
   for (const TermSlots::Moments& m : slots.moments) out.covered_terms.push_back(m.term);
   std::sort(out.covered_terms.begin(), out.covered_terms.end());
+  if (overflowed) {
+    ResidentAllocations dropped;
+    dropped.over_bound = true;
+    return dropped;
+  }
   out.hash = hash_of(out.first_step, hash_of(out.at_init, out.covered_terms.size()));
   return out;
 }
