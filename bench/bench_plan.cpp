@@ -51,5 +51,36 @@ int main(int argc, char** argv) {
       "median %.3f s, min %.3f s over %d runs: %.0f configurations/s searched, %.0f estimates/s\n",
       median, seconds.front(), runs, static_cast<double>(result.configurations_searched) / median,
       static_cast<double>(result.configurations_estimated) / median);
+  // The Plan tab's confirmation phase on the browser test's space (plan.test.mjs), timed per call:
+  // whole estimates (step(1), as `stagemem plan` runs them) and the pieces the app runs between
+  // frames (advance(4096), plan_tab.cpp). A frame's search slice overshoots its budget by at most
+  // one call, so the longest call matters.
+  stagemem::PlanBounds tab_bounds;
+  tab_bounds.tp = {1, 2, 4, 8};
+  tab_bounds.pp = {4, 8, 16};
+  tab_bounds.vpp = {1, 2};
+  tab_bounds.mbs = {1};
+  stagemem::PlanSearch search(base, model, tab_bounds);
+  while (search.step(64)) {
+  }
+  for (const bool pieces : {false, true}) {
+    stagemem::PlanConfirmation confirmation(search.entries(), tab_bounds.top, base, model);
+    std::vector<double> call_ms;
+    double total_ms = 0.0;
+    for (bool more = true; more;) {
+      const auto start = std::chrono::steady_clock::now();
+      more = pieces ? confirmation.advance(4096) : confirmation.step(1);
+      call_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+      total_ms += call_ms.back();
+    }
+    std::sort(call_ms.begin(), call_ms.end());
+    std::printf(
+        "plan tab confirmation, %s: %zu calls, %.0f ms in all, median %.2f ms, max %.2f ms per "
+        "call\n",
+        pieces ? "advance(4096)" : "step(1)", call_ms.size(), total_ms, call_ms[call_ms.size() / 2],
+        call_ms.back());
+  }
   return 0;
 }

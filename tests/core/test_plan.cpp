@@ -367,6 +367,29 @@ TEST_CASE("plan: confirming one entry per step (as the browser does) equals the 
     CHECK(e.fit_basis == FitBasis::reserved);
     CHECK(e.fit_bytes >= e.peak_bytes);
   }
+  // In pieces of a confirmation (as the Plan tab runs them between frames): the same selection,
+  // each entry's figures the same; one tensor per piece spreads each confirmation over several
+  // calls (these small layouts replay fewer than 4096 tensors each: one call per confirmation).
+  for (const std::int64_t piece : {1, 4096}) {
+    PlanConfirmation pieces(search.entries(), b.top, base, model);
+    std::int64_t calls = 0;
+    while (pieces.advance(piece)) ++calls;
+    CHECK(pieces.done());
+    CHECK(pieces.confirmed() == stepwise.confirmed());
+    if (piece == 1) CHECK(calls > 2 * pieces.confirmed());
+    if (piece == 4096) CHECK(calls >= pieces.confirmed());
+    const PlanResult r = pieces.result();
+    CHECK(frontier_of(r) == frontier_of(whole));
+    REQUIRE(r.has_minimum);
+    CHECK(r.minimum.ordinal == whole.minimum.ordinal);
+    CHECK(r.minimum.fit_bytes == whole.minimum.fit_bytes);
+    CHECK(r.minimum.headroom_bytes == whole.minimum.headroom_bytes);
+    REQUIRE(r.frontier.size() == whole.frontier.size());
+    for (std::size_t i = 0; i < r.frontier.size(); ++i) {
+      CHECK(r.frontier[i].fit_bytes == whole.frontier[i].fit_bytes);
+      CHECK(r.frontier[i].fit_basis == whole.frontier[i].fit_basis);
+    }
+  }
   // A budget of no confirmation leaves the search's selection, on allocated.
   PlanConfirmation none(search.entries(), b.top, base, model, 0);
   CHECK_FALSE(none.step(1));

@@ -10,6 +10,7 @@
 #include "catch.h"
 #include "config/url_fragment.h"
 #include "estimate/estimate.h"
+#include "model/presets.h"
 #include "render/vocabulary.h"
 
 using namespace stagemem;
@@ -295,6 +296,105 @@ TEST_CASE("Against the device's bytes the replay releases cached segments before
   CHECK(every.peak_reserved_bytes == s0.peak_reserved_bytes);
   CHECK(every.alloc_retries == s0.alloc_retries);
   CHECK(every.segments_released_for_room == s0.segments_released_for_room);
+}
+
+TEST_CASE("Against the device's bytes the segments at the reserved peak sum to the peak") {
+  // The fuzzer's finding (tests/fuzz/corpus/stagemem_fuzz_estimate/ce92095a...):
+  // Llama-3.1-8B at its default PP 1 on 60,744,504,644 B. Stage 0's reserved peaks at
+  // 60,681,093,120 B while a malloc creates a segment; later in the same pass a release for room
+  // (12 segments, 1 retry) drops reserved again, so the segments at the end of the pass sum to
+  // 469,762,048 B less than the peak. The allocator records the peak's segments when the malloc
+  // that raised it ends.
+  Config c;
+  c.device.bytes = 60'744'504'644;
+  const Report r = estimate(c);
+  REQUIRE(r.diagnostics.ok());
+  const StageReport& s0 = r.stages[0];
+  REQUIRE(s0.alloc_retries >= 1);
+  CHECK(s0.peak_reserved_bytes == 60'681'093'120);
+  std::int64_t held = 0;
+  for (const HeldSegment& seg : s0.segments_at_reserved_peak) held += seg.bytes;
+  CHECK(held == s0.peak_reserved_bytes);
+  // Every stage, with and without a limit, on a few devices around the peak.
+  for (const std::int64_t device : {std::int64_t{0}, std::int64_t{59'000'000'000},
+                                    std::int64_t{60'744'504'644}, std::int64_t{62'000'000'000}}) {
+    for (const std::int64_t pp : {1, 2, 4}) {
+      Config d;
+      d.parallel.pipeline_parallel = pp;
+      d.device.bytes = device;
+      const Report e = estimate(d);
+      REQUIRE(e.diagnostics.ok());
+      for (const StageReport& s : e.stages) {
+        if (!s.reserved_replayed || s.out_of_memory) continue;
+        std::int64_t sum = 0;
+        for (const HeldSegment& seg : s.segments_at_reserved_peak) sum += seg.bytes;
+        INFO("device " << device << " pp " << pp << " stage " << s.index);
+        CHECK(sum == s.peak_reserved_bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("A replay in pieces gives the whole replay's figures, whatever the pieces") {
+  // kimi-k3 at PP 8 x VPP 2, EP 32, DP 4 on MI355X: 224 micro-batches, ~120k activation tensors
+  // per stage through fragmented free lists (the slowest Plan-tab confirmation); then Llama-3.1-8B
+  // PP 4 against a device it fits only by releasing cached segments (the replay against the
+  // device), and kimi-k3 at twice the batch: past the replay's allocation budget at stage 4.
+  const char* fragments[] = {
+      "v=1&model=kimi-k3&tp=8&pp=8&vpp=2&ep=32&dp=4&sp=1&seq=8192&gbs=896"
+      "&optimizer=distributed-muon&device=mi355x",
+      "v=1&model=llama-3.1-8b&pp=4&device_bytes=61000000000",
+      "v=1&model=kimi-k3&tp=8&pp=8&vpp=2&ep=32&dp=4&sp=1&seq=8192&gbs=1792"
+      "&optimizer=distributed-muon&device=mi355x",
+  };
+  for (const char* fragment : fragments) {
+    INFO(fragment);
+    const DecodedConfig d = decode_fragment(fragment);
+    REQUIRE(d.diagnostics.ok());
+    const Report whole = estimate(d.config);
+    REQUIRE(whole.diagnostics.ok());
+    for (const std::int64_t piece : {1, 777, 4096}) {
+      // One stage's replay, advanced `piece` tensors at a time.
+      const StageReport& s0 = whole.stages[0];
+      ReplaySettings settings;
+      const ReplayedStage at_once = replay_stage(whole, s0, settings);
+      StageReplay stepped(whole, s0, settings);
+      std::int64_t calls = 0;
+      while (stepped.advance(piece)) ++calls;
+      const ReplayedStage& pieces = stepped.result();
+      CHECK(pieces.peak_reserved_bytes == at_once.peak_reserved_bytes);
+      CHECK(pieces.first_step_peak_reserved_bytes == at_once.first_step_peak_reserved_bytes);
+      CHECK(pieces.reserved_after_steps == at_once.reserved_after_steps);
+      CHECK(pieces.peak_allocated_bytes == at_once.peak_allocated_bytes);
+      CHECK(pieces.passes_replayed == at_once.passes_replayed);
+      CHECK(pieces.allocations == at_once.allocations);
+      CHECK(pieces.complete == at_once.complete);
+      CHECK(pieces.segments_at_peak.size() == at_once.segments_at_peak.size());
+      if (at_once.complete && piece < at_once.allocations) CHECK(calls > 0);
+
+      // The whole estimate in steps (SteppedEstimate) equals estimate_into.
+      EstimateCache cache;
+      Report report;
+      SteppedEstimate estimate_in_steps(d.config, *find_preset(d.config.model), cache, report);
+      while (estimate_in_steps.step(piece)) {
+      }
+      REQUIRE(report.stages.size() == whole.stages.size());
+      CHECK(report.binding_stage == whole.binding_stage);
+      CHECK(report.diagnostics.warnings.size() == whole.diagnostics.warnings.size());
+      for (std::size_t i = 0; i < whole.stages.size(); ++i) {
+        const StageReport& a = whole.stages[i];
+        const StageReport& b = report.stages[i];
+        CHECK(b.peak_bytes == a.peak_bytes);
+        CHECK(b.reserved_replayed == a.reserved_replayed);
+        CHECK(b.peak_reserved_bytes == a.peak_reserved_bytes);
+        CHECK(b.fit_bytes == a.fit_bytes);
+        CHECK(b.headroom_bytes == a.headroom_bytes);
+        CHECK(b.alloc_retries == a.alloc_retries);
+        CHECK(b.out_of_memory == a.out_of_memory);
+        CHECK(b.segments_at_reserved_peak.size() == a.segments_at_reserved_peak.size());
+      }
+    }
+  }
 }
 
 TEST_CASE("Qwen3-4B on one H200 (public log): the first step's max reserved vs the replay",

@@ -93,6 +93,8 @@ void CachingAllocator::copy_state_from(const CachingAllocator& other) {
   }
   dirty_segments_ = other.dirty_segments_;
   segment_dirty_ = other.segment_dirty_;
+  peak_segments_ = other.peak_segments_;
+  peak_raised_ = other.peak_raised_;
   next_address_ = other.next_address_;
   allocated_ = other.allocated_;
   reserved_ = other.reserved_;
@@ -128,7 +130,10 @@ void CachingAllocator::add_reserved(std::int64_t bytes) {
     fits_ = false;
     reserved_ = kLargestTotal;
   }
-  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  if (reserved_ > peak_reserved_) {
+    peak_reserved_ = reserved_;
+    peak_raised_ = true;
+  }
 }
 
 void CachingAllocator::add_allocated(std::int64_t bytes) {
@@ -339,6 +344,12 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
   if (fits_) requested_ += size;  // each size <= 2^56; sums stop once past 2^62
   peak_requested_ = std::max(peak_requested_, requested_);
   add_allocated(block.size);
+  if (peak_raised_) {
+    peak_raised_ = false;
+    if (device_limit_ > 0 && !rules_.expandable_segments) {
+      update_segment_snapshot(peak_segments_);
+    }
+  }
   return b;
 }
 
@@ -419,6 +430,10 @@ void CachingAllocator::update_segment_snapshot(std::vector<HeldSegment>& by_segm
                      .small_pool = blocks_[static_cast<std::size_t>(head)].small_pool};
   }
   dirty_segments_.clear();
+}
+
+void CachingAllocator::record_peak_segments() {
+  if (reserved_ == peak_reserved_) update_segment_snapshot(peak_segments_);
 }
 
 std::vector<HeldSegment> CachingAllocator::segments() const {

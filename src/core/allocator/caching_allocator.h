@@ -85,9 +85,17 @@ class CachingAllocator {
   void copy_state_from(const CachingAllocator& other);
   // Brings `by_segment` (one entry per segment index in creation order, which is address order;
   // bytes 0: released) up to date with the segments changed since its previous update, so a
-  // snapshot at each new peak costs the segments touched since the last one. Fixed-size
-  // segments only: with expandable segments use segments().
+  // snapshot costs the segments touched since the last one. Fixed-size segments only: with
+  // expandable segments use segments().
   void update_segment_snapshot(std::vector<HeldSegment>& by_segment);
+  // The segments held when reserved last reached its peak, as update_segment_snapshot keeps them
+  // (fixed-size segments only). record_peak_segments() takes the current segments when reserved
+  // is at its peak now (a caller's moment of interest later on the same plateau: more blocks
+  // allocated, the same segments). Against a device limit the allocator also takes them at the end
+  // of each malloc that raises the peak: a release for room later on would leave the peak's
+  // segments unrecorded (they would sum to less than peak_reserved()).
+  void record_peak_segments();
+  const std::vector<HeldSegment>& peak_segments_by_index() const { return peak_segments_; }
   void free(std::int32_t handle);
   std::int64_t empty_cache();  // returns the segments released
   void reset_peaks();
@@ -182,6 +190,8 @@ class CachingAllocator {
   // Segments changed since the last update_segment_snapshot (each listed once).
   std::vector<std::int32_t> dirty_segments_;
   std::vector<char> segment_dirty_;
+  std::vector<HeldSegment> peak_segments_;  // record_peak_segments
+  bool peak_raised_ = false;                // by the malloc under way (add_reserved)
   void touch(std::int32_t segment) {
     if (segment < 0 || segment_dirty_[static_cast<std::size_t>(segment)] != 0) return;
     segment_dirty_[static_cast<std::size_t>(segment)] = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -79,8 +80,69 @@ class Replay {
                   });
   }
 
-  ReplayedStage run(ReplayInitCache* cache) {
-    if (!out_.complete) return out_;
+  // Replays until at least `allocations` more activation tensors are allocated (at least one
+  // pass), or to the end; false once finished (result() is then final).
+  bool advance(ReplayInitCache* cache, std::int64_t allocations) {
+    if (finished_) return false;
+    if (!started_) {
+      started_ = true;
+      if (!out_.complete) {  // past replay_max_passes: not walked at all
+        finished_ = true;
+        return false;
+      }
+      start(cache);
+    }
+    std::int64_t pause_at = 0;
+    if (!checked_add(allocations_, std::max<std::int64_t>(allocations, 1), &pause_at))
+      pause_at = std::numeric_limits<std::int64_t>::max();
+    bool progressed = false;
+    while (step_ <= 2 && out_.complete && !allocator_.out_of_memory()) {
+      if (progressed && allocations_ >= pause_at) return true;
+      if (!step_begun_) {
+        seen_.clear();
+        first_forward_ = true;
+        step_begun_ = true;
+      }
+      bool stopped = false;
+      while (slot_ < slots_.size()) {
+        if (progressed && allocations_ >= pause_at) return true;
+        const Slot& s = slots_[slot_];
+        if (first_forward_ && !s.backward) {
+          free_kept();
+          first_forward_ = false;
+        }
+        if (allocations_ > settings_.max_allocations) {
+          out_.complete = false;
+          stopped = true;
+          break;
+        }
+        if (allocator_.out_of_memory()) {  // the run stops at its failed allocation
+          stopped = true;
+          break;
+        }
+        run_pass(s, step_);
+        ++out_.passes_replayed;
+        progressed = true;
+        slot_ = skip_repeats(slot_) + 1;
+      }
+      if (!stopped) finish_step(step_);
+      if (step_ == 1) {
+        out_.first_step_peak_reserved_bytes = allocator_.peak_reserved();
+        out_.reserved_after_first_step = allocator_.reserved();
+      }
+      ++step_;
+      slot_ = 0;
+      step_begun_ = false;
+    }
+    return finish();
+  }
+
+  const ReplayedStage& result() const { return out_; }
+  std::int64_t allocations() const { return allocations_; }
+
+ private:
+  // The allocator after init: from the cache when its key matches, else replayed (and kept).
+  void start(ReplayInitCache* cache) {
     if (cache != nullptr) {
       init_key(cache_key_);
       if (cache->allocator && cache->key == cache_key_) {
@@ -98,16 +160,13 @@ class Replay {
       run_init();
     }
     note(0, StepPhase::forward, -1, -1);
-    for (std::int64_t step = 1; step <= 2 && out_.complete && !allocator_.out_of_memory(); ++step) {
-      run_step(step);
-      if (step == 1) {
-        out_.first_step_peak_reserved_bytes = allocator_.peak_reserved();
-        out_.reserved_after_first_step = allocator_.reserved();
-      }
-    }
+  }
+
+  bool finish() {
+    finished_ = true;
     if (!settings_.rules.expandable_segments) {
       out_.segments_at_peak.clear();
-      for (const HeldSegment& seg : snapshot_by_segment_) {
+      for (const HeldSegment& seg : allocator_.peak_segments_by_index()) {
         if (seg.bytes > 0) out_.segments_at_peak.push_back(seg);
       }
     }
@@ -121,10 +180,9 @@ class Replay {
     out_.alloc_retries = allocator_.alloc_retries();
     out_.segments_released_for_room = allocator_.released_for_room();
     out_.out_of_memory = allocator_.out_of_memory();
-    return out_;
+    return false;
   }
 
- private:
   void build_tensor_lists() {
     chunk_tensors_.resize(static_cast<std::size_t>(chunks_));
     std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // (bytes per tensor, term)
@@ -258,7 +316,7 @@ class Replay {
     if (settings_.rules.expandable_segments) {
       out_.segments_at_peak = allocator_.segments();
     } else {
-      allocator_.update_segment_snapshot(snapshot_by_segment_);
+      allocator_.record_peak_segments();
     }
   }
 
@@ -313,24 +371,8 @@ class Replay {
     queue.erase(it);
   }
 
-  void run_step(std::int64_t step) {
-    seen_.clear();
-    bool first_forward = true;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      const Slot& s = slots_[i];
-      if (first_forward && !s.backward) {
-        free_kept();
-        first_forward = false;
-      }
-      if (allocations_ > settings_.max_allocations) {
-        out_.complete = false;
-        return;
-      }
-      if (allocator_.out_of_memory()) return;  // the run stops at its failed allocation
-      run_pass(s, step);
-      ++out_.passes_replayed;
-      i = skip_repeats(i);
-    }
+  // The end of a step after its last pass: the optimizer step (header, 3.).
+  void finish_step(std::int64_t step) {
     free_kept();  // a step without forwards
     if (settings_.empty_unused_memory_level >= 1) allocator_.empty_cache();
     // The optimizer step: the first step creates its state, then every step's transients.
@@ -424,9 +466,6 @@ class Replay {
   CachingAllocator allocator_;
   const ResidentAllocations* tensors_ = nullptr;  // null: each resident term one tensor
   std::vector<std::int64_t> cache_key_;
-  // The segments when reserved last peaked, by segment index (fixed-size segments; bytes 0:
-  // released), kept up to date at each new peak with only the segments changed since.
-  std::vector<HeldSegment> snapshot_by_segment_;
   std::int64_t chunks_ = 1;
   std::int64_t pipeline_ranks_ = 1;
   std::vector<std::vector<std::int64_t>> chunk_tensors_;  // one micro-batch's, per chunk
@@ -442,14 +481,52 @@ class Replay {
   std::vector<std::uint64_t> powers_;
   std::vector<std::uint64_t> inverse_powers_;
   bool fifo_ = true;
+  // Where a replay in pieces stands: the step (1 or 2; 3 when both are done) and its next pass.
+  bool started_ = false;
+  bool finished_ = false;
+  std::int64_t step_ = 1;
+  std::size_t slot_ = 0;
+  bool step_begun_ = false;
+  bool first_forward_ = true;
   ReplayedStage out_;
 };
 
 }  // namespace
 
+class StageReplay::Impl {
+ public:
+  Impl(const Report& report, const StageReport& stage, const ReplaySettings& settings,
+       ReplayInitCache* init)
+      : replay(report, stage, settings), init_cache(init) {}
+  Replay replay;
+  ReplayInitCache* init_cache;
+};
+
+StageReplay::StageReplay(const Report& report, const StageReport& stage,
+                         const ReplaySettings& settings, ReplayInitCache* init)
+    : impl_(std::make_unique<Impl>(report, stage, settings, init)) {}
+StageReplay::~StageReplay() = default;
+StageReplay::StageReplay(StageReplay&&) noexcept = default;
+StageReplay& StageReplay::operator=(StageReplay&&) noexcept = default;
+
+bool StageReplay::advance(std::int64_t allocations) {
+  return impl_->replay.advance(impl_->init_cache, allocations);
+}
+
+std::int64_t StageReplay::allocations() const {
+  return impl_->replay.allocations();
+}
+
+const ReplayedStage& StageReplay::result() const {
+  return impl_->replay.result();
+}
+
 ReplayedStage replay_stage(const Report& report, const StageReport& stage,
                            const ReplaySettings& settings, ReplayInitCache* init) {
-  return Replay(report, stage, settings).run(init);
+  StageReplay replay(report, stage, settings, init);
+  while (replay.advance(std::numeric_limits<std::int64_t>::max())) {
+  }
+  return replay.result();
 }
 
 }  // namespace stagemem

@@ -108,7 +108,30 @@ struct ReplayInitCache {
   std::uint64_t resident_hash = 0;  // the replay's state hash of the init's blocks
 };
 
-// `init`: where the state after init is kept between calls (null: not kept).
+// One stage's replay in pieces, so that a front end can spread a large layout's replay (hundreds
+// of thousands of tensors: tenths of a second) over frames. advance() until it returns false; the
+// result is then replay_stage's, whatever the pieces. `report`, `stage` and `init` must outlive it
+// unchanged.
+class StageReplay {
+ public:
+  StageReplay(const Report& report, const StageReport& stage, const ReplaySettings& settings,
+              ReplayInitCache* init = nullptr);
+  ~StageReplay();
+  StageReplay(StageReplay&&) noexcept;
+  StageReplay& operator=(StageReplay&&) noexcept;
+  // Replays until at least `allocations` more activation tensors are allocated (at least one
+  // pass; init and each optimizer step are whole), or to the end: false once the replay is done.
+  bool advance(std::int64_t allocations);
+  const ReplayedStage& result() const;  // final once advance() returned false
+  std::int64_t allocations() const;     // activation tensors allocated so far
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole replay in one call. `init`: where the state after init is kept between calls (null:
+// not kept).
 ReplayedStage replay_stage(const Report& report, const StageReport& stage,
                            const ReplaySettings& settings, ReplayInitCache* init = nullptr);
 

@@ -2,7 +2,9 @@
 // the layout (its validation, stage plan and per-rank parameters), then per stage the resident
 // terms, the activation terms with the step timeline's peak moment, the optimizer step's
 // transients, the library workspaces and gaps, and the stage's peak and headroom; then the
-// cross-checks of the measurements. Each step takes the terms its physics module builds
+// allocator replay of every stage (replay_stages.h: in one call here, in pieces for
+// SteppedEstimate) and the headroom against its figures; then the cross-checks of the
+// measurements. Each step takes the terms its physics module builds
 // (memory/); what is reused between estimates is looked up in EstimateCache through
 // estimate_cache.h, whose bookkeeping lives in estimate_cache.cpp.
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "config/version_rules.h"
 #include "estimate/cross_check.h"
 #include "estimate/estimate_cache.h"
+#include "estimate/replay_stages.h"
 #include "memory/activation_terms.h"
 #include "memory/gaps.h"
 #include "memory/parameter_tensors.h"
@@ -463,198 +466,6 @@ void clear_reserved(StageReport& stage) {
   stage.out_of_memory = false;
 }
 
-// The measured rows outside the allocator (runtime context, communication buffers): their bytes
-// (each at most 2^50) and how many of the two are measured.
-std::int64_t outside_allocator_bytes(const StageReport& stage, int* measured_rows) {
-  std::int64_t bytes = 0;
-  int rows = 0;
-  for (const Term& t : stage.terms) {
-    if (t.family != Family::gap || t.tag != Tag::measured) continue;
-    const auto kind = static_cast<GapKind>(t.formula.factor(0));
-    if (kind != GapKind::runtime_context && kind != GapKind::communication_buffers) continue;
-    bytes += t.bytes;
-    ++rows;
-  }
-  if (measured_rows != nullptr) *measured_rows = rows;
-  return bytes;
-}
-
-// What the allocator may reserve on the device: its usable bytes less the measured rows outside
-// the allocator (at least 1 B); 0 (no limit) without a device.
-std::int64_t device_limit(const StageReport& stage, const DeviceCapacity& device) {
-  if (device.bytes <= 0) return 0;
-  return std::max<std::int64_t>(1, device.bytes - outside_allocator_bytes(stage, nullptr));
-}
-
-// The stage's replayed figures, the measured rows outside the allocator, and the figure the
-// device check uses. False when a figure does not fit in int64 bytes.
-bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
-  stage.reserved_replayed = true;
-  stage.peak_reserved_bytes = replayed.peak_reserved_bytes;
-  stage.replayed_allocated_bytes = replayed.peak_allocated_bytes;
-  stage.first_step_peak_reserved_bytes = replayed.first_step_peak_reserved_bytes;
-  stage.reserved_after_first_step_bytes = replayed.reserved_after_first_step;
-  stage.reserved_after_steps_bytes = replayed.reserved_after_steps;
-  stage.reserved_peak_moment = {.step = replayed.peak_step,
-                                .phase = replayed.peak_phase,
-                                .micro_batch = replayed.peak_micro_batch,
-                                .chunk = replayed.peak_chunk};
-  stage.segments_at_reserved_peak = replayed.segments_at_peak;
-  stage.alloc_retries = replayed.alloc_retries;
-  stage.segments_released_for_room = replayed.segments_released_for_room;
-  stage.out_of_memory = replayed.out_of_memory;
-  int measured_rows = 0;
-  stage.outside_allocator_bytes = outside_allocator_bytes(stage, &measured_rows);
-  std::int64_t device = 0;
-  const bool fits = replayed.fits &&
-                    checked_add(stage.peak_reserved_bytes, stage.outside_allocator_bytes, &device);
-  stage.device_peak_bytes = measured_rows == 2 ? device : -1;
-  stage.fit_basis = measured_rows == 2 ? FitBasis::device : FitBasis::reserved;
-  stage.fit_bytes = device;
-  return fits;
-}
-
-// Every input of a stage's replay, as numbers: equal keys replay to equal results.
-void replay_key(const Report& report, const StageReport& stage, const ReplaySettings& settings,
-                std::vector<std::int64_t>& key) {
-  key.clear();
-  key.insert(key.end(),
-             {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
-              settings.rules.roundup_power2_divisions, settings.empty_unused_memory_level,
-              settings.fast_path ? 1 : 0, settings.max_allocations, settings.device_limit_bytes,
-              settings.max_resident_tensors, static_cast<std::int64_t>(report.schedule),
-              report.micro_batches, static_cast<std::int64_t>(report.stages.size()), stage.index,
-              static_cast<std::int64_t>(stage.chunks.size()),
-              static_cast<std::int64_t>(stage.terms.size())});
-  for (const Term& t : stage.terms) {
-    key.insert(key.end(),
-               {static_cast<std::int64_t>(t.family), static_cast<std::int64_t>(t.tag),
-                static_cast<std::int64_t>(t.allocated_at), static_cast<std::int64_t>(t.place),
-                t.chunk, t.bytes, t.copies, t.family == Family::gap ? t.formula.factor(0) : 0});
-  }
-  key.insert(key.end(), stage.activation_units.begin(), stage.activation_units.end());
-  const ResidentAllocations* tensors = stage.resident_allocations.get();
-  key.push_back(tensors == nullptr ? 0 : static_cast<std::int64_t>(tensors->hash));
-}
-
-// The allocator step (allocator/step_replay.h): every stage's two steps replayed through the
-// caching allocator, within one budget of allocations for the whole estimate. Past the budget no
-// stage keeps replayed figures (all fit against their peak allocated) and a warning says why.
-// False when the estimate failed (a figure past 2^63 bytes).
-bool replay_stages(Report& report, ReplaySettings settings, EstimateCache& cache) {
-  const std::int64_t budget = settings.max_allocations;
-  std::int64_t listed = 0;
-  bool over_bound = false;
-  for (const StageReport& stage : report.stages) {
-    if (!stage.resident_allocations) continue;
-    over_bound = over_bound || stage.resident_allocations->over_bound;
-    listed += static_cast<std::int64_t>(stage.resident_allocations->at_init.size() +
-                                        stage.resident_allocations->first_step.size());
-  }
-  if (over_bound || listed > settings.max_resident_tensors) {
-    for (StageReport& stage : report.stages) stage.resident_allocations.reset();
-    report.diagnostics.warn(
-        "parallel.ep",
-        "the allocator replay allocates the resident terms tensor by tensor up to " +
-            std::to_string(settings.max_resident_tensors) +
-            " tensors per estimate; these stages hold " +
-            (over_bound ? std::string("more") : std::to_string(listed)) +
-            " (parameters, DDP buffers, main parameters and moments: many local experts or layers "
-            "per stage), so each resident term is replayed as one tensor and peak reserved can be "
-            "under-stated by up to 2 MiB per real tensor above 1 MiB. More expert or pipeline "
-            "parallelism brings it under the bound");
-  }
-  std::vector<ReplayedStage> replayed;
-  replayed.reserve(report.stages.size());
-  if (cache.replays.size() < report.stages.size()) cache.replays.resize(report.stages.size());
-  std::vector<std::int64_t> key;
-  for (std::size_t i = 0; i < report.stages.size(); ++i) {
-    const StageReport& stage = report.stages[i];
-    const std::int64_t limit =
-        settings.rules.expandable_segments ? 0 : device_limit(stage, report.device);
-    // Without the limit first: when that fits, the limit never binds and the replay with it
-    // would be the same (so a device change replays nothing). Past it, the replay against the
-    // device says whether releasing cached segments saves the stage; when it runs out of memory
-    // even so (that replay stops there), the figures shown stay those without the limit (what
-    // the steps need), flagged.
-    settings.device_limit_bytes = 0;
-    replay_key(report, stage, settings, key);
-    EstimateCache::ReplayMemo& memo = cache.replays[i];
-    if (cache.keep_activations && memo.key == key) {
-      replayed.push_back(memo.result);
-    } else {
-      replayed.push_back(
-          replay_stage(report, stage, settings, cache.keep_activations ? &memo.init : nullptr));
-      if (cache.keep_activations) {
-        memo.key = key;
-        memo.result = replayed.back();
-      }
-    }
-    if (limit > 0 && replayed.back().complete && replayed.back().peak_requested_bytes > limit) {
-      // The live tensors alone exceed the device: out of memory whatever is released (no
-      // replay against the device needed, so toggling between two small devices stays cheap).
-      replayed.back().out_of_memory = true;
-    } else if (limit > 0 && replayed.back().complete &&
-               replayed.back().peak_reserved_bytes > limit) {
-      key.push_back(limit);
-      if (cache.keep_activations && memo.limited_key == key) {
-        replayed.back() = memo.limited_result;
-      } else {
-        ReplayedStage& result = replayed.back();
-        ReplaySettings limited = settings;
-        limited.device_limit_bytes = limit;
-        limited.max_allocations -= result.allocations;
-        ReplayedStage against_device = replay_stage(
-            report, stage, limited, cache.keep_activations ? &memo.limited_init : nullptr);
-        against_device.allocations += result.allocations;
-        if (against_device.complete && !against_device.out_of_memory) {
-          result = std::move(against_device);
-        } else {
-          result.out_of_memory = against_device.complete && against_device.out_of_memory;
-          result.allocations = against_device.allocations;
-        }
-        if (cache.keep_activations) {
-          memo.limited_key = key;
-          memo.limited_result = result;
-        }
-      }
-    }
-    settings.max_allocations -= replayed.back().allocations;
-    if (!replayed.back().complete) {
-      report.diagnostics.warn(
-          "training.global_batch",
-          "the allocator replay is bounded to " + std::to_string(budget) +
-              " activation tensor allocations per estimate (and " +
-              std::to_string(replay_max_passes) + " passes per stage and step), and stage " +
-              std::to_string(stage.index) +
-              " reached it: no peak reserved is derived and every stage fits against its peak "
-              "allocated. Fewer micro-batches per step (global batch / (DP x micro-batch)) or "
-              "layers per stage lift it");
-      return true;
-    }
-  }
-  for (std::size_t i = 0; i < report.stages.size(); ++i) {
-    StageReport& stage = report.stages[i];
-    if (!set_reserved(stage, replayed[i])) {
-      fail_overflow(report, cache, stage);
-      return false;
-    }
-    stage.device_limit_bytes =
-        settings.rules.expandable_segments ? 0 : device_limit(stage, report.device);
-    if (stage.alloc_retries > 0 && !stage.out_of_memory) {
-      report.diagnostics.warn(
-          "device.bytes",
-          "stage " + std::to_string(stage.index) +
-              " fits only by releasing the allocator's cache: " +
-              std::to_string(stage.alloc_retries) +
-              " cudaMalloc retries after freeing every cached segment in two steps (PyTorch's "
-              "num_alloc_retries; Megatron logs them as allocator cache flushes), each a device "
-              "synchronisation");
-    }
-  }
-  return true;
-}
-
 // The stage's headroom on the device and against the flat headroom entered, if any.
 void set_headroom(StageReport& stage, const Config& config, const DeviceCapacity& device) {
   if (config.training.flat_headroom_bytes > 0) {
@@ -704,8 +515,33 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
   return report;
 }
 
-void estimate_into(const Config& config, const Model& model, EstimateCache& cache, Report& report,
-                   EstimateDetail detail) {
+namespace {
+
+// The replay's settings for this estimate, with the warning when the platform ignores an option.
+ReplaySettings estimate_replay_settings(const Config& config, Report& report) {
+  ReplaySettings settings = replay_settings(config);
+  if (settings.rules.expandable_segments &&
+      rocm_ignores_expandable_segments(config.training.stack)) {
+    settings.rules.expandable_segments = false;
+    report.diagnostics.warn(
+        "allocator.expandable_segments",
+        "PyTorch " + release_text(config.training.stack.torch) + " on " +
+            std::string(enum_name(config.training.stack.architecture)) +
+            " ignores expandable_segments (it warns 'expandable_segments not supported on this "
+            "platform'; ROCm support from torch 2.11): replayed with one segment per "
+            "cudaMalloc");
+  }
+  return settings;
+}
+
+// What is left of an estimate after its terms: nothing (it ended, in an error or final), the
+// allocator step, or only the finish (peaks only, or no replay).
+enum class EstimateStage : std::uint8_t { ended, replay, finish };
+
+// Everything before the allocator step: the layout, every stage's terms and peak. A peaks-only
+// estimate that overflows is redone with its terms (`detail` then says so).
+EstimateStage estimate_terms(const Config& config, const Model& model, EstimateCache& cache,
+                             Report& report, EstimateDetail& detail) {
   // Every field is set again; the stages' lists keep their storage (an estimate that ends in an
   // error leaves them in the cache for the next one).
   std::vector<StageReport> stages = take_stage_storage(report, cache);
@@ -714,7 +550,7 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
   refresh_layout(cache, model, config.parallel);
   if (!check_inputs(config, model, cache, report)) {
     cache.spare_stages = std::move(stages);
-    return;
+    return EstimateStage::ended;
   }
   report.device = device_of(config.device);
   // The terms each step takes, cached per the inputs they depend on (estimate_cache.h).
@@ -738,8 +574,12 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     fits = set_peak(in, stage, slot) && fits;
     if (!fits) {
       // The terms name what overflows: build them to say so.
-      if (in.peaks_only) return estimate_into(config, model, cache, report, EstimateDetail::terms);
-      return fail_overflow(report, cache, stage);
+      if (in.peaks_only) {
+        detail = EstimateDetail::terms;
+        return estimate_terms(config, model, cache, report, detail);
+      }
+      fail_overflow(report, cache, stage);
+      return EstimateStage::ended;
     }
   }
   report.stages.resize(cache.parameters.size());
@@ -747,26 +587,68 @@ void estimate_into(const Config& config, const Model& model, EstimateCache& cach
     clear_reserved(stage);
     set_headroom(stage, config, report.device);
   }
-  if (!in.peaks_only && cache.replay_allocator) {
-    ReplaySettings settings = replay_settings(config);
-    if (settings.rules.expandable_segments &&
-        rocm_ignores_expandable_segments(config.training.stack)) {
-      settings.rules.expandable_segments = false;
-      report.diagnostics.warn(
-          "allocator.expandable_segments",
-          "PyTorch " + release_text(config.training.stack.torch) + " on " +
-              std::string(enum_name(config.training.stack.architecture)) +
-              " ignores expandable_segments (it warns 'expandable_segments not supported on this "
-              "platform'; ROCm support from torch 2.11): replayed with one segment per "
-              "cudaMalloc");
-    }
-    if (!replay_stages(report, settings, cache)) return;
-    for (StageReport& stage : report.stages) set_headroom(stage, config, report.device);
+  return !in.peaks_only && cache.replay_allocator ? EstimateStage::replay : EstimateStage::finish;
+}
+
+// After the allocator step (`status` of its replays; done when there was none): the headroom
+// against the replayed figures, the binding stage and the cross-checks.
+void finish_estimate(const Config& config, EstimateCache& cache, Report& report,
+                     EstimateDetail detail, StageReplays::Status status, std::size_t failed_stage) {
+  if (status == StageReplays::Status::failed) {
+    fail_overflow(report, cache, report.stages[failed_stage]);
+    return;
   }
+  for (StageReport& stage : report.stages) set_headroom(stage, config, report.device);
   report.binding_stage = binding_stage(report.stages);
-  if (!in.peaks_only) {
+  if (detail == EstimateDetail::terms) {
     report.cross_checks = cross_check(config.measurements, report.stages, report.diagnostics);
   }
+}
+
+}  // namespace
+
+void estimate_into(const Config& config, const Model& model, EstimateCache& cache, Report& report,
+                   EstimateDetail detail) {
+  const EstimateStage next = estimate_terms(config, model, cache, report, detail);
+  if (next == EstimateStage::ended) return;
+  if (next == EstimateStage::finish) {
+    return finish_estimate(config, cache, report, detail, StageReplays::Status::done, 0);
+  }
+  StageReplays replays(report, estimate_replay_settings(config, report), cache);
+  StageReplays::Status status = StageReplays::Status::more;
+  while (status == StageReplays::Status::more) {
+    status = replays.advance(std::numeric_limits<std::int64_t>::max());
+  }
+  finish_estimate(config, cache, report, detail, status, replays.failed_stage());
+}
+
+SteppedEstimate::SteppedEstimate(const Config& config, const Model& model, EstimateCache& cache,
+                                 Report& report)
+    : config_(config), cache_(cache), report_(report) {
+  EstimateDetail detail = EstimateDetail::terms;
+  const EstimateStage next = estimate_terms(config_, model, cache_, report_, detail);
+  if (next == EstimateStage::ended) {
+    done_ = true;
+  } else if (next == EstimateStage::finish) {
+    finish_estimate(config_, cache_, report_, EstimateDetail::terms, StageReplays::Status::done, 0);
+    done_ = true;
+  } else {
+    replays_ =
+        std::make_unique<StageReplays>(report_, estimate_replay_settings(config_, report_), cache_);
+  }
+}
+
+SteppedEstimate::~SteppedEstimate() = default;
+
+bool SteppedEstimate::step(std::int64_t allocations) {
+  if (done_) return false;
+  const StageReplays::Status status = replays_->advance(allocations);
+  if (status == StageReplays::Status::more) return true;
+  finish_estimate(config_, cache_, report_, EstimateDetail::terms, status,
+                  replays_->failed_stage());
+  replays_.reset();
+  done_ = true;
+  return false;
 }
 
 }  // namespace stagemem

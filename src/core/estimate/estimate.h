@@ -4,8 +4,9 @@
 // pipeline: the layout's stage plan and per-rank parameters (parallel/), the resident and
 // optimizer-step terms (memory/resident_terms.h, memory/optimizer_transients.h), each stage's
 // activations and transients with its peak moment (memory/activation_terms.h), the library
-// workspaces and gaps (memory/gaps.h), the stage's peak and headroom, then the cross-checks of the
-// measurements (estimate/cross_check.h). estimate_cache.cpp keeps what a sweep or the app
+// workspaces and gaps (memory/gaps.h), the stage's peak and headroom, the allocator replay of each
+// stage (estimate/replay_stages.h), then the cross-checks of the measurements
+// (estimate/cross_check.h). estimate_cache.cpp keeps what a sweep or the app
 // reuses between estimates (EstimateCache below): each step above looks its inputs up there,
 // through estimate_cache.h (internal to estimate/; front ends include this header only).
 // Units: bytes (int64) per rank; every product and sum is overflow-checked, and a report that
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -151,5 +153,28 @@ Report estimate(const Config& config, const Model& model, EstimateCache& cache,
 // the app estimating again and again into one report allocates nothing once it is warm.
 void estimate_into(const Config& config, const Model& model, EstimateCache& cache, Report& report,
                    EstimateDetail detail = EstimateDetail::terms);
+
+class StageReplays;
+// estimate_into with every term, in steps: the constructor computes the terms and peaks, then each
+// step() replays the allocator for at least `allocations` more activation tensors (the replay is
+// most of a large layout's estimate: a kimi-k3 PP 8 x VPP 2 layout replays about a million,
+// a third of a second), so a front end can spread one estimate over frames. Once step() returns
+// false, `report` is what estimate_into gives (tested). `model`, `cache` and `report` must
+// outlive it and not change while it runs.
+class SteppedEstimate {
+ public:
+  SteppedEstimate(const Config& config, const Model& model, EstimateCache& cache, Report& report);
+  ~SteppedEstimate();
+  SteppedEstimate(const SteppedEstimate&) = delete;
+  SteppedEstimate& operator=(const SteppedEstimate&) = delete;
+  bool step(std::int64_t allocations);
+
+ private:
+  Config config_;
+  EstimateCache& cache_;
+  Report& report_;
+  std::unique_ptr<StageReplays> replays_;
+  bool done_ = false;
+};
 
 }  // namespace stagemem

@@ -721,13 +721,15 @@ PlanConfirmation::PlanConfirmation(std::vector<PlanEntry> entries, std::int64_t 
   cache_.keep_activations = false;
 }
 
-void PlanConfirmation::confirm(std::size_t index) {
+void PlanConfirmation::start(std::size_t index) {
   confirmed_[index] = true;
   ++confirmed_count_;
   --budget_;
-  PlanEntry& entry = entries_[index];
-  estimate_into(candidate_config(base_, entry.candidate), *model_, cache_, report_);
+}
+
+void PlanConfirmation::record(std::size_t index) {
   if (!report_.diagnostics.ok() || report_.stages.empty()) return;
+  PlanEntry& entry = entries_[index];
   const StageReport* binding = &report_.stages.front();
   for (const StageReport& s : report_.stages) {
     if (s.headroom_bytes < binding->headroom_bytes) binding = &s;
@@ -739,37 +741,54 @@ void PlanConfirmation::confirm(std::size_t index) {
   entry.fit_bytes = binding->fit_bytes;
 }
 
+bool PlanConfirmation::next_entry(std::size_t& index) {
+  if (done_) return false;
+  if (next_pending_ == pending_.size()) {
+    // Every entry of the last selection is confirmed: select again (a confirmed entry that no
+    // longer fits drops out, and the ranks by headroom may move) until nothing new is shown.
+    pending_.clear();
+    next_pending_ = 0;
+    const PlanResult shown = select_plan(entries_, top_);
+    std::vector<const PlanEntry*> listed;
+    if (shown.has_minimum) listed.push_back(&shown.minimum);
+    for (const PlanEntry& e : shown.frontier) listed.push_back(&e);
+    for (const PlanEntry* e : listed) {
+      const auto at = index_of_.find(e->ordinal);
+      if (at == index_of_.end() || confirmed_[at->second]) continue;
+      if (std::find(pending_.begin(), pending_.end(), at->second) != pending_.end()) continue;
+      pending_.push_back(at->second);
+    }
+    if (pending_.empty()) done_ = true;
+  }
+  if (budget_ <= 0) done_ = true;
+  if (done_) return false;
+  index = pending_[next_pending_++];
+  return true;
+}
+
 bool PlanConfirmation::step(std::int64_t estimates) {
   estimates = std::max<std::int64_t>(1, estimates);
-  while (!done_ && estimates > 0) {
-    if (next_pending_ == pending_.size()) {
-      // Every entry of the last selection is confirmed: select again (a confirmed entry that no
-      // longer fits drops out, and the ranks by headroom may move) until nothing new is shown.
-      pending_.clear();
-      next_pending_ = 0;
-      const PlanResult shown = select_plan(entries_, top_);
-      std::vector<const PlanEntry*> listed;
-      if (shown.has_minimum) listed.push_back(&shown.minimum);
-      for (const PlanEntry& e : shown.frontier) listed.push_back(&e);
-      for (const PlanEntry* e : listed) {
-        const auto at = index_of_.find(e->ordinal);
-        if (at == index_of_.end() || confirmed_[at->second]) continue;
-        if (std::find(pending_.begin(), pending_.end(), at->second) != pending_.end()) continue;
-        pending_.push_back(at->second);
-      }
-      if (pending_.empty() || budget_ <= 0) {
-        done_ = true;
-        break;
-      }
-    }
-    if (budget_ <= 0) {
-      done_ = true;
-      break;
-    }
-    confirm(pending_[next_pending_++]);
+  std::size_t index = 0;
+  while (estimates > 0 && next_entry(index)) {
+    start(index);
+    estimate_into(candidate_config(base_, entries_[index].candidate), *model_, cache_, report_);
+    record(index);
     --estimates;
   }
   return !done_;
+}
+
+bool PlanConfirmation::advance(std::int64_t allocations) {
+  if (!running_) {
+    if (!next_entry(running_entry_)) return false;
+    start(running_entry_);
+    running_ = std::make_unique<SteppedEstimate>(
+        candidate_config(base_, entries_[running_entry_].candidate), *model_, cache_, report_);
+  }
+  if (running_->step(allocations)) return true;
+  running_.reset();
+  record(running_entry_);
+  return true;  // the next call selects again, or finds the confirmation done
 }
 
 PlanResult select_confirmed_plan(std::vector<PlanEntry> entries, std::int64_t top,

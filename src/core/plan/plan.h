@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -274,13 +275,20 @@ class PlanConfirmation {
   // Confirms at most `estimates` entries (at least one); false once every entry shown is
   // confirmed or the confirmation budget is spent.
   bool step(std::int64_t estimates);
+  // The same in smaller pieces, for a front end's frame: one piece of one confirmation per call
+  // (its terms, or at least `allocations` more activation tensors of its allocator replay:
+  // SteppedEstimate), so that no call takes a whole large layout's replay. False once done; the
+  // result is step()'s.
+  bool advance(std::int64_t allocations);
   bool done() const { return done_; }
   std::int64_t confirmed() const { return confirmed_count_; }
   // The selection over the entries as confirmed so far (final once done()).
   PlanResult result() const { return select_plan(entries_, top_); }
 
  private:
-  void confirm(std::size_t entry);
+  bool next_entry(std::size_t& index);  // the next entry to confirm; false once done
+  void start(std::size_t index);
+  void record(std::size_t index);  // the confirmed figures from report_
   std::vector<PlanEntry> entries_;
   std::int64_t top_ = 1;
   Config base_;
@@ -294,6 +302,8 @@ class PlanConfirmation {
   bool done_ = false;
   EstimateCache cache_;
   Report report_;
+  std::unique_ptr<SteppedEstimate> running_;  // advance(): the confirmation under way
+  std::size_t running_entry_ = 0;
 };
 
 // The whole search in one call.
