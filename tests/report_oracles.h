@@ -8,7 +8,8 @@
 //   - each stage's peak_bytes is the sum of the bytes of its terms with counts_in_peak set;
 //   - the stage totals agree with their terms (resident, gaps) and with the documented peak rule:
 //     peak = resident + gaps + max(stored activations + largest fwd/bwd transient, optimizer
-//     step), non_parameter = peak - resident - gaps, headroom = device - peak;
+//     step), non_parameter = peak - resident - gaps, headroom = device - peak (replayed: device -
+//     the fit figure, or what the allocator may reserve - reserved when that is less);
 //   - the binding stage has the largest peak.
 // A report with errors must have no stages (report.h); that is checked too.
 #pragma once
@@ -117,7 +118,11 @@ inline std::string check_report(const stagemem::Report& report) {
       return at + "not replayed, yet fit_bytes " + std::to_string(s.fit_bytes) +
              " is not the peak allocated";
     }
-    const Wide headroom = report.device.bytes > 0 ? Wide{report.device.bytes} - s.fit_bytes : 0;
+    // Against the device, or against what the allocator may reserve when that is less (a
+    // per-process memory fraction's allowed_memory_maximum).
+    Wide headroom = report.device.bytes > 0 ? Wide{report.device.bytes} - s.fit_bytes : 0;
+    if (report.device.bytes > 0 && s.reserved_replayed && s.device_limit_bytes > 0)
+      headroom = std::min(headroom, Wide{s.device_limit_bytes} - s.peak_reserved_bytes);
     if (s.headroom_bytes != headroom) {
       return at + "headroom_bytes " + std::to_string(s.headroom_bytes) + " != " + text(headroom);
     }

@@ -375,3 +375,39 @@ describe("Megatron DDP's gradient buckets (issue 26)", () => {
     await context.close();
   });
 });
+
+describe("Garbage collection under a per-process memory fraction (issue 26)", () => {
+  test("the fraction and threshold typed into the allocator group collect cached segments, as the CLI's", async () => {
+    const cli = process.env.STAGEMEM_CLI;
+    assert.ok(cli && existsSync(cli), `STAGEMEM_CLI must name the native CLI (got ${cli})`);
+    const link = "v=1&model=llama-3.1-8b&pp=4&gbs=64&device=h100-80gb";
+    const { context, page, consoleErrors } = await openApp("#" + link);
+    const before = await getReport(page);
+    assert.equal(before.stages[0].allocator.segments_released_by_gc, 0);
+    // The allocator group starts closed: opened with a click on its header, then both fields typed.
+    await visibleRect(page, "option_group_allocator");
+    await clickWidget(page, "option_group_allocator");
+    await waitFrames(page, 3);
+    await typeInto(page, "per_process_memory_fraction", "0.75");
+    await waitUntil(page, async () => (await getConfig(page)).allocator?.per_process_memory_fraction === 0.75);
+    await typeInto(page, "garbage_collection_threshold", "0.5");
+    await waitUntil(page, async () => (await getConfig(page)).allocator?.garbage_collection_threshold === 0.5);
+    await waitUntil(page, () => valid(page));
+    await page.screenshot({ path: join(artifacts, "allocator-gc.png") });
+    const after = await getReport(page);
+    // setMemoryFraction: floor(0.75 x 85,027,979,264 B) is what the allocator may reserve.
+    assert.equal(after.stages[0].allocator.device_limit_bytes, 63770984448);
+    const fromCli = JSON.parse(spawnSync(cli, ["report", "--url",
+      link + "&per_process_memory_fraction=0.75&garbage_collection_threshold=0.5", "--json"],
+      { encoding: "utf8" }).stdout);
+    for (let i = 0; i < after.stages.length; ++i) {
+      assert.ok(after.stages[i].allocator.segments_released_by_gc > 0, `stage ${i} collects`);
+      assert.equal(after.stages[i].allocator.segments_released_by_gc,
+                   fromCli.stages[i].allocator.segments_released_by_gc, `stage ${i}`);
+      assert.equal(after.stages[i].peak_reserved_bytes, fromCli.stages[i].peak_reserved_bytes);
+    }
+    assert.ok(after.stages[0].peak_reserved_bytes < before.stages[0].peak_reserved_bytes);
+    assert.deepEqual(consoleErrors, []);
+    await context.close();
+  });
+});

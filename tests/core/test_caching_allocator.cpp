@@ -1,6 +1,7 @@
 // The caching allocator replay, rule by rule (c10/cuda/CUDACachingAllocator.cpp), with worked
 // numbers, and properties over random call sequences.
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -244,6 +245,55 @@ TEST_CASE("At the device limit, max_split_size releases oversize segments first,
   c.set_device_limit(10 * MiB);
   c.malloc(30 * MiB, 1);
   CHECK_FALSE(c.out_of_memory());
+}
+
+TEST_CASE("Garbage collection releases the oldest wholly free large segments above its threshold") {
+  // garbage_collect_cached_blocks (PyTorch 001074d2): a request that finds no cached block first
+  // collects while reserved > threshold. Ages count large-pool requests since a block was cached.
+  // Segments a 20, b 30, e 16 MiB (3 large requests, 66 MiB reserved; at each the reserved bytes
+  // were <= 50 MiB, so nothing collected). a is freed at count 3; e is taken and freed twice
+  // (counts 4, 5); b is freed at count 5. A 40 MiB request (count 6) misses: ages a 3, e 1, b 1.
+  const auto scenario = [](std::int64_t threshold_mib) {
+    AllocatorRules rules;
+    rules.gc_threshold_bytes = threshold_mib * MiB;
+    auto alloc = std::make_unique<CachingAllocator>(rules);
+    const auto a = alloc->malloc(20 * MiB, 1);
+    const auto b = alloc->malloc(30 * MiB, 2);
+    auto e = alloc->malloc(16 * MiB, 3);
+    REQUIRE(alloc->reserved() == 66 * MiB);
+    alloc->free(a);
+    for (int i = 0; i < 2; ++i) {
+      alloc->free(e);
+      e = alloc->malloc(16 * MiB, 3);  // the cached 16 MiB block, exactly
+    }
+    alloc->free(e);
+    alloc->free(b);
+    REQUIRE(alloc->reserved() == 66 * MiB);
+    alloc->malloc(40 * MiB, 4);
+    return alloc;
+  };
+  // Threshold 50 MiB: 16 MiB to collect. Round 1, average age 5/3: in the pool's order (e 16,
+  // a 20, b 30) only a (age 3) is old enough; 20 MiB >= 16 MiB ends it. 66 - 20 + 40 = 86 MiB.
+  const auto one = scenario(50);
+  CHECK(one->released_by_gc() == 1);
+  CHECK(one->reserved() == 86 * MiB);
+  CHECK(one->segment_count() == 3);
+  CHECK(one->peak_reserved() == 86 * MiB);
+  // Threshold 30 MiB: 36 MiB to collect. Round 1 releases a (20 MiB); round 2's average age is
+  // (1 + 1) / 2 = 1: e and b both qualify, and a round never stops early: all three released,
+  // 0 + 40 = 40 MiB.
+  const auto all = scenario(30);
+  CHECK(all->released_by_gc() == 3);
+  CHECK(all->reserved() == 40 * MiB);
+  CHECK(all->segment_count() == 1);
+  // Above no threshold (the option off), nothing is collected: 66 + 40 MiB.
+  const auto off = scenario(0);
+  CHECK(off->released_by_gc() == 0);
+  CHECK(off->reserved() == 106 * MiB);
+  // At or below the threshold nothing is collected either: 66 MiB <= 80 MiB.
+  const auto below = scenario(80);
+  CHECK(below->released_by_gc() == 0);
+  CHECK(below->reserved() == 106 * MiB);
 }
 
 TEST_CASE("Property: reserved covers allocated, which covers requested, and all return to zero") {

@@ -335,6 +335,80 @@ TEST_CASE("Against the device's bytes the segments at the reserved peak sum to t
   }
 }
 
+TEST_CASE(
+    "A per-process memory fraction limits what the allocator reserves; gc collects under it") {
+  // Llama-3.1-8B PP 4, gbs 64 on an H100 80GB (85,027,979,264 B). A fraction of 0.75 lets the
+  // allocator reserve floor(0.75 x 85,027,979,264) = 63,770,984,448 B (setMemoryFraction), the
+  // limit every stage is replayed against (below the device's own). Stage 0's reserved peak,
+  // 61,150,855,168 B, is under it: no cache flush. A garbage_collection_threshold of 0.5 collects
+  // whenever a request misses the cache above floor(0.5 x 63,770,984,448) = 31,885,492,224 B.
+  const auto run = [](const char* extra) {
+    const DecodedConfig d =
+        decode_fragment(std::string("v=1&model=llama-3.1-8b&pp=4&gbs=64&device=h100-80gb") + extra);
+    REQUIRE(d.diagnostics.ok());
+    Report r = estimate(d.config);
+    REQUIRE(r.diagnostics.ok());
+    return r;
+  };
+  const Report plain = run("");
+  const Report fraction = run("&per_process_memory_fraction=0.75");
+  const Report collected =
+      run("&per_process_memory_fraction=0.75&garbage_collection_threshold=0.5");
+  REQUIRE(plain.stages.size() == 4);
+  for (std::size_t i = 0; i < plain.stages.size(); ++i) {
+    INFO("stage " << i);
+    const StageReport& p = plain.stages[i];
+    const StageReport& f = fraction.stages[i];
+    const StageReport& g = collected.stages[i];
+    CHECK(p.device_limit_bytes == 85'027'979'264);
+    CHECK(f.device_limit_bytes == 63'770'984'448);
+    CHECK(g.device_limit_bytes == 63'770'984'448);
+    // The limit does not bind: the same replay; the headroom is against the fraction's maximum.
+    CHECK(f.peak_reserved_bytes == p.peak_reserved_bytes);
+    CHECK(p.headroom_bytes == 85'027'979'264 - p.fit_bytes);
+    CHECK(f.headroom_bytes == 63'770'984'448 - f.peak_reserved_bytes);
+    CHECK(f.alloc_retries == 0);
+    CHECK(f.segments_released_by_gc == 0);
+    // Collection releases cached segments and never raises the reserved peak here; the segments
+    // at the peak still sum to it, and it still covers what the replay allocated.
+    CHECK(g.segments_released_by_gc > 0);
+    CHECK(g.peak_reserved_bytes <= p.peak_reserved_bytes);
+    CHECK(g.peak_reserved_bytes >= g.replayed_allocated_bytes);
+    CHECK(g.replayed_allocated_bytes == p.replayed_allocated_bytes);
+    std::int64_t held = 0;
+    for (const HeldSegment& seg : g.segments_at_reserved_peak) held += seg.bytes;
+    CHECK(held == g.peak_reserved_bytes);
+    CHECK(device_limit_text(g).find("garbage collection released") != std::string::npos);
+  }
+  CHECK(plain.stages[0].peak_reserved_bytes == 61'150'855'168);
+  CHECK(collected.stages[0].peak_reserved_bytes < plain.stages[0].peak_reserved_bytes);
+  // Under collection every pass is replayed (ages are not in the fast path's state hash).
+  ReplaySettings settings;
+  settings.rules.gc_threshold_bytes = 31'885'492'224;
+  const ReplayedStage g0 = replay_stage(collected, collected.stages[0], settings);
+  CHECK(g0.passes_skipped == 0);
+  CHECK(g0.peak_reserved_bytes == collected.stages[0].peak_reserved_bytes);
+  CHECK(g0.segments_released_by_gc == collected.stages[0].segments_released_by_gc);
+  // A threshold without a fraction does nothing in PyTorch: a warning, the plain figures.
+  const DecodedConfig lone = decode_fragment(
+      "v=1&model=llama-3.1-8b&pp=4&gbs=64&device=h100-80gb&garbage_collection_threshold=0.5");
+  REQUIRE(lone.diagnostics.ok());
+  const Report no_fraction = estimate(lone.config);
+  bool warned = false;
+  for (const auto& w : no_fraction.diagnostics.warnings)
+    warned = warned || w.field == "allocator.garbage_collection_threshold";
+  CHECK(warned);
+  CHECK(no_fraction.stages[0].peak_reserved_bytes == plain.stages[0].peak_reserved_bytes);
+  CHECK(no_fraction.stages[0].segments_released_by_gc == 0);
+  // PyTorch refuses a threshold of 1 (parseGarbageCollectionThreshold): an error naming the field.
+  const DecodedConfig one = decode_fragment("v=1&garbage_collection_threshold=1");
+  REQUIRE(one.diagnostics.ok());  // in the field's range [0, 1]; the estimate's validation refuses
+  const Report refused = estimate(one.config);
+  REQUIRE_FALSE(refused.diagnostics.ok());
+  CHECK(refused.diagnostics.errors[0].field == "allocator.garbage_collection_threshold");
+  CHECK(refused.diagnostics.errors[0].message.ends_with("got 1"));
+}
+
 TEST_CASE("A replay in pieces gives the whole replay's figures, whatever the pieces") {
   // kimi-k3 at PP 8 x VPP 2, EP 32, DP 4 on MI355X: 224 micro-batches, ~120k activation tensors
   // per stage through fragmented free lists (the slowest Plan-tab confirmation); then Llama-3.1-8B

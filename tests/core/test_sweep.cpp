@@ -60,13 +60,13 @@ void check_same_cell(const SweepRun& a, const SweepRun& b, std::size_t i) {
 }  // namespace
 
 TEST_CASE("Sweepable fields hold one value: lists and sets and free text do not", "[sweep]") {
-  // The field table's 75 fields less stages (a list), recompute_modules (a set), custom and
-  // layout (free text) and stack (name=version pairs): 70. model and device are text that names
+  // The field table's 77 fields less stages (a list), recompute_modules (a set), custom and
+  // layout (free text) and stack (name=version pairs): 72. model and device are text that names
   // one preset.
   std::set<std::string_view> keys;
   for (const ConfigField* field : sweepable_fields()) keys.insert(field->key);
-  CHECK(config_fields().size() == 75);
-  CHECK(keys.size() == 70);
+  CHECK(config_fields().size() == 77);
+  CHECK(keys.size() == 72);
   for (std::string_view key : {"stages", "recompute_modules", "custom", "layout", "stack"}) {
     INFO(key);
     CHECK(!sweepable(*find_field_by_key(key)));
@@ -124,7 +124,7 @@ TEST_CASE("Axis errors name the field as given and the allowed values", "[sweep]
       "tp_comm_overlap, framework, dp_impl, sharding, dp_shard, reshard_after_forward, "
       "reshard_ranks, reduce_dtype, fsdp_prefetch, overlap_grad_reduce, ddp_bucket_size, "
       "expandable_segments, max_split_size_mb, roundup_power2_divisions, "
-      "empty_unused_memory_level"));
+      "empty_unused_memory_level, per_process_memory_fraction, garbage_collection_threshold"));
   CHECK(parse_error("stages", "1,2", 64, "stages")
             .message.starts_with("cannot be swept (its value is a list)"));
   CHECK(parse_error("recompute_modules", "core_attn", 64, "x")

@@ -111,7 +111,9 @@ Config every_field_changed() {
   c.training.allocator = {.expandable_segments = true,
                           .max_split_size_mb = 512,
                           .roundup_power2_divisions = 4,
-                          .empty_unused_memory_level = 2};
+                          .empty_unused_memory_level = 2,
+                          .per_process_memory_fraction = 0.875,
+                          .garbage_collection_threshold = 0.6};
   c.training.stack.transformer_engine = release(2, 11);
   c.training.stack.compile = CompileMode::on;
   // The kernel options set above are the user's (the field table's setters mark them so).

@@ -106,12 +106,15 @@ void CachingAllocator::copy_state_from(const CachingAllocator& other) {
   device_limit_ = other.device_limit_;
   alloc_retries_ = other.alloc_retries_;
   released_for_room_ = other.released_for_room_;
+  released_by_gc_ = other.released_by_gc_;
+  large_free_block_calls_ = other.large_free_block_calls_;
   out_of_memory_ = other.out_of_memory_;
   fits_ = other.fits_;
 }
 
 void CachingAllocator::insert_free(std::int32_t b) {
   Block& block = blocks_[static_cast<std::size_t>(b)];
+  block.gc_base = large_free_block_calls_;
   block.free_at = pool(block.small_pool).insert({block.size, block.address, b}).first;
   block.cached = true;
 }
@@ -205,6 +208,44 @@ void CachingAllocator::release_available_cached_blocks(std::int64_t size, bool s
     released += largest.size;
     release_segment(largest.block);
     ++released_for_room_;
+  }
+}
+
+// garbage_collect_cached_blocks: above the threshold, rounds over the large pool's cached blocks
+// in its order (size, then address) release each wholly free one at least as old as the average
+// of those left, until the bytes above the threshold are released or a round releases none.
+void CachingAllocator::garbage_collect() {
+  if (reserved_ <= rules_.gc_threshold_bytes) return;
+  const std::int64_t target = reserved_ - rules_.gc_threshold_bytes;
+  const auto whole = [&](const FreeKey& k) {
+    const Block& block = blocks_[static_cast<std::size_t>(k.block)];
+    return block.prev < 0 && block.next < 0;
+  };
+  const auto age = [&](const FreeKey& k) {
+    return large_free_block_calls_ - blocks_[static_cast<std::size_t>(k.block)].gc_base;
+  };
+  std::int64_t total_age = 0;
+  std::int64_t freeable = 0;
+  for (const FreeKey& k : large_free_) {
+    if (!whole(k)) continue;
+    total_age += age(k);
+    ++freeable;
+  }
+  std::int64_t reclaimed = 0;
+  bool freed = freeable > 0;
+  while (reclaimed < target && freed && freeable > 0) {
+    const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable);
+    freed = false;
+    for (auto it = large_free_.begin(); it != large_free_.end();) {
+      const FreeKey k = *it++;  // release_segment erases k's entry, not the next
+      if (!whole(k) || static_cast<double>(age(k)) < age_threshold) continue;
+      freed = true;
+      reclaimed += k.size;
+      total_age -= age(k);
+      --freeable;
+      release_segment(k.block);
+      ++released_by_gc_;
+    }
   }
 }
 
@@ -308,10 +349,13 @@ std::int32_t CachingAllocator::malloc(std::int64_t size, std::uint64_t label) {
   }
   const std::int64_t rounded = allocator_round_size(size, rules_.roundup_power2_divisions);
   const bool small_pool = rounded <= kSmallSize;
+  const bool collects = rules_.gc_threshold_bytes > 0 && !rules_.expandable_segments;
+  if (collects && !small_pool) ++large_free_block_calls_;
   std::int32_t b = find_free_block(rounded, small_pool);
   if (b >= 0) {
     erase_free(b);
   } else {
+    if (collects) garbage_collect();
     b = rules_.expandable_segments ? grow_expandable(rounded, small_pool)
                                    : new_segment(rounded, small_pool);
   }

@@ -34,10 +34,15 @@
 // in alloc_retries (num_alloc_retries); when that fails too it is an out-of-memory error
 // (out_of_memory() turns true and the segment is taken anyway, so the replay goes on and shows by
 // how much the step is over).
+// Garbage collection (AllocatorRules::gc_threshold_bytes, under a per-process memory fraction):
+// a request that finds no cached block first runs garbage_collect_cached_blocks: while reserved is
+// above the threshold, it releases the wholly free large-pool segments whose age (large-pool
+// get_free_block calls since the block was cached) is at least the average age, in rounds, until
+// the bytes above the threshold are released or none is left. The fraction's limit itself is a
+// device limit (set_device_limit: the smaller of the two).
 // Limitations: one stream (blocks recorded on other streams, record_stream, and their delayed
-// reuse are not replayed); with expandable segments the device limit is not replayed (releasing
-// unmaps free pages inside the segment, which this model does not hold);
-// garbage_collection_threshold (active only with a per-process memory fraction) is not replayed;
+// reuse are not replayed); with expandable segments the device limit and garbage collection are
+// not replayed (releasing unmaps free pages inside the segment, which this model does not hold);
 // with expandable segments empty_cache is not replayed (the caller refuses that combination). ROCm:
 // the same rules, but expandable segments exist only from PyTorch 2.11 (the estimate turns them off
 // before that, version rule rocm-expandable-segments).
@@ -56,6 +61,10 @@ struct AllocatorRules {
   bool expandable_segments = false;
   std::int64_t max_split_size = 0;            // bytes; 0: unlimited (PyTorch's SIZE_MAX default)
   std::int64_t roundup_power2_divisions = 0;  // 0 or 1: off; else a power of two
+  // garbage_collection_threshold x allowed_memory_maximum (under a per-process memory fraction):
+  // above it, before a new segment, the oldest wholly free large segments are released
+  // (garbage_collect_cached_blocks); 0: off. Not with expandable segments.
+  std::int64_t gc_threshold_bytes = 0;
 };
 
 inline constexpr std::int64_t kMinBlockSize = 512;
@@ -104,6 +113,8 @@ class CachingAllocator {
     device_limit_ = rules_.expandable_segments ? 0 : bytes;
   }
   std::int64_t alloc_retries() const { return alloc_retries_; }
+  // Segments garbage collection released (gc_threshold_bytes).
+  std::int64_t released_by_gc() const { return released_by_gc_; }
   // Cached segments released to make room (by either fallback), and out-of-memory allocations.
   std::int64_t released_for_room() const { return released_for_room_; }
   bool out_of_memory() const { return out_of_memory_; }
@@ -154,6 +165,9 @@ class CachingAllocator {
     std::int32_t prev = -1;  // neighbours inside the segment
     std::int32_t next = -1;
     std::int32_t segment = -1;  // index into segment_heads_
+    // The large pool's get_free_block calls when it was last cached (gc_count_base): its age for
+    // garbage collection is the calls since.
+    std::int64_t gc_base = 0;
     bool allocated = false;
     bool small_pool = false;
     bool in_use = false;  // a live entry of blocks_ (not on the recycled list)
@@ -173,6 +187,7 @@ class CachingAllocator {
   std::int32_t grow_expandable(std::int64_t size, bool small_pool);
   bool should_split(const Block& block, std::int64_t size) const;
   void add_reserved(std::int64_t bytes);
+  void garbage_collect();
   void add_allocated(std::int64_t bytes);
 
   AllocatorRules rules_;
@@ -215,6 +230,8 @@ class CachingAllocator {
   std::int64_t device_limit_ = 0;
   std::int64_t alloc_retries_ = 0;
   std::int64_t released_for_room_ = 0;
+  std::int64_t released_by_gc_ = 0;
+  std::int64_t large_free_block_calls_ = 0;  // get_free_blocks_call_count (gc only)
   bool out_of_memory_ = false;
   bool fits_ = true;
 };

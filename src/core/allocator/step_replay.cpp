@@ -49,8 +49,7 @@ bool allocator_gap(const Term& t) {
 class Replay {
  public:
   Replay(const Report& report, const StageReport& stage, const ReplaySettings& settings)
-      : report_(report),
-        stage_(stage),
+      : stage_(stage),
         settings_(settings),
         allocator_(settings.rules),
         tensors_(stage.resident_allocations.get()) {
@@ -179,6 +178,7 @@ class Replay {
     out_.allocations = allocations_;
     out_.alloc_retries = allocator_.alloc_retries();
     out_.segments_released_for_room = allocator_.released_for_room();
+    out_.segments_released_by_gc = allocator_.released_by_gc();
     out_.out_of_memory = allocator_.out_of_memory();
     return false;
   }
@@ -227,9 +227,9 @@ class Replay {
   // Everything the state after init depends on.
   void init_key(std::vector<std::int64_t>& key) const {
     key.clear();
-    key.insert(key.end(),
-               {settings_.rules.expandable_segments ? 1 : 0, settings_.rules.max_split_size,
-                settings_.rules.roundup_power2_divisions, settings_.device_limit_bytes});
+    key.insert(key.end(), {settings_.rules.expandable_segments ? 1 : 0,
+                           settings_.rules.max_split_size, settings_.rules.roundup_power2_divisions,
+                           settings_.rules.gc_threshold_bytes, settings_.device_limit_bytes});
     for (std::size_t i = 0; i < stage_.terms.size(); ++i) {
       if (init_term(i))
         key.insert(key.end(), {static_cast<std::int64_t>(i), stage_.terms[i].bytes});
@@ -408,7 +408,9 @@ class Replay {
   // segments, and each live block's address, size and tensor, micro-batches by their age on
   // their chunk). Returns the index of the last slot accounted for.
   std::size_t skip_repeats(std::size_t i) {
-    if (!fifo_ || !settings_.fast_path || allocator_.released_for_room() > 0) return i;
+    if (!fifo_ || !settings_.fast_path || allocator_.released_for_room() > 0 ||
+        settings_.rules.gc_threshold_bytes > 0)
+      return i;
     std::uint64_t state = mix64(allocator_.segments_hash(), other_hash_);
     for (std::size_t c = 0; c < alive_.size(); ++c) {
       if (alive_[c].empty()) continue;
@@ -460,7 +462,6 @@ class Replay {
     }
   }
 
-  const Report& report_;
   const StageReport& stage_;
   ReplaySettings settings_;
   CachingAllocator allocator_;

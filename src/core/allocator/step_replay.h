@@ -37,7 +37,9 @@
 // address, size and tensor; micro-batches by their age on their chunk). When the state after a pass
 // equals the state after an earlier pass of the step and the schedule repeats with that period, the
 // repeating passes are skipped whole: they would leave the same state and the same peaks. Exact up
-// to a 64-bit hash collision. Units: bytes (int64) per rank.
+// to a 64-bit hash collision. With garbage collection (AllocatorRules::gc_threshold_bytes) every
+// pass is replayed: a block's age counts large-pool requests, which the state hash does not hold.
+// Units: bytes (int64) per rank.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,9 @@ struct ReplaySettings {
   // outside the allocator); 0: no limit. Past it the allocator releases cached blocks and retries
   // (caching_allocator.h); not replayed with expandable segments.
   std::int64_t device_limit_bytes = 0;
+  // torch.cuda.set_per_process_memory_fraction's allowed_memory_maximum (0: not set): the
+  // estimate replays against the smaller of it and the device (replay_stages.h).
+  std::int64_t allowed_memory_maximum = 0;
 };
 
 inline constexpr std::int64_t replay_max_passes = std::int64_t{1} << 20;
@@ -96,6 +101,7 @@ struct ReplayedStage {
   std::int64_t alloc_retries = 0;
   std::int64_t segments_released_for_room = 0;
   bool out_of_memory = false;
+  std::int64_t segments_released_by_gc = 0;  // garbage_collection_threshold, over both steps
 };
 
 // The allocator's state after a stage's init (the resident terms allocated at model and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "config/config_fields.h"
 #include "config/devices.h"
 #include "config/low_precision_rules.h"
 #include "config/sharding_rules.h"
@@ -115,6 +116,31 @@ void validate_allocator(const Config& config, Diagnostics& d) {
     d.error("allocator.empty_unused_memory_level",
             "emptying the cache of expandable segments (unmapping their free pages) is not "
             "modelled: use 0 with expandable_segments");
+  }
+  // The field's own range is [0, 1]; PyTorch refuses a threshold of 1 (parseGarbageCollection
+  // Threshold: "garbage_collect_threshold too big").
+  if (a.garbage_collection_threshold >= 1.0) {
+    d.error("allocator.garbage_collection_threshold",
+            "must be 0 (off) or a number in (0, 1) (PyTorch refuses 1 and above), got " +
+                format_field_text(*find_field_by_path("allocator.garbage_collection_threshold"),
+                                  config));
+  }
+  if (a.garbage_collection_threshold > 0.0 && a.per_process_memory_fraction <= 0.0) {
+    d.warn("allocator.garbage_collection_threshold",
+           "PyTorch collects cached blocks only under a per-process memory fraction "
+           "(set_fraction): without allocator.per_process_memory_fraction it has no effect");
+  }
+  if (a.per_process_memory_fraction > 0.0 && config.device.preset.empty() &&
+      config.device.bytes == 0) {
+    d.warn("allocator.per_process_memory_fraction",
+           "no device is chosen: the fraction of its memory (and garbage collection under it) is "
+           "not applied");
+  }
+  if ((a.per_process_memory_fraction > 0.0 || a.garbage_collection_threshold > 0.0) &&
+      a.expandable_segments) {
+    d.warn("allocator.per_process_memory_fraction",
+           "with expandable segments the memory fraction's limit and garbage collection are not "
+           "replayed (freeing unmaps pages inside the segment, which the replay does not hold)");
   }
 }
 

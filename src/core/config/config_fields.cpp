@@ -64,7 +64,7 @@ constexpr std::array<ChoiceAlias, 2> reshard_aliases = {{
 }};
 
 // The table. Keys are short, lowercase and stable: they appear in published links. Append only.
-const std::array<ConfigField, 75> fields = {{
+const std::array<ConfigField, 77> fields = {{
     {.key = "model",
      .path = "model",
      .help = "built-in model preset name",
@@ -550,6 +550,22 @@ const std::array<ConfigField, 75> fields = {{
      .min = 0,
      .max = 2,
      STAGEMEM_INTEGER(training.allocator.empty_unused_memory_level)},
+    {.key = "per_process_memory_fraction",
+     .path = "allocator.per_process_memory_fraction",
+     .help = "torch.cuda.set_per_process_memory_fraction: the allocator reserves at most this "
+             "fraction of the device (0: not set)",
+     .kind = FieldKind::number,
+     .min = 0,
+     .max = 1,
+     STAGEMEM_NUMBER(training.allocator.per_process_memory_fraction)},
+    {.key = "garbage_collection_threshold",
+     .path = "allocator.garbage_collection_threshold",
+     .help = "PYTORCH_CUDA_ALLOC_CONF garbage_collection_threshold: under a memory fraction, free "
+             "the oldest cached segments above this share of it (0: off)",
+     .kind = FieldKind::number,
+     .min = 0,
+     .max = 1,
+     STAGEMEM_NUMBER(training.allocator.garbage_collection_threshold)},
 }};
 
 #undef STAGEMEM_INTEGER

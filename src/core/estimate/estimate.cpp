@@ -463,6 +463,7 @@ void clear_reserved(StageReport& stage) {
   stage.device_limit_bytes = 0;
   stage.alloc_retries = 0;
   stage.segments_released_for_room = 0;
+  stage.segments_released_by_gc = 0;
   stage.out_of_memory = false;
 }
 
@@ -471,7 +472,15 @@ void set_headroom(StageReport& stage, const Config& config, const DeviceCapacity
   if (config.training.flat_headroom_bytes > 0) {
     stage.flat_headroom_margin = config.training.flat_headroom_bytes - stage.non_parameter_bytes;
   }
-  if (device.bytes > 0) stage.headroom_bytes = device.bytes - stage.fit_bytes;
+  if (device.bytes <= 0) return;
+  stage.headroom_bytes = device.bytes - stage.fit_bytes;
+  // What the allocator may reserve (the device less the rows outside it, which is the same
+  // headroom, or a per-process memory fraction's smaller allowed_memory_maximum): past it the job
+  // fails although the device has room.
+  if (stage.reserved_replayed && stage.device_limit_bytes > 0) {
+    stage.headroom_bytes =
+        std::min(stage.headroom_bytes, stage.device_limit_bytes - stage.peak_reserved_bytes);
+  }
 }
 
 // The stage whose figure against the device is largest (the first of equal ones): the one that
@@ -530,6 +539,23 @@ ReplaySettings estimate_replay_settings(const Config& config, Report& report) {
             " ignores expandable_segments (it warns 'expandable_segments not supported on this "
             "platform'; ROCm support from torch 2.11): replayed with one segment per "
             "cudaMalloc");
+  }
+  // torch.cuda.set_per_process_memory_fraction: allowed_memory_maximum is the fraction of the
+  // device's total memory, and the collection threshold a fraction of that, both computed in
+  // double and truncated as setMemoryFraction and garbage_collect_cached_blocks do. Neither is
+  // replayed with expandable segments (validate warns).
+  const AllocatorSettings& a = config.training.allocator;
+  if (a.per_process_memory_fraction > 0.0 && report.device.bytes > 0 &&
+      !settings.rules.expandable_segments) {
+    settings.allowed_memory_maximum = static_cast<std::int64_t>(
+        a.per_process_memory_fraction * static_cast<double>(report.device.bytes));
+    if (a.garbage_collection_threshold > 0.0) {
+      // A threshold of 0 B collects above 0 B reserved: 1 B is the same (segments are >= 2 MiB)
+      // and keeps 0 meaning off.
+      settings.rules.gc_threshold_bytes = std::max<std::int64_t>(
+          1, static_cast<std::int64_t>(a.garbage_collection_threshold *
+                                       static_cast<double>(settings.allowed_memory_maximum)));
+    }
   }
   return settings;
 }

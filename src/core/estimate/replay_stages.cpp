@@ -32,6 +32,18 @@ std::int64_t device_limit(const StageReport& stage, const DeviceCapacity& device
   return std::max<std::int64_t>(1, device.bytes - outside_allocator_bytes(stage, nullptr));
 }
 
+// What the allocator may reserve: the device's bytes less the rows outside it, or the per-process
+// memory fraction's allowed_memory_maximum when smaller (0: no limit; none with expandable
+// segments).
+std::int64_t allocator_limit(const StageReport& stage, const DeviceCapacity& device,
+                             const ReplaySettings& settings) {
+  if (settings.rules.expandable_segments) return 0;
+  const std::int64_t limit = device_limit(stage, device);
+  if (settings.allowed_memory_maximum <= 0) return limit;
+  return limit > 0 ? std::min(limit, settings.allowed_memory_maximum)
+                   : settings.allowed_memory_maximum;
+}
+
 // The stage's replayed figures, the measured rows outside the allocator, and the figure the
 // device check uses. False when a figure does not fit in int64 bytes.
 bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
@@ -48,6 +60,7 @@ bool set_reserved(StageReport& stage, const ReplayedStage& replayed) {
   stage.segments_at_reserved_peak = replayed.segments_at_peak;
   stage.alloc_retries = replayed.alloc_retries;
   stage.segments_released_for_room = replayed.segments_released_for_room;
+  stage.segments_released_by_gc = replayed.segments_released_by_gc;
   stage.out_of_memory = replayed.out_of_memory;
   int measured_rows = 0;
   stage.outside_allocator_bytes = outside_allocator_bytes(stage, &measured_rows);
@@ -66,7 +79,8 @@ void replay_key(const Report& report, const StageReport& stage, const ReplaySett
   key.clear();
   key.insert(key.end(),
              {settings.rules.expandable_segments ? 1 : 0, settings.rules.max_split_size,
-              settings.rules.roundup_power2_divisions, settings.empty_unused_memory_level,
+              settings.rules.roundup_power2_divisions, settings.rules.gc_threshold_bytes,
+              settings.allowed_memory_maximum, settings.empty_unused_memory_level,
               settings.fast_path ? 1 : 0, settings.max_allocations, settings.device_limit_bytes,
               settings.max_resident_tensors, static_cast<std::int64_t>(report.schedule),
               report.micro_batches, static_cast<std::int64_t>(report.stages.size()), stage.index,
@@ -145,7 +159,7 @@ StageReplays::Status StageReplays::advance(std::int64_t allocations) {
 // the same (so a device change replays nothing).
 void StageReplays::start_stage() {
   const StageReport& stage = report_.stages[stage_];
-  limit_ = settings_.rules.expandable_segments ? 0 : device_limit(stage, report_.device);
+  limit_ = allocator_limit(stage, report_.device, settings_);
   settings_.device_limit_bytes = 0;
   replay_key(report_, stage, settings_, key_);
   EstimateCache::ReplayMemo& memo = cache_.replays[stage_];
@@ -231,8 +245,7 @@ StageReplays::Status StageReplays::set_figures() {
       stage_ = i;
       return Status::failed;
     }
-    stage.device_limit_bytes =
-        settings_.rules.expandable_segments ? 0 : device_limit(stage, report_.device);
+    stage.device_limit_bytes = allocator_limit(stage, report_.device, settings_);
     if (stage.alloc_retries > 0 && !stage.out_of_memory) {
       report_.diagnostics.warn(
           "device.bytes",

@@ -97,6 +97,7 @@ json allocator_json(const StageReport& s) {
       {"device_limit_bytes", s.device_limit_bytes > 0 ? json(s.device_limit_bytes) : json(nullptr)},
       {"alloc_retries", s.alloc_retries},
       {"segments_released_for_room", s.segments_released_for_room},
+      {"segments_released_by_gc", s.segments_released_by_gc},
       {"out_of_memory", s.out_of_memory},
       {"segments_at_reserved_peak",
        {{"count", static_cast<std::int64_t>(s.segments_at_reserved_peak.size())},

@@ -287,12 +287,18 @@ std::string device_limit_text(const StageReport& stage, AmountUnit unit) {
                     " the allocator may reserve: ";
   if (stage.out_of_memory) return out + "out of memory even after releasing every cached segment";
   if (stage.alloc_retries == 0 && stage.segments_released_for_room == 0) {
-    return out + "no cache flush";
+    out += "no cache flush";
+  } else {
+    out += std::to_string(stage.alloc_retries) + " cache flush" +
+           (stage.alloc_retries == 1 ? "" : "es") + " (num_alloc_retries) released " +
+           std::to_string(stage.segments_released_for_room) + " cached segment" +
+           (stage.segments_released_for_room == 1 ? "" : "s");
   }
-  return out + std::to_string(stage.alloc_retries) + " cache flush" +
-         (stage.alloc_retries == 1 ? "" : "es") + " (num_alloc_retries) released " +
-         std::to_string(stage.segments_released_for_room) + " cached segment" +
-         (stage.segments_released_for_room == 1 ? "" : "s");
+  if (stage.segments_released_by_gc > 0) {
+    out += "; garbage collection released " + std::to_string(stage.segments_released_by_gc) +
+           " cached segment" + (stage.segments_released_by_gc == 1 ? "" : "s");
+  }
+  return out;
 }
 
 std::string moment_name(const StageReport& stage, const PeakMoment& moment) {

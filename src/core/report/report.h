@@ -195,6 +195,9 @@ struct StageReport {
   std::int64_t alloc_retries = 0;
   std::int64_t segments_released_for_room = 0;
   bool out_of_memory = false;
+  // Cached segments garbage_collection_threshold released (under a per-process memory fraction;
+  // device_limit_bytes is then at most the fraction's allowed_memory_maximum), two steps.
+  std::int64_t segments_released_by_gc = 0;
   // MEASURED rows outside the allocator (runtime context, communication buffers): the device
   // figure is reserved + these; device_peak_bytes is -1 until both rows are measured.
   std::int64_t outside_allocator_bytes = 0;
